@@ -1,0 +1,163 @@
+//! Errors the gateway returns to its clients, in OpenAI's shape:
+//! `{"error": {"message", "type", "code", "param"}}`.
+//!
+//! Each variant knows its HTTP status in one exhaustive match, so a new
+//! kind of error cannot ship without deciding it.
+
+use axum::http::{header, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use bytes::Bytes;
+use serde_json::json;
+
+/// One attempt as listed in an `all_models_failed` error.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AttemptSummary {
+    /// The model ref tried.
+    pub model: String,
+    /// Why it did not answer (a bounded label plus detail).
+    pub reason: String,
+}
+
+/// An error answered to a client.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum ApiError {
+    /// The body is not JSON.
+    #[error("invalid JSON body: {0}")]
+    InvalidJson(String),
+    /// A field is missing or has the wrong type or value.
+    #[error("{message}")]
+    InvalidField {
+        /// The field, e.g. `messages[0].role`.
+        param: String,
+        /// What is wrong with it.
+        message: String,
+    },
+    /// Missing or wrong client key.
+    #[error("missing or invalid API key")]
+    Unauthorized,
+    /// No cascade or model of that name.
+    #[error("the model `{0}` does not exist: use a cascade name, a provider/model ref or `auto`")]
+    ModelNotFound(String),
+    /// An unknown path.
+    #[error("not found")]
+    NotFound,
+    /// The body exceeds `server.max_body_bytes`.
+    #[error("request body is larger than the limit of {0} bytes")]
+    BodyTooLarge(usize),
+    /// `server.max_concurrent_requests` reached.
+    #[error("the gateway is at its concurrency limit; retry shortly")]
+    Overloaded,
+    /// Every model of the cascade failed and there is no handoff.
+    #[error("all models failed")]
+    AllModelsFailed {
+        /// The cascade.
+        cascade: String,
+        /// Every attempt, in order.
+        attempts: Vec<AttemptSummary>,
+    },
+    /// The upstream rejected the client's request (other 400/422): returned as is.
+    #[error("upstream rejected the request")]
+    UpstreamRejected {
+        /// The upstream's status.
+        status: u16,
+        /// The upstream's body, when it was a proper OpenAI error.
+        body: Option<Bytes>,
+        /// Fallback message.
+        message: String,
+    },
+    /// `timeouts.total` ran out.
+    #[error("the request ran past the gateway's total deadline")]
+    Timeout,
+    /// The gateway is shutting down.
+    #[error("the gateway is shutting down")]
+    ShuttingDown,
+}
+
+impl ApiError {
+    /// The HTTP status.
+    pub fn status(&self) -> StatusCode {
+        match self {
+            Self::InvalidJson(_) | Self::InvalidField { .. } => StatusCode::BAD_REQUEST,
+            Self::Unauthorized => StatusCode::UNAUTHORIZED,
+            Self::ModelNotFound(_) | Self::NotFound => StatusCode::NOT_FOUND,
+            Self::BodyTooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
+            Self::Overloaded | Self::AllModelsFailed { .. } | Self::ShuttingDown => {
+                StatusCode::SERVICE_UNAVAILABLE
+            }
+            Self::UpstreamRejected { status, .. } => {
+                StatusCode::from_u16(*status).unwrap_or(StatusCode::BAD_REQUEST)
+            }
+            Self::Timeout => StatusCode::GATEWAY_TIMEOUT,
+        }
+    }
+
+    /// OpenAI `type` and `code`.
+    fn type_and_code(&self) -> (&'static str, Option<&'static str>) {
+        match self {
+            Self::InvalidJson(_) => ("invalid_request_error", Some("invalid_json")),
+            Self::InvalidField { .. } => ("invalid_request_error", Some("invalid_value")),
+            Self::Unauthorized => ("invalid_request_error", Some("invalid_api_key")),
+            Self::ModelNotFound(_) => ("invalid_request_error", Some("model_not_found")),
+            Self::NotFound => ("invalid_request_error", Some("not_found")),
+            Self::BodyTooLarge(_) => ("invalid_request_error", Some("request_too_large")),
+            Self::Overloaded => ("server_error", Some("overloaded")),
+            Self::AllModelsFailed { .. } => ("all_models_failed", Some("all_models_failed")),
+            Self::UpstreamRejected { .. } => ("invalid_request_error", None),
+            Self::Timeout => ("timeout", Some("timeout")),
+            Self::ShuttingDown => ("server_error", Some("shutting_down")),
+        }
+    }
+
+    /// The message clients see.
+    pub fn message(&self) -> String {
+        match self {
+            Self::AllModelsFailed { cascade, attempts } => {
+                let list: Vec<String> = attempts
+                    .iter()
+                    .map(|a| format!("{}: {}", a.model, a.reason))
+                    .collect();
+                if list.is_empty() {
+                    format!("all models of `{cascade}` failed: no model was available")
+                } else {
+                    format!("all models of `{cascade}` failed: {}", list.join("; "))
+                }
+            }
+            Self::UpstreamRejected { message, .. } => message.clone(),
+            other => other.to_string(),
+        }
+    }
+
+    /// The OpenAI error object (`{"error": {...}}`).
+    pub fn body(&self) -> serde_json::Value {
+        let (kind, code) = self.type_and_code();
+        let param = match self {
+            Self::InvalidField { param, .. } => Some(param.clone()),
+            Self::ModelNotFound(_) => Some("model".to_string()),
+            _ => None,
+        };
+        json!({"error": {"message": self.message(), "type": kind, "param": param, "code": code}})
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let status = self.status();
+        if let Self::UpstreamRejected {
+            body: Some(body), ..
+        } = &self
+        {
+            let mut resp = (status, body.clone()).into_response();
+            resp.headers_mut().insert(
+                header::CONTENT_TYPE,
+                HeaderValue::from_static("application/json"),
+            );
+            return resp;
+        }
+        let mut resp = (status, axum::Json(self.body())).into_response();
+        if matches!(self, Self::Overloaded | Self::ShuttingDown) {
+            resp.headers_mut()
+                .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+        }
+        resp
+    }
+}

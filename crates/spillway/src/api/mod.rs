@@ -1,0 +1,15 @@
+//! The OpenAI wire format as Spillway speaks it to its clients.
+//!
+//! Requests are validated here ([`request`]) before any upstream is
+//! touched; responses and stream chunks are stamped and completed here
+//! ([`wire`]) so that whatever an upstream omitted, the client receives
+//! bodies that validate against OpenAI's official schemas; errors take the
+//! OpenAI shape ([`error`]); [`sse`] reads and writes server-sent events.
+
+pub mod error;
+pub mod request;
+pub mod sse;
+pub mod wire;
+
+pub use error::ApiError;
+pub use request::ChatRequest;

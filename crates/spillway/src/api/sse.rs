@@ -1,0 +1,202 @@
+//! Server-sent events: one tolerant incremental parser for every upstream,
+//! and the encoder for what Spillway sends its clients.
+//!
+//! Written by hand (about 100 lines) because the parser must be fed raw
+//! network chunks, keep partial lines across them, accept `\n`, `\r\n` and
+//! `\r`, skip comment keep-alives (`: OPENROUTER PROCESSING`) and remember
+//! `event:` names (Anthropic) — and the crates that parse SSE either own the
+//! HTTP client or buffer whole responses.
+
+use bytes::{BufMut, Bytes, BytesMut};
+
+/// One parsed event.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SseEvent {
+    /// The `event:` name, if any.
+    pub event: Option<String>,
+    /// The `data:` lines, joined with `\n`.
+    pub data: String,
+}
+
+/// Incremental parser; feed it chunks as they arrive.
+#[derive(Debug, Default)]
+pub struct SseParser {
+    /// Bytes of an unfinished line.
+    line: Vec<u8>,
+    /// The previous chunk ended in `\r`: a `\n` starting the next one is
+    /// part of the same line break.
+    after_cr: bool,
+    event: Option<String>,
+    data: String,
+    has_data: bool,
+}
+
+/// Upper bound on one line, so a peer that never sends a newline cannot
+/// make the gateway buffer without limit.
+const MAX_LINE: usize = 8 * 1024 * 1024;
+
+/// The parser met a line longer than [`MAX_LINE`].
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("an SSE line exceeded {MAX_LINE} bytes")]
+pub struct LineTooLong;
+
+impl SseParser {
+    /// A parser with no pending input.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Feeds one chunk, pushing each completed event onto `out`.
+    pub fn feed(&mut self, chunk: &[u8], out: &mut Vec<SseEvent>) -> Result<(), LineTooLong> {
+        let mut start = 0;
+        for (i, &b) in chunk.iter().enumerate() {
+            if self.after_cr {
+                self.after_cr = false;
+                if b == b'\n' {
+                    start = i + 1;
+                    continue;
+                }
+            }
+            if b == b'\n' || b == b'\r' {
+                self.line.extend_from_slice(&chunk[start..i]);
+                self.end_line(out);
+                self.after_cr = b == b'\r';
+                start = i + 1;
+            }
+        }
+        self.line.extend_from_slice(&chunk[start..]);
+        if self.line.len() > MAX_LINE {
+            return Err(LineTooLong);
+        }
+        Ok(())
+    }
+
+    /// The stream ended: a final event without its blank line still counts.
+    pub fn finish(&mut self, out: &mut Vec<SseEvent>) {
+        if !self.line.is_empty() {
+            self.end_line(out);
+        }
+        self.dispatch(out);
+    }
+
+    fn end_line(&mut self, out: &mut Vec<SseEvent>) {
+        let line = std::mem::take(&mut self.line);
+        if line.is_empty() {
+            self.dispatch(out);
+            return;
+        }
+        if line[0] == b':' {
+            return; // a comment / keep-alive
+        }
+        let text = String::from_utf8_lossy(&line);
+        let (field, value) = match text.find(':') {
+            Some(i) => {
+                let v = &text[i + 1..];
+                (&text[..i], v.strip_prefix(' ').unwrap_or(v))
+            }
+            None => (&text[..], ""),
+        };
+        match field {
+            "data" => {
+                if self.has_data {
+                    self.data.push('\n');
+                }
+                self.data.push_str(value);
+                self.has_data = true;
+            }
+            "event" => self.event = Some(value.to_string()),
+            _ => {} // id, retry and unknown fields carry nothing we use
+        }
+        self.line = line;
+        self.line.clear();
+    }
+
+    fn dispatch(&mut self, out: &mut Vec<SseEvent>) {
+        if self.has_data {
+            out.push(SseEvent {
+                event: self.event.take(),
+                data: std::mem::take(&mut self.data),
+            });
+            self.has_data = false;
+        } else {
+            self.event = None;
+        }
+    }
+}
+
+/// Encodes one `data:` event carrying JSON.
+pub fn encode_json(value: &serde_json::Value) -> Bytes {
+    let mut buf = BytesMut::with_capacity(256).writer();
+    buf.get_mut().extend_from_slice(b"data: ");
+    // Serializing a Value into a Vec cannot fail.
+    let _ = serde_json::to_writer(&mut buf, value);
+    let mut buf = buf.into_inner();
+    buf.extend_from_slice(b"\n\n");
+    buf.freeze()
+}
+
+/// The final `data: [DONE]` event.
+pub fn done() -> Bytes {
+    Bytes::from_static(b"data: [DONE]\n\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse_in_pieces(input: &[u8], piece: usize) -> Vec<SseEvent> {
+        let mut p = SseParser::new();
+        let mut out = Vec::new();
+        for c in input.chunks(piece) {
+            p.feed(c, &mut out).unwrap();
+        }
+        p.finish(&mut out);
+        out
+    }
+
+    #[test]
+    fn parses_every_line_ending_and_split() {
+        let input = b": OPENROUTER PROCESSING\n\ndata: {\"a\":1}\r\n\r\nevent: ping\ndata: x\ndata:y\n\ndata: [DONE]\r\r";
+        for piece in 1..input.len() {
+            let ev = parse_in_pieces(input, piece);
+            assert_eq!(
+                ev,
+                vec![
+                    SseEvent {
+                        event: None,
+                        data: "{\"a\":1}".into()
+                    },
+                    SseEvent {
+                        event: Some("ping".into()),
+                        data: "x\ny".into()
+                    },
+                    SseEvent {
+                        event: None,
+                        data: "[DONE]".into()
+                    },
+                ],
+                "piece size {piece}"
+            );
+        }
+    }
+
+    #[test]
+    fn final_event_without_blank_line() {
+        assert_eq!(
+            parse_in_pieces(b"data: last", 4),
+            vec![SseEvent {
+                event: None,
+                data: "last".into()
+            }]
+        );
+    }
+
+    #[test]
+    fn encodes() {
+        assert_eq!(
+            &encode_json(&serde_json::json!({"a": 1}))[..],
+            b"data: {\"a\":1}\n\n"
+        );
+        assert_eq!(&done()[..], b"data: [DONE]\n\n");
+    }
+}

@@ -1,0 +1,350 @@
+//! Stamping and completing OpenAI bodies before they reach a client.
+//!
+//! Upstreams differ in what they omit (`refusal`, `logprobs`, chunk ids,
+//! `object`) and in what they add; strict clients reject bodies that do not
+//! validate against OpenAI's schema. Every completion and chunk passes
+//! through here: the gateway's own `id`/`created` (stable for a stream),
+//! `model` set to the model ref that answered, and required fields filled.
+
+use serde_json::{Map, Value};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+/// What the gateway stamps on every body of one response.
+#[derive(Debug, Clone)]
+pub struct Stamp {
+    /// `chatcmpl-…`, the same for every chunk of a stream.
+    pub id: String,
+    /// Unix seconds.
+    pub created: u64,
+    /// The model ref that answered.
+    pub model: String,
+}
+
+impl Stamp {
+    /// A fresh id and the current time.
+    pub fn new(model: String) -> Self {
+        Self {
+            id: new_id(),
+            created: now_unix(),
+            model,
+        }
+    }
+}
+
+/// A new completion id.
+pub fn new_id() -> String {
+    format!(
+        "chatcmpl-{:016x}{:08x}",
+        fastrand::u64(..),
+        fastrand::u32(..)
+    )
+}
+
+/// Seconds since the Unix epoch.
+pub fn now_unix() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0)
+}
+
+const FINISH_REASONS: [&str; 5] = [
+    "stop",
+    "length",
+    "tool_calls",
+    "content_filter",
+    "function_call",
+];
+const DELTA_ROLES: [&str; 5] = ["developer", "system", "user", "assistant", "tool"];
+
+fn finish_reason(v: Option<&Value>, default: Value) -> Value {
+    match v.and_then(Value::as_str) {
+        Some(r) if FINISH_REASONS.contains(&r) => Value::String(r.to_string()),
+        Some(_) => Value::String("stop".into()),
+        None => default,
+    }
+}
+
+fn stamp_common(obj: &mut Map<String, Value>, s: &Stamp, object: &'static str) {
+    obj.insert("id".into(), Value::String(s.id.clone()));
+    obj.insert("object".into(), Value::String(object.into()));
+    obj.insert("created".into(), Value::from(s.created));
+    obj.insert("model".into(), Value::String(s.model.clone()));
+    if let Some(u) = obj.get_mut("usage") {
+        if !u.is_null() && !fix_usage(u) {
+            obj.remove("usage");
+        }
+    }
+    for key in ["system_fingerprint", "service_tier"] {
+        if obj.get(key).is_some_and(|v| !v.is_string() && !v.is_null()) {
+            obj.remove(key);
+        }
+    }
+}
+
+/// Completes a usage object; false when it is unusable.
+fn fix_usage(u: &mut Value) -> bool {
+    let Some(o) = u.as_object_mut() else {
+        return false;
+    };
+    let num = |o: &Map<String, Value>, k: &str| o.get(k).and_then(Value::as_u64);
+    let prompt = num(o, "prompt_tokens").unwrap_or(0);
+    let completion = num(o, "completion_tokens").unwrap_or(0);
+    let total = num(o, "total_tokens").unwrap_or(prompt + completion);
+    o.insert("prompt_tokens".into(), prompt.into());
+    o.insert("completion_tokens".into(), completion.into());
+    o.insert("total_tokens".into(), total.into());
+    for k in ["prompt_tokens_details", "completion_tokens_details"] {
+        if o.get(k).is_some_and(|v| !v.is_object()) {
+            o.remove(k);
+        }
+    }
+    true
+}
+
+/// Text of a content value that may be a string, parts or null.
+fn content_text(v: &Value) -> Value {
+    match v {
+        Value::String(_) | Value::Null => v.clone(),
+        Value::Array(parts) => {
+            let text: String = parts
+                .iter()
+                .filter_map(|p| p.get("text").and_then(Value::as_str))
+                .collect();
+            Value::String(text)
+        }
+        other => Value::String(other.to_string()),
+    }
+}
+
+fn fix_tool_call(call: &mut Value, with_index: Option<usize>) {
+    let Some(c) = call.as_object_mut() else {
+        return;
+    };
+    if let Some(i) = with_index {
+        if !c.get("index").is_some_and(Value::is_u64) {
+            c.insert("index".into(), i.into());
+        }
+    }
+    if c.contains_key("id") || with_index.is_none() {
+        c.insert("type".into(), Value::String("function".into()));
+    }
+    if let Some(Value::Object(f)) = c.get_mut("function") {
+        match f.get("arguments") {
+            Some(Value::String(_)) => {}
+            None if with_index.is_some() => {}
+            None | Some(Value::Null) => {
+                f.insert("arguments".into(), Value::String(String::new()));
+            }
+            Some(other) => {
+                let s = other.to_string();
+                f.insert("arguments".into(), Value::String(s));
+            }
+        }
+    }
+}
+
+/// Stamps and completes a `chat.completion`; `Err` when it is not one.
+pub fn completion(v: &mut Value, s: &Stamp) -> Result<(), &'static str> {
+    let obj = v.as_object_mut().ok_or("the body is not a JSON object")?;
+    let choices = obj
+        .get_mut("choices")
+        .and_then(Value::as_array_mut)
+        .ok_or("the body has no `choices` array")?;
+    for (i, choice) in choices.iter_mut().enumerate() {
+        let c = choice.as_object_mut().ok_or("a choice is not an object")?;
+        c.insert("index".into(), i.into());
+        let fr = finish_reason(c.get("finish_reason"), Value::String("stop".into()));
+        c.insert("finish_reason".into(), fr);
+        if !c.get("logprobs").is_some_and(Value::is_object) {
+            c.insert("logprobs".into(), Value::Null);
+        }
+        let msg = c
+            .entry("message")
+            .or_insert_with(|| Value::Object(Map::new()));
+        let m = msg.as_object_mut().ok_or("a message is not an object")?;
+        m.insert("role".into(), Value::String("assistant".into()));
+        let content = m.get("content").map(content_text).unwrap_or(Value::Null);
+        m.insert("content".into(), content);
+        if !m.get("refusal").is_some_and(Value::is_string) {
+            m.insert("refusal".into(), Value::Null);
+        }
+        match m.get_mut("tool_calls") {
+            Some(Value::Array(calls)) if !calls.is_empty() => {
+                calls.iter_mut().for_each(|c| fix_tool_call(c, None))
+            }
+            Some(_) => {
+                m.remove("tool_calls");
+            }
+            None => {}
+        }
+    }
+    stamp_common(obj, s, "chat.completion");
+    Ok(())
+}
+
+/// Stamps and completes a `chat.completion.chunk`.
+pub fn chunk(v: &mut Value, s: &Stamp) {
+    let Some(obj) = v.as_object_mut() else {
+        return;
+    };
+    if let Some(Value::Array(choices)) = obj.get_mut("choices") {
+        for (i, choice) in choices.iter_mut().enumerate() {
+            let Some(c) = choice.as_object_mut() else {
+                continue;
+            };
+            if !c.get("index").is_some_and(Value::is_u64) {
+                c.insert("index".into(), i.into());
+            }
+            let fr = finish_reason(c.get("finish_reason"), Value::Null);
+            c.insert("finish_reason".into(), fr);
+            if c.get("logprobs").is_some_and(|l| {
+                !(l.is_null() || l.get("content").is_some() && l.get("refusal").is_some())
+            }) {
+                c.insert("logprobs".into(), Value::Null);
+            }
+            // GigaChat sends `message` instead of `delta` on some chunks.
+            if !c.contains_key("delta") {
+                let d = c
+                    .remove("message")
+                    .unwrap_or_else(|| Value::Object(Map::new()));
+                c.insert("delta".into(), d);
+            }
+            if let Some(d) = c.get_mut("delta").and_then(Value::as_object_mut) {
+                if d.get("role")
+                    .is_some_and(|r| !r.as_str().is_some_and(|r| DELTA_ROLES.contains(&r)))
+                {
+                    d.remove("role");
+                }
+                if let Some(content) = d.get("content") {
+                    if !content.is_string() && !content.is_null() {
+                        let t = content_text(content);
+                        d.insert("content".into(), t);
+                    }
+                }
+                if let Some(Value::Array(calls)) = d.get_mut("tool_calls") {
+                    for (j, call) in calls.iter_mut().enumerate() {
+                        fix_tool_call(call, Some(j));
+                    }
+                }
+            }
+        }
+    } else {
+        obj.insert("choices".into(), Value::Array(Vec::new()));
+    }
+    stamp_common(obj, s, "chat.completion.chunk");
+}
+
+/// A completion carries an answer: some content or a tool call.
+pub fn completion_has_answer(v: &Value) -> bool {
+    v.get("choices")
+        .and_then(Value::as_array)
+        .is_some_and(|choices| {
+            choices.iter().any(|c| {
+                let m = c.get("message");
+                m.and_then(|m| m.get("content"))
+                    .and_then(Value::as_str)
+                    .is_some_and(|s| !s.trim().is_empty())
+                    || m.and_then(|m| m.get("tool_calls"))
+                        .and_then(Value::as_array)
+                        .is_some_and(|a| !a.is_empty())
+                    || m.and_then(|m| m.get("refusal"))
+                        .and_then(Value::as_str)
+                        .is_some_and(|s| !s.is_empty())
+            })
+        })
+}
+
+/// A chunk carries the first token: non-empty content, a refusal or a tool
+/// call (role-only chunks, empty deltas and usage chunks do not count).
+pub fn chunk_has_token(v: &Value) -> bool {
+    v.get("choices")
+        .and_then(Value::as_array)
+        .is_some_and(|choices| {
+            choices.iter().any(|c| {
+                let d = c.get("delta");
+                d.and_then(|d| d.get("content"))
+                    .and_then(Value::as_str)
+                    .is_some_and(|s| !s.is_empty())
+                    || d.and_then(|d| d.get("refusal"))
+                        .and_then(Value::as_str)
+                        .is_some_and(|s| !s.is_empty())
+                    || d.and_then(|d| d.get("tool_calls"))
+                        .and_then(Value::as_array)
+                        .is_some_and(|a| !a.is_empty())
+            })
+        })
+}
+
+/// A chunk ends its choice (`finish_reason` set).
+pub fn chunk_finishes(v: &Value) -> bool {
+    v.get("choices")
+        .and_then(Value::as_array)
+        .is_some_and(|choices| {
+            choices
+                .iter()
+                .any(|c| c.get("finish_reason").is_some_and(|f| !f.is_null()))
+        })
+}
+
+/// The usage-only chunk (`choices: []` with usage).
+pub fn is_usage_chunk(v: &Value) -> bool {
+    v.get("choices")
+        .and_then(Value::as_array)
+        .is_some_and(Vec::is_empty)
+        && v.get("usage").is_some_and(Value::is_object)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn fills_what_upstreams_omit() {
+        let mut v = json!({"choices":[{"message":{"content":[{"type":"text","text":"hi"}],"tool_calls":[{"id":"c","function":{"name":"f","arguments":{"a":1}}}]}}],"usage":{"prompt_tokens":3,"completion_tokens":2}});
+        completion(
+            &mut v,
+            &Stamp {
+                id: "chatcmpl-1".into(),
+                created: 7,
+                model: "p/m".into(),
+            },
+        )
+        .unwrap();
+        assert_eq!(v["model"], "p/m");
+        assert_eq!(v["object"], "chat.completion");
+        assert_eq!(v["choices"][0]["message"]["content"], "hi");
+        assert_eq!(v["choices"][0]["message"]["refusal"], Value::Null);
+        assert_eq!(v["choices"][0]["logprobs"], Value::Null);
+        assert_eq!(v["choices"][0]["finish_reason"], "stop");
+        assert_eq!(
+            v["choices"][0]["message"]["tool_calls"][0]["function"]["arguments"],
+            "{\"a\":1}"
+        );
+        assert_eq!(v["usage"]["total_tokens"], 5);
+    }
+
+    #[test]
+    fn rejects_non_completions() {
+        let s = Stamp::new("p/m".into());
+        assert!(completion(&mut json!([1]), &s).is_err());
+        assert!(completion(&mut json!({"error": "x"}), &s).is_err());
+    }
+
+    #[test]
+    fn first_token_detection() {
+        assert!(!chunk_has_token(
+            &json!({"choices":[{"delta":{"role":"assistant","content":""}}]})
+        ));
+        assert!(chunk_has_token(
+            &json!({"choices":[{"delta":{"content":"a"}}]})
+        ));
+        assert!(chunk_has_token(
+            &json!({"choices":[{"delta":{"tool_calls":[{"index":0}]}}]})
+        ));
+        assert!(!chunk_has_token(
+            &json!({"choices":[],"usage":{"prompt_tokens":1}})
+        ));
+    }
+}

@@ -1,0 +1,442 @@
+//! The config file as written: raw serde types, one struct per section.
+//!
+//! These mirror SPEC §4 field for field. They only describe *shape*
+//! (unknown keys are rejected, types are checked by serde); every semantic
+//! rule — durations, sizes, model refs, cascade shape — lives in
+//! [`super::compile`], which turns a [`RawConfig`] into a
+//! [`super::Config`] or a list of every error with its YAML path. The same
+//! types generate `docs/spillway.schema.json` for editors.
+//!
+//! Durations are strings such as `250ms`, `2s`, `10m`, `12h`, `30d`; byte
+//! sizes are strings such as `4MiB` or plain integers.
+
+use indexmap::IndexMap;
+use schemars::JsonSchema;
+use serde::Deserialize;
+
+/// A whole `spillway.yaml`.
+#[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[schemars(title = "Spillway configuration")]
+pub struct RawConfig {
+    /// The HTTP listener and client-facing limits.
+    pub server: Option<RawServer>,
+    /// Where dead marks, breaker state and statistics live.
+    pub state: Option<RawState>,
+    /// Upstream API accounts by name; the name is the first part of a model ref.
+    #[serde(default)]
+    pub providers: IndexMap<String, RawProvider>,
+    /// Dead marks, circuit breakers, retries and deadlines.
+    pub health: Option<RawHealth>,
+    /// How often providers' model listings are re-read.
+    pub discovery: Option<RawDiscovery>,
+    /// Named cascades; clients select one with the request's `model`. The first is `auto`.
+    #[serde(default)]
+    pub cascades: IndexMap<String, RawCascade>,
+    /// Per-model prompt variants, first match wins.
+    #[serde(default)]
+    pub prompts: Vec<RawPrompt>,
+    /// Rules that switch a request to another cascade.
+    #[serde(default)]
+    pub escalation: Vec<RawEscalation>,
+    /// Where operator alerts go.
+    pub alerts: Option<RawAlerts>,
+    /// The human-operator queue, the last tier.
+    pub handoff: Option<RawHandoff>,
+}
+
+/// `server:`
+#[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RawServer {
+    /// Address to listen on, `host:port` (default `127.0.0.1:8080`).
+    pub listen: Option<String>,
+    /// Client keys; when set, clients must send `Authorization: Bearer <key>`.
+    pub api_keys: Option<Vec<String>>,
+    /// Token for `/admin` and `/ui`; when unset those are disabled (404).
+    pub admin_token: Option<String>,
+    /// Largest accepted request body (default `4MiB`); larger gets 413.
+    pub max_body_bytes: Option<RawSize>,
+    /// Requests served at once (default 10000); above it clients get 503 with `Retry-After`.
+    pub max_concurrent_requests: Option<u64>,
+    /// How long a client may take to send its request headers (default `10s`).
+    pub header_read_timeout: Option<String>,
+    /// How long in-flight requests may run after SIGTERM/SIGINT (default `30s`).
+    pub shutdown_grace: Option<String>,
+}
+
+/// A byte size: an integer, or a string such as `4MiB`, `512KiB`, `1MB`.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(untagged)]
+pub enum RawSize {
+    /// Bytes.
+    Bytes(u64),
+    /// A number with a unit (`B`, `KB`, `KiB`, `MB`, `MiB`, `GB`, `GiB`).
+    Text(String),
+}
+
+/// `state:`
+#[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RawState {
+    /// `memory` (one instance) or `redis` (several instances share everything).
+    pub backend: Option<String>,
+    /// `redis://` or `rediss://` URL, with user and password if needed.
+    pub redis_url: Option<String>,
+    /// Prefix of every Redis key (default `spillway:`).
+    pub key_prefix: Option<String>,
+    /// Directory of the embedded durable store (default `./spillway-data`).
+    pub data_dir: Option<String>,
+}
+
+/// One entry under `providers:`.
+#[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RawProvider {
+    /// Wire format: `openai`, `anthropic`, `gigachat`, `yandex` or `mock`.
+    pub kind: String,
+    /// API base URL (for `openai` required; the others have defaults).
+    pub base_url: Option<String>,
+    /// API key (use `${VAR}`); sent as the provider's auth header.
+    pub api_key: Option<String>,
+    /// Extra headers sent with every request to this provider.
+    pub headers: Option<IndexMap<String, String>>,
+    /// Attempts this provider may hold at once (default: no limit); more are skipped as `saturated`.
+    pub max_in_flight: Option<u64>,
+    /// Whether and how to read the provider's model listing.
+    pub discovery: Option<RawProviderDiscovery>,
+    /// GigaChat: the authorization key for the OAuth endpoint.
+    pub auth_key: Option<String>,
+    /// GigaChat: OAuth scope (`GIGACHAT_API_PERS`, `GIGACHAT_API_B2B`, `GIGACHAT_API_CORP`).
+    pub scope: Option<String>,
+    /// GigaChat: OAuth endpoint (default Sber's).
+    pub auth_url: Option<String>,
+    /// PEM file with extra root certificates to trust (e.g. the Russian root CA).
+    pub ca_file: Option<String>,
+    /// Yandex: the cloud folder id.
+    pub folder_id: Option<String>,
+    /// Yandex: an IAM token instead of an API key.
+    pub iam_token: Option<String>,
+    /// Anthropic: the `anthropic-version` header (default `2023-06-01`).
+    pub api_version: Option<String>,
+    /// Static models: a fixed list, or hints merged into discovered models.
+    pub models: Option<Vec<RawStaticModel>>,
+    /// `max_tokens` sent when the client sets none (Anthropic needs one; load profiles scale it).
+    pub default_max_tokens: Option<u32>,
+    /// Route around this provider while it is in its last load profile.
+    pub skip_when_lazy: Option<bool>,
+    /// Whether the provider honours `response_format` natively (default true for `openai` and `anthropic`).
+    pub native_json: Option<bool>,
+    /// Load-aware degradation (SPEC §9).
+    pub load: Option<RawLoad>,
+}
+
+/// `providers.*.discovery`
+#[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RawProviderDiscovery {
+    /// Read the listing (default true when this block is present).
+    pub enabled: Option<bool>,
+    /// Listing format: `openai`, `groq`, `openrouter`, `anthropic`, `gigachat`, `ollama`, `vllm`.
+    pub format: Option<String>,
+}
+
+/// A static model of a provider.
+#[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RawStaticModel {
+    /// Model id as the provider names it (may contain `/`).
+    pub id: String,
+    /// Context window in tokens.
+    pub context: Option<u64>,
+    /// Price in USD per 1M tokens.
+    pub price_per_1m: Option<RawPrice>,
+    /// Quality hint for `quality_first` (larger is better).
+    pub quality: Option<f64>,
+    /// Mock providers only: how this model behaves.
+    pub behavior: Option<RawMockBehavior>,
+}
+
+/// `price_per_1m: { input, output }`
+#[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RawPrice {
+    /// USD per 1M prompt tokens.
+    pub input: f64,
+    /// USD per 1M completion tokens.
+    pub output: f64,
+}
+
+/// How a `kind: mock` model behaves (SPEC §11).
+#[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RawMockBehavior {
+    /// Delay before the whole answer (non-stream) or before the response starts.
+    pub latency: Option<String>,
+    /// Delay before the first token of a stream.
+    pub first_token: Option<String>,
+    /// Streaming speed; 0 or unset sends tokens as fast as possible.
+    pub tokens_per_s: Option<f64>,
+    /// Share of requests (0..1) that fail with `error_status`.
+    pub error_rate: Option<f64>,
+    /// Status of the injected failures (default 503).
+    pub error_status: Option<u16>,
+    /// Requests per minute before answering 429 with `Retry-After`.
+    pub rate_limit_per_min: Option<u32>,
+    /// Share of requests (0..1) answered with an empty reply.
+    pub empty_rate: Option<f64>,
+    /// JSON answers: `plain`, `fenced` (wrapped in a markdown fence) or `renamed` (field names changed).
+    pub json: Option<String>,
+    /// Fixed reply text (default: a short sentence naming the model).
+    pub reply: Option<String>,
+    /// Never answer (the connection hangs until a deadline gives up).
+    pub hang: Option<bool>,
+    /// Windows, counted from start-up, in which every request fails.
+    pub outages: Option<Vec<RawOutage>>,
+}
+
+/// An outage window of a mock model.
+#[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RawOutage {
+    /// Start, as a duration after the gateway started.
+    pub start: String,
+    /// Length of the window.
+    pub duration: String,
+    /// Status returned during the window (default 502); `0` hangs instead.
+    pub status: Option<u16>,
+}
+
+/// `providers.*.load`
+#[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RawLoad {
+    /// `vllm_metrics`, `nvml`, `inflight`, `token_velocity` or `emulated`.
+    pub source: String,
+    /// vllm_metrics: the Prometheus endpoint.
+    pub url: Option<String>,
+    /// nvml: GPU indices (the load is their maximum).
+    pub devices: Option<Vec<u32>>,
+    /// inflight / token_velocity: the value that means full load.
+    pub capacity: Option<f64>,
+    /// Poll interval (default `1s`).
+    pub interval: Option<String>,
+    /// Profiles from lightest to heaviest; the last has no `below`.
+    pub profiles: Vec<RawProfile>,
+    /// Margin that keeps the profile from flapping (default 0.03).
+    pub hysteresis: Option<f64>,
+}
+
+/// A load profile.
+#[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RawProfile {
+    /// Profile name (`normal`, `tired`, `lazy`, …).
+    pub name: String,
+    /// Applies while the load is below this (0..1); the last profile has none.
+    pub below: Option<f64>,
+    /// Added as a system message while this profile applies.
+    pub system_prompt: Option<String>,
+    /// `max_tokens` becomes `ceil(factor × (client max_tokens or default_max_tokens))`.
+    pub max_tokens_factor: Option<f64>,
+}
+
+/// `health:`
+#[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RawHealth {
+    /// How long a dead mark lasts when the upstream gives no reset time (default `1h`).
+    pub dead_ttl: Option<String>,
+    /// Circuit breaker per model ref.
+    pub breaker: Option<RawBreaker>,
+    /// Retries of connect errors and resets (never of HTTP statuses).
+    pub retries: Option<RawRetries>,
+    /// Deadlines.
+    pub timeouts: Option<RawTimeouts>,
+}
+
+/// `health.breaker`
+#[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RawBreaker {
+    /// Rolling window of the failure-rate rule (default `60s`).
+    pub window: Option<String>,
+    /// Failures in a row that open the breaker (default 5).
+    pub consecutive_failures: Option<u32>,
+    /// Failure share over the window that opens it (default 0.30).
+    pub failure_rate: Option<f64>,
+    /// Requests in the window before the rate rule applies (default 10).
+    pub min_requests: Option<u32>,
+    /// How long it stays open before one probe (default `120s`).
+    pub open_for: Option<String>,
+}
+
+/// `health.retries`
+#[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RawRetries {
+    /// Retries per attempt (default 1).
+    pub max: Option<u32>,
+    /// Base backoff between retries (default `50ms`).
+    pub backoff: Option<String>,
+    /// Random extra backoff as a share of `backoff` (default 0.5; 0 in tests).
+    pub jitter: Option<f64>,
+}
+
+/// `health.timeouts`
+#[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RawTimeouts {
+    /// TCP/TLS connect (default `2s`).
+    pub connect: Option<String>,
+    /// Until the first token (stream) or the response headers (default `15s`).
+    pub first_token: Option<String>,
+    /// Longest silence in the middle of a stream (default `30s`).
+    pub idle: Option<String>,
+    /// Whole request, every attempt included (default `120s`).
+    pub total: Option<String>,
+}
+
+/// `discovery:`
+#[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RawDiscovery {
+    /// Refresh period (default `12h`).
+    pub interval: Option<String>,
+    /// How long built cascades stay cached (default `24h`).
+    pub cache_ttl: Option<String>,
+}
+
+/// One entry under `cascades:`: a fixed chain (`models`) or discovery settings.
+#[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RawCascade {
+    /// A fixed chain of model refs (excludes the discovery settings).
+    pub models: Option<Vec<String>>,
+    /// `speed_first`, `quality_first` or `cheapest_first`.
+    pub strategy: Option<String>,
+    /// Providers discovered models may come from; the first is the primary.
+    pub providers: Option<Vec<String>>,
+    /// Model refs placed first, in this order, when they exist and pass the filters.
+    pub preferred: Option<Vec<String>>,
+    /// Which discovered models qualify.
+    pub filters: Option<RawFilters>,
+    /// At least this many models not from the primary provider.
+    pub min_other_providers: Option<u32>,
+    /// Models kept (default 10).
+    pub size: Option<u32>,
+    /// Tried after the cascade.
+    pub last_resort: Option<String>,
+    /// Queue the request for a person when everything failed.
+    pub handoff: Option<bool>,
+    /// No first token by then: also start the next model.
+    pub hedge_after: Option<String>,
+    /// Spending cap.
+    pub budget: Option<RawBudget>,
+}
+
+/// `cascades.*.filters`
+#[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RawFilters {
+    /// Smallest context window (tokens); unknown context fails it.
+    pub min_context: Option<u64>,
+    /// Highest price, USD per 1M tokens, input and output both; unknown price fails it.
+    pub max_cost_per_1m: Option<f64>,
+    /// Only free models.
+    pub free_only: Option<bool>,
+    /// Case-insensitive substrings of model ids to leave out.
+    pub exclude_patterns: Option<Vec<String>>,
+}
+
+/// `cascades.*.budget`
+#[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RawBudget {
+    /// USD per UTC day; past it, paid models are skipped.
+    pub daily_usd: f64,
+}
+
+/// One entry under `prompts:`.
+#[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RawPrompt {
+    /// Glob over model refs (`yandex/*`).
+    #[serde(rename = "match")]
+    pub match_: String,
+    /// Version label recorded in metrics.
+    pub version: Option<u32>,
+    /// Text prepended to the system message.
+    pub system_prefix: Option<String>,
+    /// MiniJinja template over the messages, relative to the config file.
+    pub template: Option<String>,
+}
+
+/// One entry under `escalation:`.
+#[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RawEscalation {
+    /// Cascade the rule applies to.
+    pub from: String,
+    /// Cascade to switch to.
+    pub to: String,
+    /// Condition: `frustrated`.
+    pub when: String,
+}
+
+/// `alerts:`
+#[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RawAlerts {
+    /// Telegram Bot API sink.
+    pub telegram: Option<RawTelegram>,
+    /// JSON POST sink.
+    pub webhook: Option<RawWebhook>,
+    /// Alert when a fallback tier carries too much traffic.
+    pub fallback_share: Option<RawFallbackShare>,
+    /// The same alert at most this often (default `30m`).
+    pub repeat_after: Option<String>,
+}
+
+/// `alerts.telegram`
+#[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RawTelegram {
+    /// Bot token (secret).
+    pub bot_token: String,
+    /// Chat to post to.
+    pub chat_id: String,
+    /// Bot API base URL, for a proxy or a test (default `https://api.telegram.org`).
+    pub api_base: Option<String>,
+}
+
+/// `alerts.webhook`
+#[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RawWebhook {
+    /// URL receiving a JSON POST per alert.
+    pub url: String,
+}
+
+/// `alerts.fallback_share`
+#[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RawFallbackShare {
+    /// Share (0..1) of a cascade's traffic served by a later tier.
+    pub above: f64,
+    /// For at least this long.
+    #[serde(rename = "for")]
+    pub for_: String,
+}
+
+/// `handoff:`
+#[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RawHandoff {
+    /// The completion text a client receives when its request was queued.
+    pub reply: Option<String>,
+    /// URL called (JSON POST) for each new item.
+    pub webhook: Option<String>,
+    /// How long items are kept (default `30d`).
+    pub retention: Option<String>,
+}

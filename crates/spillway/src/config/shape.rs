@@ -1,0 +1,172 @@
+//! From YAML text to [`RawConfig`], collecting every shape error.
+//!
+//! `serde` stops at the first error. To report all of them at once, the
+//! parsed tree is deserialized, the offending node is recorded with its
+//! path and removed, and deserialization runs again — until it succeeds.
+//! A node removed for being wrong is not reported a second time as missing.
+
+use super::raw::RawConfig;
+use super::{env, ConfigError, ConfigErrors};
+use serde_path_to_error::Segment;
+use serde_yaml_ng::Value;
+
+/// Upper bound on distinct errors collected from one file (each costs one
+/// deserialization pass).
+const MAX_ERRORS: usize = 200;
+
+/// Parses `text` into a [`RawConfig`]; `Err` when the YAML itself is broken
+/// or variables are missing, otherwise the config plus any shape errors.
+pub fn parse(
+    text: &str,
+    lookup: env::Lookup<'_>,
+) -> Result<(RawConfig, Vec<ConfigError>), ConfigErrors> {
+    let mut value: Value = match serde_yaml_ng::from_str(text) {
+        Ok(Value::Null) => Value::Mapping(Default::default()),
+        Ok(v) => v,
+        Err(e) => {
+            let at = e
+                .location()
+                .map(|l| format!(" (line {}, column {})", l.line(), l.column()))
+                .unwrap_or_default();
+            return Err(ConfigErrors(vec![ConfigError::new(
+                "",
+                format!("not valid YAML{at}: {e}"),
+            )]));
+        }
+    };
+    let mut errors = Vec::new();
+    env::substitute(&mut value, &|name| lookup(name), &mut errors);
+    let mut removed: Vec<Vec<Segment>> = Vec::new();
+    // Sequence items removed so far, as (path of the item when removed), so
+    // later paths can be mapped back to the indices the user wrote.
+    let mut removed_items: Vec<Vec<Segment>> = Vec::new();
+    for _ in 0..MAX_ERRORS {
+        match serde_path_to_error::deserialize::<_, RawConfig>(value.clone()) {
+            Ok(raw) => return Ok((raw, errors)),
+            Err(err) => {
+                let segments: Vec<Segment> = err.path().iter().cloned().collect();
+                let message = clean_message(&err.inner().to_string());
+                let suppressed = missing_field(&message)
+                    .map(|field| {
+                        removed.iter().any(|r| {
+                            r.len() == segments.len() + 1
+                                && same_path(&r[..segments.len()], &segments)
+                                && matches!(r.last(), Some(Segment::Map { key }) if key == field)
+                        })
+                    })
+                    .unwrap_or(false);
+                if !suppressed {
+                    let original = original_indices(&segments, &removed_items);
+                    errors.push(ConfigError::new(&render(&original), message));
+                }
+                if segments.is_empty() || !remove(&mut value, &segments) {
+                    break;
+                }
+                if matches!(segments.last(), Some(Segment::Seq { .. })) {
+                    removed_items.push(segments.clone());
+                }
+                removed.push(segments);
+            }
+        }
+    }
+    if errors.is_empty() {
+        errors.push(ConfigError::new("", "the config could not be read"));
+    }
+    Err(ConfigErrors(errors))
+}
+
+/// serde_yaml_ng appends " at line N column M" to some messages; the path
+/// already says where, and after removals the position may be stale.
+fn clean_message(message: &str) -> String {
+    match message.find(" at line ") {
+        Some(i) => message[..i].to_string(),
+        None => message.to_string(),
+    }
+}
+
+fn missing_field(message: &str) -> Option<&str> {
+    let rest = message.strip_prefix("missing field `")?;
+    rest.split('`').next()
+}
+
+/// `Segment` has no `PartialEq`; compare paths by their parts.
+fn same_path(a: &[Segment], b: &[Segment]) -> bool {
+    a.len() == b.len()
+        && a.iter().zip(b).all(|(x, y)| match (x, y) {
+            (Segment::Seq { index: i }, Segment::Seq { index: j }) => i == j,
+            (Segment::Map { key: k }, Segment::Map { key: l }) => k == l,
+            (Segment::Enum { variant: k }, Segment::Enum { variant: l }) => k == l,
+            _ => false,
+        })
+}
+
+/// Maps indices of a path taken after some sequence items were removed back
+/// to the indices in the file, undoing the removals newest first.
+fn original_indices(segments: &[Segment], removed_items: &[Vec<Segment>]) -> Vec<Segment> {
+    let mut out = segments.to_vec();
+    for item in removed_items.iter().rev() {
+        let Some((Segment::Seq { index: gone }, parent)) = item.split_last() else {
+            continue;
+        };
+        if out.len() > parent.len() && same_path(&out[..parent.len()], parent) {
+            if let Segment::Seq { index } = &mut out[parent.len()] {
+                if *index >= *gone {
+                    *index += 1;
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Renders a path the way users write it: `cascades.extraction.filters.min_context`, `prompts[0].match`.
+pub fn render(segments: &[Segment]) -> String {
+    let mut out = String::new();
+    for seg in segments {
+        match seg {
+            Segment::Seq { index } => out.push_str(&format!("[{index}]")),
+            Segment::Map { key } | Segment::Enum { variant: key } => {
+                if !out.is_empty() {
+                    out.push('.');
+                }
+                out.push_str(key);
+            }
+            Segment::Unknown => {
+                if !out.is_empty() {
+                    out.push('.');
+                }
+                out.push('?');
+            }
+        }
+    }
+    out
+}
+
+/// Removes the node at `segments`; false when it cannot be found.
+fn remove(value: &mut Value, segments: &[Segment]) -> bool {
+    let Some((last, parents)) = segments.split_last() else {
+        return false;
+    };
+    let mut node = value;
+    for seg in parents {
+        node = match (seg, node) {
+            (Segment::Map { key }, Value::Mapping(m)) => match m.get_mut(key.as_str()) {
+                Some(v) => v,
+                None => return false,
+            },
+            (Segment::Seq { index }, Value::Sequence(s)) => match s.get_mut(*index) {
+                Some(v) => v,
+                None => return false,
+            },
+            _ => return false,
+        };
+    }
+    match (last, node) {
+        (Segment::Map { key }, Value::Mapping(m)) => m.shift_remove(key.as_str()).is_some(),
+        (Segment::Seq { index }, Value::Sequence(s)) if *index < s.len() => {
+            s.remove(*index);
+            true
+        }
+        _ => false,
+    }
+}

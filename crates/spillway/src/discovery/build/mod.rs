@@ -1,0 +1,258 @@
+//! Building one discovered cascade from the models its providers listed,
+//! exactly as SPEC §4 "Building a discovered cascade" says.
+//!
+//! [`build_cascade`] is pure and cheap (well under a millisecond for 2,000
+//! models): the refresh job calls it for every cascade after each listing
+//! round, and `spillway discover` calls it to print the tables. The order of
+//! work: pool → [`check_filters`] → preferred first → free before paid →
+//! strategy (`rank`) → cut to `size` → swap for `min_other_providers`.
+
+mod filter;
+#[cfg(test)]
+mod fixture_tests;
+mod rank;
+#[cfg(test)]
+mod tests;
+
+use std::fmt;
+use std::str::FromStr;
+
+use serde::{Deserialize, Serialize};
+
+pub use filter::{check_filters, Filters, Rejection};
+pub use rank::{RankKey, Reason};
+
+use super::model::ModelMeta;
+
+/// How the non-preferred models of a cascade are ordered (after free
+/// before paid).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Strategy {
+    /// Measured median time-to-first-token, then provider order.
+    SpeedFirst,
+    /// `quality` hint, else parameter count from the id, larger first, then
+    /// context.
+    QualityFirst,
+    /// Input plus output price, cheaper first, then larger context.
+    CheapestFirst,
+}
+
+impl Strategy {
+    /// The config spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::SpeedFirst => "speed_first",
+            Self::QualityFirst => "quality_first",
+            Self::CheapestFirst => "cheapest_first",
+        }
+    }
+}
+
+impl fmt::Display for Strategy {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// An unknown strategy name; says which ones exist.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown strategy `{0}`; expected one of speed_first, quality_first, cheapest_first")]
+pub struct UnknownStrategy(pub String);
+
+impl FromStr for Strategy {
+    type Err = UnknownStrategy;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        [Self::SpeedFirst, Self::QualityFirst, Self::CheapestFirst]
+            .into_iter()
+            .find(|st| st.as_str() == s)
+            .ok_or_else(|| UnknownStrategy(s.to_owned()))
+    }
+}
+
+/// The discovery half of one cascade's config, already validated.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CascadeSpec {
+    /// Cascade name (`extraction`), for diffs and notes.
+    pub name: String,
+    /// How to order what is not preferred.
+    pub strategy: Strategy,
+    /// Providers whose listed models may be used; the first is the primary
+    /// that `min_other_providers` counts against. Empty: every model passed
+    /// to [`build_cascade`] is a candidate and there is no primary.
+    pub providers: Vec<String>,
+    /// Model refs to put first, in this order, when they are listed and
+    /// pass the filters; their provider need not be in `providers`.
+    pub preferred: Vec<String>,
+    /// What a model must satisfy to be in the cascade at all.
+    pub filters: Filters,
+    /// At most this many entries.
+    pub size: usize,
+    /// At least this many entries not from the primary provider, when there
+    /// are that many candidates.
+    pub min_other_providers: usize,
+}
+
+/// One model in a built cascade.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CascadeEntry {
+    /// `provider/id`.
+    pub model_ref: String,
+    /// Why it is here and at this place.
+    pub reason: Reason,
+    /// What discovery knew about it when the cascade was built.
+    pub meta: ModelMeta,
+}
+
+/// A built cascade, plus what an operator should know about how it came out.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct BuiltCascade {
+    /// In the order the runner tries them.
+    pub entries: Vec<CascadeEntry>,
+    /// Preferred models that are missing or filtered out (and why), and a
+    /// `min_other_providers` that could not be met. One line each, for
+    /// `spillway discover` and a WARN log.
+    pub notes: Vec<String>,
+}
+
+impl BuiltCascade {
+    /// The model refs in order, which is what the runner, the cache and
+    /// [`super::diff::diff`] take.
+    pub fn model_refs(&self) -> Vec<String> {
+        self.entries.iter().map(|e| e.model_ref.clone()).collect()
+    }
+}
+
+/// Builds one cascade (SPEC §4).
+///
+/// `models` is everything the providers listed, static hints applied (see
+/// [`super::model::apply_hints`]); models of providers not in
+/// `spec.providers` are ignored unless preferred. `ttft_ms` gives the
+/// runner's measured median time-to-first-token for a model ref, `None`
+/// when it has not been measured; only `speed_first` asks.
+///
+/// Choices SPEC §4 leaves open, made here:
+/// - inactive models (Groq `active:false`) and models whose listed output
+///   modalities lack `text` never qualify (see [`check_filters`]);
+/// - a listed model ref seen twice counts once (the first);
+/// - preferred models are never swapped out for `min_other_providers`: the
+///   operator named them, so they outrank the diversity rule;
+/// - models swapped in for diversity go after the others, in rank order;
+/// - ties within a strategy fall back to provider order, then listing order,
+///   so the same input always builds the same cascade (no spurious diffs).
+pub fn build_cascade(
+    spec: &CascadeSpec,
+    models: &[ModelMeta],
+    ttft_ms: &dyn Fn(&str) -> Option<f64>,
+) -> BuiltCascade {
+    let mut notes = Vec::new();
+    let patterns = filter::Patterns::new(&spec.filters.exclude_patterns);
+    let in_pool = |m: &ModelMeta| spec.providers.is_empty() || spec.providers.contains(&m.provider);
+
+    // Preferred first, in their listed order, when present and passing.
+    let mut preferred: Vec<CascadeEntry> = Vec::new();
+    for wanted in &spec.preferred {
+        let Some(m) = models.iter().find(|m| m.is_ref(wanted)) else {
+            notes.push(format!("preferred {wanted} is not listed by its provider"));
+            continue;
+        };
+        if let Err(why) = filter::check(&spec.filters, &patterns, m) {
+            notes.push(format!("preferred {wanted} is left out: {why}"));
+            continue;
+        }
+        if !preferred.iter().any(|e| same_model(&e.meta, m)) {
+            let position = preferred.len() + 1;
+            preferred.push(CascadeEntry {
+                model_ref: wanted.clone(),
+                reason: Reason::Preferred { position },
+                meta: m.clone(),
+            });
+        }
+    }
+
+    // Everything else that qualifies, ranked: free before paid, then the
+    // strategy (see `rank`).
+    let candidates: Vec<&ModelMeta> = models
+        .iter()
+        .filter(|m| in_pool(m) && !preferred.iter().any(|e| same_model(&e.meta, m)))
+        .filter(|m| filter::check(&spec.filters, &patterns, m).is_ok())
+        .collect();
+    let ranked = rank::rank(spec, candidates, ttft_ms);
+
+    let mut entries = preferred;
+    entries.truncate(spec.size);
+    let room = spec.size - entries.len();
+    // Take the best `room`, skipping a model listed twice. Deduplicating
+    // here, among at most `size` picks, is cheaper than hashing every model.
+    let mut chosen: Vec<&rank::Ranked<'_>> = Vec::with_capacity(room);
+    let mut rest_start = ranked.len();
+    for (i, r) in ranked.iter().enumerate() {
+        if chosen.len() == room {
+            rest_start = i;
+            break;
+        }
+        if !chosen.iter().any(|c| same_model(c.meta, r.meta)) {
+            chosen.push(r);
+        }
+    }
+    let rest = ranked.get(rest_start..).unwrap_or_default();
+
+    let swapped_in = swap_for_diversity(spec, &entries, &mut chosen, rest, &mut notes);
+    entries.extend(chosen.into_iter().map(|r| r.entry(false)));
+    entries.extend(swapped_in.into_iter().map(|r| r.entry(true)));
+    BuiltCascade { entries, notes }
+}
+
+fn same_model(a: &ModelMeta, b: &ModelMeta) -> bool {
+    a.id == b.id && a.provider == b.provider
+}
+
+/// Swaps the lowest-ranked non-preferred primary-provider models in `chosen`
+/// for the best other-provider models in `rest` until `min_other_providers`
+/// hold; returns the models swapped in, in rank order.
+fn swap_for_diversity<'a>(
+    spec: &CascadeSpec,
+    preferred: &[CascadeEntry],
+    chosen: &mut Vec<&'a rank::Ranked<'a>>,
+    rest: &'a [rank::Ranked<'a>],
+    notes: &mut Vec<String>,
+) -> Vec<&'a rank::Ranked<'a>> {
+    if spec.min_other_providers == 0 {
+        return Vec::new();
+    }
+    let Some(primary) = spec.providers.first() else {
+        notes.push("min_other_providers has no effect: the cascade lists no providers".to_owned());
+        return Vec::new();
+    };
+    let is_other = |m: &ModelMeta| m.provider != *primary;
+    let have = preferred.iter().filter(|e| is_other(&e.meta)).count()
+        + chosen.iter().filter(|r| is_other(r.meta)).count();
+    let mut missing = spec.min_other_providers.saturating_sub(have);
+    let mut others = rest.iter().filter(|r| is_other(r.meta));
+    let mut swapped_in: Vec<&rank::Ranked<'_>> = Vec::new();
+    while missing > 0 {
+        let Some(out) = chosen.iter().rposition(|r| !is_other(r.meta)) else {
+            break;
+        };
+        let duplicate = |r: &&rank::Ranked<'_>| {
+            chosen
+                .iter()
+                .chain(&swapped_in)
+                .any(|c| same_model(c.meta, r.meta))
+        };
+        let Some(incoming) = others.by_ref().find(|r| !duplicate(r)) else {
+            break;
+        };
+        chosen.remove(out);
+        swapped_in.push(incoming);
+        missing -= 1;
+    }
+    if missing > 0 {
+        notes.push(format!(
+            "min_other_providers is {} but only {} models from providers other than {primary} could be placed",
+            spec.min_other_providers,
+            spec.min_other_providers - missing
+        ));
+    }
+    swapped_in
+}

@@ -1,0 +1,35 @@
+//! Model discovery: from the providers' model listings to ordered cascades.
+//!
+//! Where it sits: a background refresh job (every `discovery.interval`, and
+//! on `POST /admin/discovery/refresh` or `spillway discover`) GETs each
+//! provider's listing, reads it here, merges the config's static `models:`,
+//! builds every discovered cascade, diffs it against the cached one, and
+//! publishes the result for the runner to read; the request path never
+//! waits on any of this. This module is the pure part of that job — no I/O,
+//! no clock, no state store — so all of it is tested with plain data:
+//!
+//! 1. [`listing`]: [`parse_listing`] turns a listing body of one of the
+//!    formats of SPEC §4 into [`ModelMeta`]s plus warnings; [`listing_url`]
+//!    says what to GET.
+//! 2. [`model`]: [`ModelMeta`], parameter counts read from ids, and
+//!    [`apply_hints`] for static models.
+//! 3. [`build`]: [`build_cascade`], SPEC §4 "Building a discovered cascade",
+//!    with a [`Reason`] on every entry.
+//! 4. [`mod@diff`]: [`diff()`] says what changed between two builds, for the
+//!    "cascade changed" alert.
+
+pub mod build;
+pub mod diff;
+pub mod listing;
+pub mod model;
+
+pub use build::{
+    build_cascade, check_filters, BuiltCascade, CascadeEntry, CascadeSpec, Filters, RankKey,
+    Reason, Rejection, Strategy, UnknownStrategy,
+};
+pub use diff::{diff, family_version, CascadeDiff, Move, Upgrade, Version};
+pub use listing::{
+    listing_path, listing_url, parse_listing, Listing, ListingError, ListingFormat, UnknownFormat,
+    ANTHROPIC_PAGE_LIMIT,
+};
+pub use model::{apply_hints, parse_param_count, Merged, ModelMeta, Source, StaticHint};

@@ -1,0 +1,21 @@
+//! Spillway: an OpenAI-compatible LLM gateway that spills traffic over to
+//! the next model instead of failing.
+//!
+//! The life of a request, by module: [`server`] accepts it, [`api`]
+//! validates it, [`runtime`] resolves its cascade, [`cascade`] runs the
+//! attempts through [`providers`] (with [`health`] deciding what to skip),
+//! and [`api::wire`] stamps what goes back. [`config`] compiles the YAML
+//! every part is built from; [`metrics`] holds every exported metric. See
+//! `ARCHITECTURE.md` for the diagram.
+
+pub mod api;
+pub mod cascade;
+pub mod cli;
+pub mod config;
+pub mod discovery;
+pub mod health;
+pub mod metrics;
+pub mod providers;
+pub mod runtime;
+pub mod server;
+pub mod telemetry;

@@ -1,0 +1,295 @@
+//! Every Prometheus metric Spillway exports, in one place (SPEC §10).
+//!
+//! Label values come from enums with bounded `metric_label()`s or from
+//! config names, never from client input. Handles for the request path are
+//! created once per cascade target ([`TargetMetrics`]) so an attempt only
+//! increments atomics — no label strings are built per request.
+
+use prometheus_client::encoding::text::encode;
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
+use prometheus_client::registry::Registry;
+use std::sync::atomic::AtomicU64;
+use std::sync::Arc;
+
+/// Names, so tests and docs refer to the same strings.
+pub mod names {
+    /// Requests by cascade and outcome.
+    pub const REQUESTS: &str = "spillway_requests";
+    /// Upstream attempts by result.
+    pub const ATTEMPTS: &str = "spillway_attempts";
+    /// Answers by tier.
+    pub const SERVED: &str = "spillway_served";
+    /// Request latency.
+    pub const REQUEST_DURATION: &str = "spillway_request_duration_seconds";
+    /// Time to first token.
+    pub const TTFT: &str = "spillway_ttft_seconds";
+    /// Breaker state per model.
+    pub const BREAKER_STATE: &str = "spillway_breaker_state";
+    /// Dead mark per model.
+    pub const MODEL_DEAD: &str = "spillway_model_dead";
+}
+
+/// `cascade`, `outcome`
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct RequestLabels {
+    /// Cascade name (or `direct`).
+    pub cascade: String,
+    /// `ok`, `handoff`, `error`.
+    pub outcome: &'static str,
+}
+
+/// `cascade`, `provider`, `model`, `result`
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct AttemptLabels {
+    /// Cascade name.
+    pub cascade: String,
+    /// Provider name.
+    pub provider: String,
+    /// Model id.
+    pub model: String,
+    /// Attempt result label.
+    pub result: &'static str,
+}
+
+/// `cascade`, `tier`, `provider`, `model`
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ServedLabels {
+    /// Cascade name.
+    pub cascade: String,
+    /// Tier.
+    pub tier: &'static str,
+    /// Provider name.
+    pub provider: String,
+    /// Model id.
+    pub model: String,
+}
+
+/// `cascade`
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct CascadeLabels {
+    /// Cascade name.
+    pub cascade: String,
+}
+
+/// `provider`, `model`
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ModelLabels {
+    /// Provider name.
+    pub provider: String,
+    /// Model id.
+    pub model: String,
+}
+
+fn latency_histogram() -> Histogram {
+    // 1 ms .. ~65 s
+    Histogram::new(exponential_buckets(0.001, 2.0, 17))
+}
+
+/// The registry and every family.
+pub struct Metrics {
+    registry: Registry,
+    /// `spillway_requests_total`
+    pub requests: Family<RequestLabels, Counter>,
+    /// `spillway_attempts_total`
+    pub attempts: Family<AttemptLabels, Counter>,
+    /// `spillway_served_total`
+    pub served: Family<ServedLabels, Counter>,
+    /// `spillway_request_duration_seconds`
+    pub request_duration: Family<CascadeLabels, Histogram, fn() -> Histogram>,
+    /// `spillway_ttft_seconds`
+    pub ttft: Family<ModelLabels, Histogram, fn() -> Histogram>,
+    /// `spillway_breaker_state`
+    pub breaker_state: Family<ModelLabels, Gauge>,
+    /// `spillway_model_dead`
+    pub model_dead: Family<ModelLabels, Gauge<i64, AtomicI64Compat>>,
+}
+
+/// Gauge storage type alias kept for readability.
+type AtomicI64Compat = std::sync::atomic::AtomicI64;
+
+impl std::fmt::Debug for Metrics {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Metrics")
+    }
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Metrics {
+    /// Registers every family.
+    pub fn new() -> Self {
+        let mut registry = Registry::default();
+        let requests = Family::default();
+        let attempts = Family::default();
+        let served = Family::default();
+        let request_duration = Family::new_with_constructor(latency_histogram as fn() -> Histogram);
+        let ttft = Family::new_with_constructor(latency_histogram as fn() -> Histogram);
+        let breaker_state = Family::default();
+        let model_dead = Family::default();
+        registry.register(
+            names::REQUESTS,
+            "Client requests by cascade and outcome",
+            requests.clone(),
+        );
+        registry.register(
+            names::ATTEMPTS,
+            "Upstream attempts by result",
+            attempts.clone(),
+        );
+        registry.register(
+            names::SERVED,
+            "Answers by cascade, tier and model",
+            served.clone(),
+        );
+        registry.register(
+            names::REQUEST_DURATION,
+            "Request latency in seconds",
+            request_duration.clone(),
+        );
+        registry.register(
+            names::TTFT,
+            "Upstream time to first token in seconds",
+            ttft.clone(),
+        );
+        registry.register(
+            names::BREAKER_STATE,
+            "Circuit breaker state: 0 closed, 1 open, 2 half-open",
+            breaker_state.clone(),
+        );
+        registry.register(
+            names::MODEL_DEAD,
+            "1 while a model has a dead mark",
+            model_dead.clone(),
+        );
+        Self {
+            registry,
+            requests,
+            attempts,
+            served,
+            request_duration,
+            ttft,
+            breaker_state,
+            model_dead,
+        }
+    }
+
+    /// The Prometheus text exposition.
+    pub fn render(&self) -> String {
+        let mut out = String::new();
+        if encode(&mut out, &self.registry).is_err() {
+            out.clear();
+        }
+        out
+    }
+
+    /// Pre-built handles for one target of one cascade.
+    pub fn target(&self, cascade: &str, provider: &str, model: &str) -> Arc<TargetMetrics> {
+        let attempts = crate::cascade::outcome::RESULT_LABELS
+            .iter()
+            .map(|&result| {
+                self.attempts
+                    .get_or_create(&AttemptLabels {
+                        cascade: cascade.into(),
+                        provider: provider.into(),
+                        model: model.into(),
+                        result,
+                    })
+                    .clone()
+            })
+            .collect();
+        let served = crate::cascade::TIERS
+            .iter()
+            .map(|&tier| {
+                self.served
+                    .get_or_create(&ServedLabels {
+                        cascade: cascade.into(),
+                        tier,
+                        provider: provider.into(),
+                        model: model.into(),
+                    })
+                    .clone()
+            })
+            .collect();
+        let ttft = self
+            .ttft
+            .get_or_create(&ModelLabels {
+                provider: provider.into(),
+                model: model.into(),
+            })
+            .clone();
+        Arc::new(TargetMetrics {
+            attempts,
+            served,
+            ttft,
+        })
+    }
+
+    /// Pre-built handles for one cascade.
+    pub fn cascade(&self, cascade: &str) -> Arc<CascadeMetrics> {
+        let outcome = |outcome| {
+            self.requests
+                .get_or_create(&RequestLabels {
+                    cascade: cascade.into(),
+                    outcome,
+                })
+                .clone()
+        };
+        Arc::new(CascadeMetrics {
+            ok: outcome("ok"),
+            handoff: outcome("handoff"),
+            error: outcome("error"),
+            duration: self
+                .request_duration
+                .get_or_create(&CascadeLabels {
+                    cascade: cascade.into(),
+                })
+                .clone(),
+        })
+    }
+}
+
+/// Handles for one cascade target, indexed by result / tier.
+#[derive(Debug)]
+pub struct TargetMetrics {
+    attempts: Vec<Counter<u64, AtomicU64>>,
+    served: Vec<Counter<u64, AtomicU64>>,
+    /// TTFT histogram of the model.
+    pub ttft: Histogram,
+}
+
+impl TargetMetrics {
+    /// Counts an attempt with the result at `RESULT_LABELS[index]`.
+    pub fn attempt(&self, index: usize) {
+        if let Some(c) = self.attempts.get(index) {
+            c.inc();
+        }
+    }
+
+    /// Counts an answer served at `TIERS[index]`.
+    pub fn served(&self, index: usize) {
+        if let Some(c) = self.served.get(index) {
+            c.inc();
+        }
+    }
+}
+
+/// Handles for one cascade.
+#[derive(Debug)]
+pub struct CascadeMetrics {
+    /// Outcome `ok`.
+    pub ok: Counter,
+    /// Outcome `handoff`.
+    pub handoff: Counter,
+    /// Outcome `error`.
+    pub error: Counter,
+    /// Request duration.
+    pub duration: Histogram,
+}

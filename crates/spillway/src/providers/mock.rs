@@ -1,0 +1,309 @@
+//! `kind: mock` — in-process providers for demos, tests and drills (SPEC §11).
+//!
+//! Each model follows its configured behaviour: latency, time to first
+//! token, tokens per second, injected errors, a per-minute rate limit with
+//! `Retry-After`, empty replies, damaged JSON, hangs and outage windows. It
+//! produces the same [`Reply`] and [`AttemptError`] values a real upstream's
+//! adapter would, so the runner cannot tell the difference. All timing uses
+//! tokio's clock, so tests can pause time.
+
+use super::{AttemptRequest, Reply, StreamItem};
+use crate::cascade::outcome::{AttemptError, Failure};
+use crate::config::{MockBehavior, MockJson, ProviderConfig};
+use futures_util::StreamExt;
+use serde_json::{json, Map, Value};
+use std::collections::{HashMap, VecDeque};
+use std::sync::Mutex;
+use std::time::Duration;
+use tokio::time::Instant;
+
+/// A mock provider.
+#[derive(Debug)]
+pub struct MockProvider {
+    models: HashMap<String, MockBehavior>,
+    started: Instant,
+    /// Request times per model in the last minute, for `rate_limit_per_min`.
+    /// A std mutex: held for a few instructions, never across an await.
+    window: Mutex<HashMap<String, VecDeque<Instant>>>,
+}
+
+impl MockProvider {
+    /// Builds it from the provider's static models.
+    pub fn new(config: &ProviderConfig) -> Self {
+        let models = config
+            .models
+            .iter()
+            .map(|m| (m.id.clone(), m.behavior.clone().unwrap_or_default()))
+            .collect();
+        Self {
+            models,
+            started: Instant::now(),
+            window: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// Answers one attempt.
+    pub async fn call(&self, req: AttemptRequest<'_>) -> Result<Reply, AttemptError> {
+        let Some(b) = self.models.get(req.model_id) else {
+            return Err(AttemptError::new(
+                Failure::NotFound,
+                format!("mock has no model `{}`", req.model_id),
+            ));
+        };
+        let elapsed = self.started.elapsed();
+        for o in &b.outages {
+            if elapsed >= o.start && elapsed < o.start + o.duration {
+                if o.status == 0 {
+                    std::future::pending::<()>().await;
+                }
+                return Err(AttemptError::new(
+                    classify(o.status),
+                    format!("HTTP {} (mock outage)", o.status),
+                ));
+            }
+        }
+        if b.hang {
+            std::future::pending::<()>().await;
+        }
+        if let Some(limit) = b.rate_limit_per_min {
+            if let Some(wait) = self.take_rate_slot(req.model_id, limit) {
+                return Err(AttemptError::new(
+                    Failure::RateLimited {
+                        retry_after: Some(wait),
+                    },
+                    format!("HTTP 429 (mock limit of {limit}/min)"),
+                ));
+            }
+        }
+        if b.error_rate > 0.0 && fastrand::f64() < b.error_rate {
+            tokio::time::sleep(b.latency).await;
+            return Err(AttemptError::new(
+                classify(b.error_status),
+                format!("HTTP {} (mock injected)", b.error_status),
+            ));
+        }
+        let empty = b.empty_rate > 0.0 && fastrand::f64() < b.empty_rate;
+        let text = if empty {
+            String::new()
+        } else {
+            reply_text(req.model_id, b, &req.body)
+        };
+        let prompt_tokens = estimate_tokens(&req.body);
+        if !req.stream {
+            tokio::time::sleep(b.latency + b.first_token).await;
+            let completion_tokens = text.split_whitespace().count() as u64;
+            return Ok(Reply::Complete(json!({
+                "id": "mock",
+                "object": "chat.completion",
+                "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
+                "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens, "total_tokens": prompt_tokens + completion_tokens},
+            })));
+        }
+        Ok(Reply::Stream(stream(
+            text,
+            b.clone(),
+            prompt_tokens,
+            req.include_usage,
+        )))
+    }
+
+    /// Counts a request against the model's per-minute limit; `Some(wait)`
+    /// when the limit is reached.
+    fn take_rate_slot(&self, model: &str, limit: u32) -> Option<Duration> {
+        let now = Instant::now();
+        let minute = Duration::from_secs(60);
+        let Ok(mut window) = self.window.lock() else {
+            return None;
+        };
+        let times = window.entry(model.to_string()).or_default();
+        while times
+            .front()
+            .is_some_and(|t| now.duration_since(*t) >= minute)
+        {
+            times.pop_front();
+        }
+        if times.len() >= limit as usize {
+            let oldest = times.front().copied().unwrap_or(now);
+            return Some(
+                minute
+                    .saturating_sub(now.duration_since(oldest))
+                    .max(Duration::from_secs(1)),
+            );
+        }
+        times.push_back(now);
+        None
+    }
+}
+
+fn classify(status: u16) -> Failure {
+    super::classify_openai_error(status, None, b"")
+}
+
+/// A rough prompt size: four characters a token.
+fn estimate_tokens(body: &Map<String, Value>) -> u64 {
+    let chars: usize = body
+        .get("messages")
+        .and_then(Value::as_array)
+        .map(|m| {
+            m.iter()
+                .map(|m| m.get("content").map(|c| c.to_string().len()).unwrap_or(0))
+                .sum()
+        })
+        .unwrap_or(0);
+    (chars as u64).div_ceil(4).max(1)
+}
+
+fn last_user_text(body: &Map<String, Value>) -> String {
+    body.get("messages")
+        .and_then(Value::as_array)
+        .and_then(|m| {
+            m.iter()
+                .rev()
+                .find(|m| m.get("role").and_then(Value::as_str) == Some("user"))
+        })
+        .and_then(|m| m.get("content"))
+        .map(|c| match c {
+            Value::String(s) => s.clone(),
+            other => other.to_string(),
+        })
+        .unwrap_or_default()
+}
+
+fn reply_text(model: &str, b: &MockBehavior, body: &Map<String, Value>) -> String {
+    let format = body.get("response_format");
+    let kind = format.and_then(|f| f.get("type")).and_then(Value::as_str);
+    if matches!(kind, Some("json_object" | "json_schema")) {
+        let schema = format
+            .and_then(|f| f.get("json_schema"))
+            .and_then(|j| j.get("schema"));
+        let mut value = match schema {
+            Some(s) => sample(s),
+            None => json!({"answer": "mock", "model": model}),
+        };
+        if b.json == MockJson::Renamed {
+            rename_keys(&mut value);
+        }
+        let text = value.to_string();
+        return match b.json {
+            MockJson::Fenced => format!("Sure! Here is the JSON you asked for:\n```json\n{text}\n```\nLet me know if you need anything else."),
+            _ => text,
+        };
+    }
+    if let Some(r) = &b.reply {
+        return r.clone();
+    }
+    let asked: String = last_user_text(body).chars().take(60).collect();
+    format!("This is {model}, a mock model, answering: {asked}")
+}
+
+/// A value that satisfies a simple JSON Schema.
+fn sample(schema: &Value) -> Value {
+    if let Some(first) = schema
+        .get("enum")
+        .and_then(Value::as_array)
+        .and_then(|e| e.first())
+    {
+        return first.clone();
+    }
+    match schema.get("type").and_then(Value::as_str) {
+        Some("object") | None if schema.get("properties").is_some() => {
+            let mut out = Map::new();
+            if let Some(props) = schema.get("properties").and_then(Value::as_object) {
+                for (k, s) in props {
+                    out.insert(k.clone(), sample(s));
+                }
+            }
+            Value::Object(out)
+        }
+        Some("array") => Value::Array(schema.get("items").map(sample).into_iter().collect()),
+        Some("string") => Value::String("mock".into()),
+        Some("integer") => json!(1),
+        Some("number") => json!(1.5),
+        Some("boolean") => json!(true),
+        Some("null") => Value::Null,
+        _ => json!({}),
+    }
+}
+
+/// `first_name` → `FirstName`: the kind of damage a weaker model does.
+fn rename_keys(v: &mut Value) {
+    match v {
+        Value::Object(map) => {
+            let old = std::mem::take(map);
+            for (k, mut val) in old {
+                rename_keys(&mut val);
+                let renamed: String = k
+                    .split('_')
+                    .map(|w| {
+                        let mut c = w.chars();
+                        c.next()
+                            .map(|f| f.to_uppercase().chain(c).collect::<String>())
+                            .unwrap_or_default()
+                    })
+                    .collect();
+                map.insert(renamed, val);
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(rename_keys),
+        _ => {}
+    }
+}
+
+fn chunk(delta: Value, finish: Option<&str>) -> StreamItem {
+    StreamItem::Chunk(
+        json!({"object": "chat.completion.chunk", "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}),
+    )
+}
+
+fn stream(
+    text: String,
+    b: MockBehavior,
+    prompt_tokens: u64,
+    include_usage: bool,
+) -> super::ChunkStream {
+    // Words keep their trailing space so the deltas concatenate to the text.
+    let pieces: Vec<String> = text.split_inclusive(' ').map(str::to_string).collect();
+    let completion_tokens = pieces.len() as u64;
+    let gap = if b.tokens_per_s > 0.0 {
+        Duration::from_secs_f64(1.0 / b.tokens_per_s)
+    } else {
+        Duration::ZERO
+    };
+    let head = futures_util::stream::once(async move {
+        tokio::time::sleep(b.latency + b.first_token).await;
+        Ok(chunk(json!({"role": "assistant", "content": ""}), None))
+    });
+    let body =
+        futures_util::stream::iter(pieces.into_iter().enumerate()).then(move |(i, p)| async move {
+            if i > 0 && !gap.is_zero() {
+                tokio::time::sleep(gap).await;
+            }
+            Ok(chunk(json!({"content": p}), None))
+        });
+    let mut tail = vec![Ok(chunk(json!({}), Some("stop")))];
+    if include_usage {
+        tail.push(Ok(StreamItem::Chunk(json!({
+            "object": "chat.completion.chunk",
+            "choices": [],
+            "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens, "total_tokens": prompt_tokens + completion_tokens},
+        }))));
+    }
+    tail.push(Ok(StreamItem::Done));
+    head.chain(body)
+        .chain(futures_util::stream::iter(tail))
+        .boxed()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn samples_satisfy_simple_schemas() {
+        let s = json!({"type":"object","properties":{"first_name":{"type":"string"},"age":{"type":"integer"},"tags":{"type":"array","items":{"type":"string"}}}});
+        let mut v = sample(&s);
+        assert_eq!(v, json!({"first_name":"mock","age":1,"tags":["mock"]}));
+        rename_keys(&mut v);
+        assert_eq!(v, json!({"FirstName":"mock","Age":1,"Tags":["mock"]}));
+    }
+}

@@ -1,0 +1,221 @@
+//! Upstream providers: one adapter per wire format behind one interface.
+//!
+//! The runner hands an adapter an OpenAI-shaped request body (already
+//! rewritten for this attempt) and gets back either a whole completion or a
+//! stream of OpenAI chunks ([`Reply`]), or a classified [`AttemptError`].
+//! Adapters never decide *what happens next* — only what the upstream said.
+
+pub mod anthropic;
+pub mod gigachat;
+pub mod mock;
+pub mod openai_compat;
+pub mod translate;
+pub mod yandex;
+
+use crate::cascade::outcome::{AttemptError, Failure};
+use crate::config::{ProviderConfig, ProviderKind};
+use futures_util::stream::BoxStream;
+use serde_json::{Map, Value};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+pub use translate::StreamItem;
+
+/// Chunks of a streamed answer, as OpenAI `chat.completion.chunk` values.
+pub type ChunkStream = BoxStream<'static, Result<StreamItem, AttemptError>>;
+
+/// What an upstream answered.
+pub enum Reply {
+    /// A whole `chat.completion` (not yet stamped).
+    Complete(Value),
+    /// A stream of chunks.
+    Stream(ChunkStream),
+}
+
+impl std::fmt::Debug for Reply {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Complete(v) => f.debug_tuple("Complete").field(v).finish(),
+            Self::Stream(_) => f.write_str("Stream(..)"),
+        }
+    }
+}
+
+/// One attempt's request, as the runner prepared it.
+#[derive(Debug)]
+pub struct AttemptRequest<'a> {
+    /// The model id at the provider.
+    pub model_id: &'a str,
+    /// The OpenAI request body for this attempt (its `model` is replaced by the adapter).
+    pub body: Map<String, Value>,
+    /// Stream the answer.
+    pub stream: bool,
+    /// The client asked for a usage chunk.
+    pub include_usage: bool,
+}
+
+/// The adapter of one provider, by wire format.
+#[derive(Debug)]
+pub enum Adapter {
+    /// OpenAI-compatible HTTP APIs.
+    OpenAi(openai_compat::OpenAiCompat),
+    /// In-process mock.
+    Mock(mock::MockProvider),
+}
+
+/// A configured provider: its adapter and bookkeeping.
+#[derive(Debug)]
+pub struct Provider {
+    /// Its config.
+    pub config: ProviderConfig,
+    /// Its adapter.
+    pub adapter: Adapter,
+    /// Attempts in flight right now (the bulkhead reads it).
+    in_flight: AtomicU64,
+}
+
+/// Errors building a provider (bad CA file, TLS setup).
+#[derive(Debug, thiserror::Error)]
+#[error("provider `{provider}`: {message}")]
+pub struct BuildError {
+    /// Provider name.
+    pub provider: String,
+    /// What failed.
+    pub message: String,
+}
+
+impl Provider {
+    /// Builds the adapter for a compiled provider config.
+    pub fn build(
+        config: ProviderConfig,
+        health: &crate::config::HealthConfig,
+    ) -> Result<Arc<Self>, BuildError> {
+        let adapter = match config.kind {
+            ProviderKind::Mock => Adapter::Mock(mock::MockProvider::new(&config)),
+            ProviderKind::OpenAi => {
+                Adapter::OpenAi(openai_compat::OpenAiCompat::new(&config, health)?)
+            }
+            other => {
+                return Err(BuildError {
+                    provider: config.name.clone(),
+                    message: format!("kind `{}` has no adapter in this build yet", other.as_str()),
+                })
+            }
+        };
+        Ok(Arc::new(Self {
+            config,
+            adapter,
+            in_flight: AtomicU64::new(0),
+        }))
+    }
+
+    /// Sends one attempt.
+    pub async fn call(&self, req: AttemptRequest<'_>) -> Result<Reply, AttemptError> {
+        match &self.adapter {
+            Adapter::OpenAi(a) => a.call(req).await,
+            Adapter::Mock(m) => m.call(req).await,
+        }
+    }
+
+    /// Takes a bulkhead slot; `None` when the provider is at `max_in_flight`.
+    pub fn try_acquire(self: &Arc<Self>) -> Option<InFlight> {
+        let now = self.in_flight.fetch_add(1, Ordering::AcqRel) + 1;
+        if self.config.max_in_flight.is_some_and(|max| now > max) {
+            self.in_flight.fetch_sub(1, Ordering::AcqRel);
+            return None;
+        }
+        Some(InFlight(Arc::clone(self)))
+    }
+
+    /// Attempts in flight.
+    pub fn in_flight(&self) -> u64 {
+        self.in_flight.load(Ordering::Acquire)
+    }
+}
+
+/// A held bulkhead slot; released on drop (also when a stream ends or the
+/// client goes away).
+#[derive(Debug)]
+pub struct InFlight(Arc<Provider>);
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        self.0.in_flight.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+/// Classifies a non-2xx OpenAI-style error (also used by the mock).
+pub fn classify_openai_error(
+    status: u16,
+    retry_after: Option<std::time::Duration>,
+    body: &[u8],
+) -> Failure {
+    let parsed: Option<Value> = serde_json::from_slice(body).ok();
+    let err = parsed.as_ref().and_then(|v| v.get("error"));
+    let code = err
+        .and_then(|e| e.get("code"))
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    let kind = err
+        .and_then(|e| e.get("type"))
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    let message = err
+        .and_then(|e| e.get("message"))
+        .and_then(Value::as_str)
+        .or_else(|| {
+            parsed
+                .as_ref()
+                .and_then(|v| v.get("message"))
+                .and_then(Value::as_str)
+        })
+        .unwrap_or("")
+        .to_ascii_lowercase();
+    let context_words = [
+        "context length",
+        "context_length",
+        "maximum context",
+        "context window",
+        "prompt is too long",
+        "too many tokens",
+    ];
+    let is_context =
+        code == "context_length_exceeded" || context_words.iter().any(|w| message.contains(w));
+    match status {
+        401 => Failure::AuthRejected,
+        402 => Failure::QuotaExhausted,
+        403 => Failure::Forbidden,
+        404 if message.contains("no endpoints found that support") => Failure::CapabilityMismatch,
+        404 => Failure::NotFound,
+        408 => Failure::Timeout,
+        // Groq: 413 is a tokens-per-minute limit, not the client's fault.
+        413 if code == "rate_limit_exceeded" || kind == "tokens" => {
+            Failure::RateLimited { retry_after }
+        }
+        413 => Failure::ContextLength,
+        429 if code == "insufficient_quota"
+            || kind == "insufficient_quota"
+            || message.contains("free-models-per-day") =>
+        {
+            Failure::QuotaExhausted
+        }
+        429 => Failure::RateLimited { retry_after },
+        400 | 422 if code == "model_decommissioned" => Failure::NotFound,
+        400 | 422 if is_context => Failure::ContextLength,
+        400 | 422
+            if matches!(
+                code,
+                "unsupported_parameter" | "unsupported_value" | "tool_use_failed"
+            ) =>
+        {
+            Failure::CapabilityMismatch
+        }
+        400..=499 if !matches!(status, 409 | 424 | 498 | 499) => {
+            // An OpenAI-shaped error goes back to the client unchanged.
+            let body = err.is_some().then(|| bytes::Bytes::copy_from_slice(body));
+            Failure::InvalidRequest { status, body }
+        }
+        _ => Failure::Upstream {
+            status: Some(status),
+        },
+    }
+}

@@ -1,0 +1,360 @@
+//! `kind: openai` — any OpenAI-compatible API (OpenAI, Groq, OpenRouter,
+//! vLLM, Ollama, Yandex's compatible endpoint).
+//!
+//! One pooled keep-alive client per provider (rustls with the system's
+//! roots plus an optional `ca_file`), auth and extra headers prepared once,
+//! the body forwarded with only `model` replaced. Streams are decoded with
+//! the shared SSE parser and checked for every in-band error form the
+//! reference lists (top-level `error`, `object: "error"`, `x_groq.error`,
+//! `finish_reason: "error"`).
+
+use super::{AttemptRequest, ChunkStream, Reply, StreamItem};
+use crate::api::sse::{SseEvent, SseParser};
+use crate::cascade::outcome::{AttemptError, Failure};
+use crate::config::{HealthConfig, ProviderConfig};
+use bytes::Bytes;
+use futures_util::StreamExt;
+use http::header::{HeaderMap, HeaderName, HeaderValue, AUTHORIZATION, CONTENT_TYPE};
+use serde_json::Value;
+use std::collections::VecDeque;
+use std::time::Duration;
+
+/// An OpenAI-compatible upstream.
+#[derive(Debug)]
+pub struct OpenAiCompat {
+    client: reqwest::Client,
+    url: String,
+    headers: HeaderMap,
+}
+
+impl OpenAiCompat {
+    /// Builds the pooled client and the fixed headers.
+    pub fn new(config: &ProviderConfig, health: &HealthConfig) -> Result<Self, super::BuildError> {
+        let err = |message: String| super::BuildError {
+            provider: config.name.clone(),
+            message,
+        };
+        let base = config
+            .base_url
+            .clone()
+            .ok_or_else(|| err("no base_url".into()))?;
+        let mut headers = HeaderMap::new();
+        headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        if let Some(key) = &config.api_key {
+            let mut v =
+                HeaderValue::from_str(&format!("Bearer {}", key.expose())).map_err(|_| {
+                    err("the API key contains characters not allowed in a header".into())
+                })?;
+            v.set_sensitive(true);
+            headers.insert(AUTHORIZATION, v);
+        }
+        for (name, value) in &config.headers {
+            let n = HeaderName::from_bytes(name.as_bytes())
+                .map_err(|_| err(format!("invalid header name `{name}`")))?;
+            let mut v = HeaderValue::from_str(value.expose())
+                .map_err(|_| err(format!("invalid value for header `{name}`")))?;
+            v.set_sensitive(true);
+            headers.insert(n, v);
+        }
+        let client = build_client(config, health).map_err(err)?;
+        Ok(Self {
+            client,
+            url: format!("{base}/chat/completions"),
+            headers,
+        })
+    }
+
+    /// Sends one attempt.
+    pub async fn call(&self, req: AttemptRequest<'_>) -> Result<Reply, AttemptError> {
+        let mut body = req.body;
+        body.insert("model".into(), Value::String(req.model_id.to_string()));
+        let bytes = serde_json::to_vec(&body)
+            .map_err(|e| AttemptError::new(Failure::BrokenBody, e.to_string()))?;
+        let resp = self
+            .client
+            .post(&self.url)
+            .headers(self.headers.clone())
+            .body(bytes)
+            .send()
+            .await
+            .map_err(|e| transport_error(&e))?;
+        let status = resp.status().as_u16();
+        if !(200..300).contains(&status) {
+            let retry = crate::health::ratelimit::rate_limit_reset(
+                resp.headers(),
+                std::time::SystemTime::now(),
+            );
+            let body = resp.bytes().await.unwrap_or_default();
+            let failure = super::classify_openai_error(status, retry, &body);
+            return Err(AttemptError::new(
+                failure,
+                format!("HTTP {status}{}", short_message(&body)),
+            ));
+        }
+        if req.stream {
+            let is_sse = resp
+                .headers()
+                .get(CONTENT_TYPE)
+                .and_then(|v| v.to_str().ok())
+                .is_some_and(|v| v.starts_with("text/event-stream"));
+            if !is_sse {
+                return Err(AttemptError::new(
+                    Failure::BrokenBody,
+                    "a stream was asked for but the response is not text/event-stream",
+                ));
+            }
+            return Ok(Reply::Stream(sse_chunks(resp.bytes_stream())));
+        }
+        let body = resp.bytes().await.map_err(|e| transport_error(&e))?;
+        let value: Value = serde_json::from_slice(&body).map_err(|e| {
+            AttemptError::new(Failure::BrokenBody, format!("response is not JSON: {e}"))
+        })?;
+        if let Some(f) = in_band_error(&value) {
+            return Err(f);
+        }
+        Ok(Reply::Complete(value))
+    }
+}
+
+fn build_client(config: &ProviderConfig, health: &HealthConfig) -> Result<reqwest::Client, String> {
+    let mut builder = reqwest::Client::builder()
+        .connect_timeout(health.timeouts.connect)
+        .pool_idle_timeout(Duration::from_secs(90))
+        .tcp_nodelay(true)
+        .user_agent(concat!("spillway/", env!("CARGO_PKG_VERSION")));
+    if let Some(path) = &config.ca_file {
+        let pem = std::fs::read(path)
+            .map_err(|e| format!("cannot read ca_file {}: {e}", path.display()))?;
+        let certs = reqwest::Certificate::from_pem_bundle(&pem)
+            .map_err(|e| format!("ca_file {} is not PEM: {e}", path.display()))?;
+        for cert in certs {
+            builder = builder.add_root_certificate(cert);
+        }
+    }
+    builder
+        .build()
+        .map_err(|e| format!("cannot build the HTTP client: {e}"))
+}
+
+/// Classifies a transport-level error of the HTTP client.
+pub fn transport_error(e: &reqwest::Error) -> AttemptError {
+    let failure = if e.is_timeout() {
+        Failure::Timeout
+    } else if e.is_connect() {
+        Failure::ConnectError
+    } else if e.is_body() || e.is_decode() {
+        Failure::BrokenBody
+    } else {
+        // Resets while sending the request land here.
+        Failure::ConnectError
+    };
+    // reqwest's Display includes the URL but never headers, so no key leaks.
+    AttemptError::new(failure, e.to_string())
+}
+
+fn short_message(body: &[u8]) -> String {
+    let v: Option<Value> = serde_json::from_slice(body).ok();
+    let msg = v
+        .as_ref()
+        .and_then(|v| {
+            v.get("error")
+                .and_then(|e| e.get("message").or(Some(e)))
+                .or_else(|| v.get("message"))
+        })
+        .map(|m| {
+            m.as_str()
+                .map(str::to_string)
+                .unwrap_or_else(|| m.to_string())
+        });
+    match msg {
+        Some(m) => format!(": {}", m.chars().take(200).collect::<String>()),
+        None => String::new(),
+    }
+}
+
+/// The in-band error forms of OpenAI-compatible bodies and chunks.
+pub fn in_band_error(v: &Value) -> Option<AttemptError> {
+    let describe = |e: &Value| {
+        e.get("message")
+            .and_then(Value::as_str)
+            .map(str::to_string)
+            .unwrap_or_else(|| e.to_string())
+    };
+    if let Some(e) = v.get("error").filter(|e| !e.is_null()) {
+        return Some(AttemptError::new(
+            Failure::Upstream { status: None },
+            describe(e),
+        ));
+    }
+    if v.get("object").and_then(Value::as_str) == Some("error") {
+        return Some(AttemptError::new(
+            Failure::Upstream { status: None },
+            describe(v),
+        ));
+    }
+    if let Some(e) = v
+        .get("x_groq")
+        .and_then(|x| x.get("error"))
+        .filter(|e| !e.is_null())
+    {
+        return Some(AttemptError::new(
+            Failure::Upstream { status: None },
+            describe(e),
+        ));
+    }
+    let errored = v.get("choices").and_then(Value::as_array).is_some_and(|c| {
+        c.iter()
+            .any(|c| c.get("finish_reason").and_then(Value::as_str) == Some("error"))
+    });
+    errored.then(|| AttemptError::new(Failure::Upstream { status: None }, "finish_reason: error"))
+}
+
+/// Decodes an SSE byte stream into chunks.
+pub fn sse_chunks<S, E>(bytes: S) -> ChunkStream
+where
+    S: futures_util::Stream<Item = Result<Bytes, E>> + Send + 'static,
+    E: Into<AttemptErrorSource>,
+{
+    struct State<S> {
+        bytes: S,
+        parser: SseParser,
+        events: Vec<SseEvent>,
+        pending: VecDeque<Result<StreamItem, AttemptError>>,
+        /// The byte stream ended.
+        eof: bool,
+        /// A terminal item (`Done` or an error) went out: nothing follows it.
+        finished: bool,
+    }
+    let state = State {
+        bytes: Box::pin(bytes),
+        parser: SseParser::new(),
+        events: Vec::new(),
+        pending: VecDeque::new(),
+        eof: false,
+        finished: false,
+    };
+    futures_util::stream::unfold(state, |mut st| async move {
+        loop {
+            if st.finished {
+                return None;
+            }
+            if let Some(item) = st.pending.pop_front() {
+                if item.is_err() || matches!(item, Ok(StreamItem::Done)) {
+                    st.finished = true;
+                }
+                return Some((item, st));
+            }
+            if st.eof {
+                return None;
+            }
+            match st.bytes.next().await {
+                Some(Ok(chunk)) => {
+                    if st.parser.feed(&chunk, &mut st.events).is_err() {
+                        st.pending.push_back(Err(AttemptError::new(
+                            Failure::BrokenBody,
+                            "an SSE line was too long",
+                        )));
+                    }
+                }
+                Some(Err(e)) => {
+                    let src: AttemptErrorSource = e.into();
+                    st.pending.push_back(Err(src.0));
+                }
+                None => {
+                    st.parser.finish(&mut st.events);
+                    st.eof = true;
+                }
+            }
+            for ev in st.events.drain(..) {
+                st.pending.push_back(decode_event(&ev));
+            }
+        }
+    })
+    .boxed()
+}
+
+/// Converts a transport error of a body stream into an attempt error.
+pub struct AttemptErrorSource(pub AttemptError);
+
+impl From<reqwest::Error> for AttemptErrorSource {
+    fn from(e: reqwest::Error) -> Self {
+        let mut err = transport_error(&e);
+        // Mid-body transport errors are broken bodies, not connect errors.
+        if err.failure == Failure::ConnectError {
+            err.failure = Failure::BrokenBody;
+        }
+        Self(err)
+    }
+}
+
+impl From<std::convert::Infallible> for AttemptErrorSource {
+    fn from(e: std::convert::Infallible) -> Self {
+        match e {}
+    }
+}
+
+fn decode_event(ev: &SseEvent) -> Result<StreamItem, AttemptError> {
+    let data = ev.data.trim();
+    if data == "[DONE]" {
+        return Ok(StreamItem::Done);
+    }
+    let v: Value = serde_json::from_str(data).map_err(|e| {
+        AttemptError::new(
+            Failure::BrokenBody,
+            format!("a stream event is not JSON: {e}"),
+        )
+    })?;
+    if let Some(err) = in_band_error(&v) {
+        return Err(err);
+    }
+    if !v.is_object() {
+        return Err(AttemptError::new(
+            Failure::BrokenBody,
+            "a stream event is not a JSON object",
+        ));
+    }
+    Ok(StreamItem::Chunk(v))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use futures_util::stream;
+
+    async fn collect(parts: Vec<&'static str>) -> Vec<Result<StreamItem, AttemptError>> {
+        let s = stream::iter(
+            parts
+                .into_iter()
+                .map(|p| Ok::<_, std::convert::Infallible>(Bytes::from_static(p.as_bytes()))),
+        );
+        sse_chunks(s).collect().await
+    }
+
+    #[tokio::test]
+    async fn decodes_chunks_and_done() {
+        let items = collect(vec![
+            ": OPENROUTER PROCESSING\n\n",
+            "data: {\"choices\":[{\"delta\":{\"content\":\"a\"}}]}\n",
+            "\ndata: [DONE]\n\n",
+        ])
+        .await;
+        assert_eq!(items.len(), 2);
+        assert!(matches!(items[0], Ok(StreamItem::Chunk(_))));
+        assert_eq!(items[1], Ok(StreamItem::Done));
+    }
+
+    #[tokio::test]
+    async fn in_band_errors_fail_the_stream() {
+        for ev in [
+            "data: {\"error\":{\"message\":\"boom\"}}\n\n",
+            "data: {\"object\":\"error\",\"message\":\"old vllm\"}\n\n",
+            "data: {\"choices\":[],\"x_groq\":{\"error\":\"stopped\"}}\n\n",
+            "data: {\"choices\":[{\"delta\":{\"content\":\"\"},\"finish_reason\":\"error\"}]}\n\n",
+            "data: not json\n\n",
+        ] {
+            let items = collect(vec![ev, "data: [DONE]\n\n"]).await;
+            assert_eq!(items.len(), 1, "{ev}");
+            assert!(items[0].is_err(), "{ev}");
+        }
+    }
+}

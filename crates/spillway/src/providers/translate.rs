@@ -1,0 +1,76 @@
+//! The shared vocabulary of the wire-format translators.
+//!
+//! Spillway speaks OpenAI Chat Completions to its clients and, internally,
+//! carries requests, responses and stream chunks as OpenAI-shaped
+//! `serde_json::Value`s. Every native adapter (Anthropic, GigaChat, Yandex)
+//! translates that shape to its own wire format on the way out and back on
+//! the way in; the types here are what those translators hand the cascade
+//! runner, so it can classify an attempt without knowing the provider.
+
+/// One item a stream decoder produces from the upstream's events.
+#[derive(Debug, Clone, PartialEq)]
+pub enum StreamItem {
+    /// An OpenAI `chat.completion.chunk` object (without `id`, `created` or
+    /// `model`: the gateway stamps those so they stay stable for the stream).
+    Chunk(serde_json::Value),
+    /// The upstream signalled a proper end of stream (`[DONE]`,
+    /// `message_stop`, a final status). A stream that closes without it is a
+    /// broken body.
+    Done,
+}
+
+/// How an upstream error (an HTTP status plus body, or an error event inside
+/// a stream) is to be treated by the cascade runner. This is the
+/// provider-independent form of SPEC §6's outcome table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ErrorClass {
+    /// 429 or an equivalent: the model is dead until its limit resets.
+    RateLimited,
+    /// Billing or quota exhausted (OpenAI `insufficient_quota`, OpenRouter
+    /// 402, Anthropic `billing_error`): not retryable for hours.
+    QuotaExhausted,
+    /// 403: this model is not permitted for this account.
+    Forbidden,
+    /// 404 or a decommissioned model: the model is gone.
+    NotFound,
+    /// 401: the provider's key is wrong; the whole provider is dead.
+    AuthRejected,
+    /// The prompt does not fit the model's context window.
+    ContextLength,
+    /// The model cannot do what the request asks (tools, a parameter): not
+    /// the client's fault, try the next model.
+    CapabilityMismatch,
+    /// The upstream refused the content (GigaChat `blacklist`, Anthropic
+    /// `refusal`): try the next model.
+    ContentFilter,
+    /// Any other 400/422: the client's request is invalid; return it as is.
+    InvalidRequest,
+    /// 5xx, overload (Anthropic 529), a timeout reported by the upstream:
+    /// counts against the circuit breaker.
+    Upstream,
+}
+
+/// What went wrong while translating.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum TranslateError {
+    /// The upstream broke its own format: not JSON, a missing field, an
+    /// unknown shape. The attempt fails as a broken body.
+    #[error("malformed {format} payload: {detail}")]
+    Malformed {
+        /// Which wire format was being read (`anthropic`, `gigachat`, …).
+        format: &'static str,
+        /// A short, secret-free description for the attempt log.
+        detail: String,
+    },
+    /// The upstream reported an error (inside a 2xx stream or body).
+    #[error("upstream error ({class:?}): {message}")]
+    Upstream {
+        /// How the runner should treat it.
+        class: ErrorClass,
+        /// The upstream's message, for the attempt log.
+        message: String,
+    },
+    /// The client's request cannot be expressed in this wire format.
+    #[error("request not expressible for this provider: {0}")]
+    Unsupported(String),
+}

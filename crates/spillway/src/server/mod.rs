@@ -1,0 +1,102 @@
+//! The HTTP server: accept loop, connection settings, graceful shutdown.
+//!
+//! Connections are served by hyper's HTTP/1 implementation with a
+//! header-read timeout (a slow client cannot hold a connection open by
+//! trickling headers) and keep-alive. On shutdown the listener closes at
+//! once, idle connections are told to close, and requests in flight get
+//! `server.shutdown_grace` to finish.
+
+pub mod routes;
+
+use crate::metrics::Metrics;
+use crate::runtime::Gateway;
+use arc_swap::ArcSwap;
+use hyper_util::rt::{TokioIo, TokioTimer};
+use hyper_util::server::graceful::GracefulShutdown;
+use hyper_util::service::TowerToHyperService;
+use std::sync::atomic::AtomicUsize;
+use std::sync::Arc;
+use tokio::net::TcpListener;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+/// State shared by every handler.
+#[derive(Debug)]
+pub struct AppState {
+    /// The current gateway; replaced atomically on reload.
+    pub gateway: ArcSwap<Gateway>,
+    /// Metrics (outlive reloads).
+    pub metrics: Arc<Metrics>,
+    /// Chat requests being served now (for `max_concurrent_requests`).
+    pub in_flight: AtomicUsize,
+}
+
+impl AppState {
+    /// Wraps a built gateway.
+    pub fn new(gateway: Gateway) -> Arc<Self> {
+        let metrics = gateway.metrics.clone();
+        Arc::new(Self {
+            gateway: ArcSwap::from_pointee(gateway),
+            metrics,
+            in_flight: AtomicUsize::new(0),
+        })
+    }
+}
+
+/// Serves until `shutdown` is cancelled, then drains within the grace period.
+pub async fn serve(
+    listener: TcpListener,
+    state: Arc<AppState>,
+    shutdown: CancellationToken,
+) -> std::io::Result<()> {
+    let (header_timeout, grace) = {
+        let gw = state.gateway.load();
+        (
+            gw.config.server.header_read_timeout,
+            gw.config.server.shutdown_grace,
+        )
+    };
+    let router = routes::router(state.clone());
+    let mut http = hyper::server::conn::http1::Builder::new();
+    http.timer(TokioTimer::new())
+        .header_read_timeout(header_timeout)
+        .keep_alive(true);
+    let graceful = GracefulShutdown::new();
+    let tasks = TaskTracker::new();
+    tracing::info!(addr = %listener.local_addr()?, "Spillway is listening.");
+    loop {
+        let (stream, peer) = tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok(c) => c,
+                Err(e) => {
+                    // Out of file descriptors and the like: back off briefly
+                    // instead of spinning.
+                    tracing::warn!(error = %e, "Accept failed.");
+                    tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+                    continue;
+                }
+            },
+            () = shutdown.cancelled() => break,
+        };
+        let _ = stream.set_nodelay(true);
+        let service = TowerToHyperService::new(router.clone());
+        let conn = http.serve_connection(TokioIo::new(stream), service);
+        let conn = graceful.watch(conn);
+        tasks.spawn(async move {
+            if let Err(e) = conn.await {
+                tracing::debug!(%peer, error = %e, "Connection ended with an error.");
+            }
+        });
+    }
+    drop(listener);
+    tasks.close();
+    tracing::info!(
+        grace_s = grace.as_secs_f64(),
+        "Shutting down: no new connections; letting requests in flight finish."
+    );
+    tokio::select! {
+        () = graceful.shutdown() => tracing::info!("All connections closed."),
+        () = tokio::time::sleep(grace) => tracing::warn!("Grace period over; dropping the remaining connections."),
+    }
+    Ok(())
+}

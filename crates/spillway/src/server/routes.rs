@@ -1,0 +1,208 @@
+//! Routes and handlers of the client API (SPEC §5).
+//!
+//! `POST /v1/chat/completions` checks the client key, the concurrency
+//! limit and the body size, validates the request, resolves the cascade and
+//! hands it to the runner; the answer comes back with the
+//! `x-spillway-*` headers. The rest are small read-only endpoints.
+
+use super::AppState;
+use crate::api::{ApiError, ChatRequest};
+use crate::cascade::{self, Served, ServedBody};
+use axum::body::{Body, Bytes};
+use axum::extract::{DefaultBodyLimit, Request, State};
+use axum::http::{header, HeaderMap, HeaderName, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::Router;
+use futures_util::StreamExt;
+use serde_json::json;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+/// Builds the router.
+pub fn router(state: Arc<AppState>) -> Router {
+    Router::new()
+        .route("/v1/chat/completions", post(chat))
+        .route("/v1/models", get(models))
+        .route("/healthz", get(|| async { "ok" }))
+        .route("/readyz", get(readyz))
+        .route("/metrics", get(metrics))
+        .fallback(|| async { ApiError::NotFound })
+        // The handler enforces `max_body_bytes` itself (413 in OpenAI shape).
+        .layer(DefaultBodyLimit::disable())
+        .with_state(state)
+}
+
+/// Holds one slot of `max_concurrent_requests`.
+struct Permit(Arc<AppState>);
+
+impl Drop for Permit {
+    fn drop(&mut self) {
+        self.0.in_flight.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+fn bearer(headers: &HeaderMap) -> Option<&str> {
+    headers
+        .get(header::AUTHORIZATION)?
+        .to_str()
+        .ok()?
+        .strip_prefix("Bearer ")
+        .map(str::trim)
+}
+
+/// Compares in time independent of where the strings differ.
+fn same(a: &str, b: &str) -> bool {
+    a.len() == b.len()
+        && a.bytes()
+            .zip(b.bytes())
+            .fold(0u8, |acc, (x, y)| acc | (x ^ y))
+            == 0
+}
+
+async fn chat(State(state): State<Arc<AppState>>, request: Request) -> Response {
+    match chat_inner(state, request).await {
+        Ok(r) => r,
+        Err(e) => e.into_response(),
+    }
+}
+
+async fn chat_inner(state: Arc<AppState>, request: Request) -> Result<Response, ApiError> {
+    let gw = state.gateway.load_full();
+    let server = &gw.config.server;
+    if !server.api_keys.is_empty() {
+        let key = bearer(request.headers()).ok_or(ApiError::Unauthorized)?;
+        if !server.api_keys.iter().any(|k| same(k.expose(), key)) {
+            return Err(ApiError::Unauthorized);
+        }
+    }
+    if state.in_flight.fetch_add(1, Ordering::AcqRel) >= server.max_concurrent_requests {
+        state.in_flight.fetch_sub(1, Ordering::AcqRel);
+        return Err(ApiError::Overloaded);
+    }
+    let permit = Permit(state.clone());
+    let limit = server.max_body_bytes;
+    let declared = request
+        .headers()
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<usize>().ok());
+    if declared.is_some_and(|n| n > limit) {
+        return Err(ApiError::BodyTooLarge(limit));
+    }
+    let bytes = axum::body::to_bytes(request.into_body(), limit)
+        .await
+        .map_err(|_| ApiError::BodyTooLarge(limit))?;
+    let req = ChatRequest::parse(&bytes)?;
+    let plan = gw
+        .resolve(&req.model)
+        .ok_or_else(|| ApiError::ModelNotFound(req.model.clone()))?;
+    let served = cascade::run(&gw, &plan, req).await?;
+    Ok(respond(served, permit))
+}
+
+fn header_value(s: &str) -> HeaderValue {
+    HeaderValue::from_str(s).unwrap_or_else(|_| HeaderValue::from_static("invalid"))
+}
+
+fn respond(served: Served, permit: Permit) -> Response {
+    let Served {
+        cascade,
+        model,
+        tier,
+        attempts,
+        body,
+    } = served;
+    let mut resp = match body {
+        ServedBody::Complete(v) => {
+            drop(permit);
+            let bytes = serde_json::to_vec(&v).unwrap_or_default();
+            let mut r = Response::new(Body::from(bytes));
+            r.headers_mut().insert(
+                header::CONTENT_TYPE,
+                HeaderValue::from_static("application/json"),
+            );
+            r
+        }
+        ServedBody::Stream(s) => {
+            // The permit lives as long as the stream does.
+            let s = s.map(move |chunk| {
+                let _held = &permit;
+                chunk
+            });
+            let mut r = Response::new(Body::from_stream(s));
+            let h = r.headers_mut();
+            h.insert(
+                header::CONTENT_TYPE,
+                HeaderValue::from_static("text/event-stream"),
+            );
+            h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+            h.insert(
+                HeaderName::from_static("x-accel-buffering"),
+                HeaderValue::from_static("no"),
+            );
+            r
+        }
+    };
+    let h = resp.headers_mut();
+    h.insert(
+        HeaderName::from_static("x-spillway-cascade"),
+        header_value(&cascade),
+    );
+    h.insert(
+        HeaderName::from_static("x-spillway-model"),
+        header_value(&model),
+    );
+    h.insert(
+        HeaderName::from_static("x-spillway-tier"),
+        HeaderValue::from_static(tier.as_str()),
+    );
+    h.insert(
+        HeaderName::from_static("x-spillway-attempts"),
+        HeaderValue::from(attempts),
+    );
+    resp
+}
+
+async fn models(
+    State(state): State<Arc<AppState>>,
+    headers: HeaderMap,
+) -> Result<Response, ApiError> {
+    let gw = state.gateway.load_full();
+    let keys = &gw.config.server.api_keys;
+    if !keys.is_empty()
+        && !bearer(&headers).is_some_and(|k| keys.iter().any(|s| same(s.expose(), k)))
+    {
+        return Err(ApiError::Unauthorized);
+    }
+    let created = crate::api::wire::now_unix();
+    let mut data = Vec::new();
+    let mut seen = std::collections::HashSet::new();
+    for (name, plan) in &gw.cascades {
+        let refs: Vec<&str> = plan.targets.iter().map(|t| t.name.as_str()).collect();
+        data.push(json!({"id": name, "object": "model", "created": created, "owned_by": "spillway", "spillway_models": refs}));
+    }
+    for plan in gw.cascades.values() {
+        for t in &plan.targets {
+            if seen.insert(t.name.clone()) {
+                data.push(json!({"id": t.name, "object": "model", "created": created, "owned_by": t.model_ref.provider}));
+            }
+        }
+    }
+    Ok(axum::Json(json!({"object": "list", "data": data})).into_response())
+}
+
+async fn readyz(State(state): State<Arc<AppState>>) -> Response {
+    let gw = state.gateway.load();
+    let body = json!({"status": "ready", "cascades": gw.cascades.len(), "state": {"backend": "memory", "degraded": false}});
+    (StatusCode::OK, axum::Json(body)).into_response()
+}
+
+async fn metrics(State(state): State<Arc<AppState>>) -> Response {
+    let mut r = Response::new(Body::from(Bytes::from(state.metrics.render())));
+    r.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/openmetrics-text; version=1.0.0; charset=utf-8"),
+    );
+    r
+}
