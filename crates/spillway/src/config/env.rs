@@ -110,9 +110,11 @@ fn expand(s: &str, lookup: Lookup<'_>) -> Result<(String, bool), String> {
             match (lookup(name), default) {
                 (Some(v), _) => out.push_str(&v),
                 (None, Some(d)) => out.push_str(d),
-                (None, None) => return Err(format!(
+                (None, None) => {
+                    return Err(format!(
                     "environment variable {name} is not set (and `${{{name}}}` has no `:-default`)"
-                )),
+                ))
+                }
             }
             vars += 1;
             rest = &tail[end + 1..];

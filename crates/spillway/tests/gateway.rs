@@ -1,0 +1,205 @@
+//! End-to-end: requests through the real HTTP server to fake upstreams.
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::disallowed_methods
+)] // tests: fail loudly, spawn freely
+
+mod common;
+
+use common::*;
+use serde_json::{json, Value};
+
+async fn two_upstreams() -> (FakeUpstream, FakeUpstream) {
+    (FakeUpstream::start().await, FakeUpstream::start().await)
+}
+
+fn config(a: &FakeUpstream, b: &FakeUpstream) -> String {
+    format!(
+        "providers:\n{}{}{FAST_HEALTH}cascades:\n  chat:\n    models: [a/model-a, b/model-b]\n",
+        openai_provider("a", a),
+        openai_provider("b", b)
+    )
+}
+
+#[tokio::test]
+async fn non_stream_round_trip_is_openai_conformant() {
+    let (a, b) = two_upstreams().await;
+    a.push(Reply::text("Hi there"));
+    let gw = start(&config(&a, &b)).await;
+    let resp = gw.post(&chat("chat", false)).await;
+    assert_eq!(resp.status(), 200);
+    assert_eq!(header(&resp, "x-spillway-cascade"), "chat");
+    assert_eq!(header(&resp, "x-spillway-model"), "a/model-a");
+    assert_eq!(header(&resp, "x-spillway-tier"), "preferred");
+    assert_eq!(header(&resp, "x-spillway-attempts"), "1");
+    let body: Value = resp.json().await.unwrap();
+    assert_valid("CreateChatCompletionResponse", &body);
+    assert_eq!(body["model"], "a/model-a");
+    assert_eq!(body["choices"][0]["message"]["content"], "Hi there");
+    // The upstream got the model id, the client's messages and our key.
+    let sent = &a.requests()[0];
+    assert_eq!(sent["model"], "model-a");
+    assert_eq!(sent["messages"][0]["content"], "Hello?");
+    assert_eq!(a.request_headers()[0]["authorization"], "Bearer test-key-a");
+    assert_eq!(b.calls(), 0);
+}
+
+#[tokio::test]
+async fn fills_fields_an_upstream_omits() {
+    let (a, b) = two_upstreams().await;
+    // A bare-bones server: no id, no refusal, no logprobs, no finish_reason.
+    a.push(Reply::json(
+        json!({"choices": [{"message": {"content": "x"}}]}),
+    ));
+    let gw = start(&config(&a, &b)).await;
+    let body: Value = gw.post(&chat("chat", false)).await.json().await.unwrap();
+    assert_valid("CreateChatCompletionResponse", &body);
+}
+
+#[tokio::test]
+async fn falls_through_on_upstream_failures_and_lists_every_attempt() {
+    let (a, b) = two_upstreams().await;
+    a.push(Reply::error(500, "server_error", "boom"));
+    b.push(Reply::text("from b"));
+    let gw = start(&config(&a, &b)).await;
+    let resp = gw.post(&chat("chat", false)).await;
+    assert_eq!(resp.status(), 200);
+    assert_eq!(header(&resp, "x-spillway-model"), "b/model-b");
+    assert_eq!(header(&resp, "x-spillway-attempts"), "2");
+
+    a.push(Reply::garbage());
+    b.push(Reply::error(503, "overloaded", "busy"));
+    let resp = gw.post(&chat("chat", false)).await;
+    assert_eq!(resp.status(), 503);
+    let body: Value = resp.json().await.unwrap();
+    assert_valid("ErrorResponse", &body);
+    assert_eq!(body["error"]["type"], "all_models_failed");
+    let msg = body["error"]["message"].as_str().unwrap();
+    assert!(msg.contains("a/model-a: broken_body"), "{msg}");
+    assert!(msg.contains("b/model-b: upstream_error"), "{msg}");
+}
+
+#[tokio::test]
+async fn garbage_truncated_and_wrong_content_type_bodies_are_classified_failures() {
+    let (a, b) = two_upstreams().await;
+    b.set_default(Reply::text("fine"));
+    // A connection cut before the response is a reset and is retried once:
+    // let the retry fail too.
+    a.set_default(Reply::garbage());
+    let gw = start(&config(&a, &b)).await;
+    for bad in [
+        Reply::garbage(),
+        Reply::raw(200, "application/json", "{\"choices\": [{\"mess"),
+        Reply::raw(200, "application/json", "[1,2,3]"),
+        Reply::json(json!({"choices": "nope"})),
+        Reply::text("ok").cut_after(0),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        a.push(bad.1);
+        let resp = gw.post(&chat("chat", false)).await;
+        assert_eq!(resp.status(), 200);
+        assert_eq!(
+            header(&resp, "x-spillway-model"),
+            "b/model-b",
+            "case {}",
+            bad.0
+        );
+    }
+    // A stream answered with JSON instead of SSE.
+    a.push(Reply::text("not a stream"));
+    b.push(Reply::stream(&["fine"]));
+    let resp = gw.post(&chat("chat", true)).await;
+    assert_eq!(header(&resp, "x-spillway-model"), "b/model-b");
+}
+
+#[tokio::test]
+async fn empty_answer_moves_on() {
+    let (a, b) = two_upstreams().await;
+    a.push(Reply::empty());
+    b.push(Reply::text("from b"));
+    let gw = start(&config(&a, &b)).await;
+    let resp = gw.post(&chat("chat", false)).await;
+    assert_eq!(header(&resp, "x-spillway-model"), "b/model-b");
+}
+
+#[tokio::test]
+async fn client_error_from_upstream_is_returned_as_is_and_not_retried() {
+    let (a, b) = two_upstreams().await;
+    a.push(Reply::error(400, "invalid_value", "temperature is weird"));
+    let gw = start(&config(&a, &b)).await;
+    let resp = gw.post(&chat("chat", false)).await;
+    assert_eq!(resp.status(), 400);
+    let body: Value = resp.json().await.unwrap();
+    assert_eq!(body["error"]["code"], "invalid_value");
+    assert_eq!(body["error"]["message"], "temperature is weird");
+    assert_eq!(b.calls(), 0);
+}
+
+#[tokio::test]
+async fn model_auto_and_direct_refs() {
+    let (a, b) = two_upstreams().await;
+    let gw = start(&config(&a, &b)).await;
+    let resp = gw.post(&chat("auto", false)).await;
+    assert_eq!(header(&resp, "x-spillway-cascade"), "chat");
+    let resp = gw.post(&chat("b/some-other-model", false)).await;
+    assert_eq!(resp.status(), 200);
+    assert_eq!(header(&resp, "x-spillway-model"), "b/some-other-model");
+    assert_eq!(b.requests()[0]["model"], "some-other-model");
+}
+
+#[tokio::test]
+async fn models_listing_is_conformant() {
+    let (a, b) = two_upstreams().await;
+    let gw = start(&config(&a, &b)).await;
+    let body: Value = gw.get("/v1/models").await.json().await.unwrap();
+    assert_valid("ListModelsResponse", &body);
+    let ids: Vec<&str> = body["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, ["chat", "a/model-a", "b/model-b"]);
+}
+
+#[tokio::test]
+async fn health_ready_and_metrics() {
+    let (a, b) = two_upstreams().await;
+    let gw = start(&config(&a, &b)).await;
+    gw.post(&chat("chat", false)).await;
+    assert_eq!(gw.get("/healthz").await.status(), 200);
+    assert_eq!(gw.get("/readyz").await.status(), 200);
+    let text = gw.get("/metrics").await.text().await.unwrap();
+    for needle in [
+        "spillway_requests_total{cascade=\"chat\",outcome=\"ok\"} 1",
+        "spillway_attempts_total{cascade=\"chat\",provider=\"a\",model=\"model-a\",result=\"ok\"} 1",
+        "spillway_request_duration_seconds_count{cascade=\"chat\"} 1",
+        "spillway_ttft_seconds_count{provider=\"a\",model=\"model-a\"} 1",
+    ] {
+        assert!(text.contains(needle), "missing {needle} in\n{text}");
+    }
+}
+
+#[tokio::test]
+async fn demo_config_compiles_and_fails_over() {
+    let text = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../examples/demo.yaml"
+    ))
+    .unwrap();
+    let gw = start(&text).await;
+    // fast-free allows 3 requests a minute; the 4th spills over.
+    let mut models = Vec::new();
+    for _ in 0..4 {
+        let resp = gw.post(&chat("chat", false)).await;
+        assert_eq!(resp.status(), 200);
+        models.push(header(&resp, "x-spillway-model").to_string());
+    }
+    assert_eq!(&models[..3], ["free/fast-free"; 3]);
+    assert_ne!(models[3], "free/fast-free");
+}
