@@ -20,4 +20,5 @@ pub mod metrics;
 pub mod providers;
 pub mod runtime;
 pub mod server;
+pub mod supervisor;
 pub mod telemetry;

@@ -10,6 +10,7 @@
 //! every attempt.
 
 pub mod outcome;
+pub mod prepare;
 pub mod stream;
 
 use crate::api::error::AttemptSummary;
@@ -18,7 +19,7 @@ use crate::api::wire::{self, Stamp};
 use crate::api::{ApiError, ChatRequest};
 use crate::config::ModelRef;
 use crate::metrics::{Metrics, TargetMetrics};
-use crate::providers::{AttemptRequest, ChunkStream, InFlight, Provider, Reply, StreamItem};
+use crate::providers::{AttemptRequest, ChunkStream, Provider, Reply, StreamItem};
 use crate::runtime::{CascadePlan, Gateway};
 use bytes::Bytes;
 use futures_util::stream::BoxStream;
@@ -114,6 +115,8 @@ pub struct Served {
     pub tier: Tier,
     /// Upstream calls made.
     pub attempts: u32,
+    /// The load profile applied to the answering model, if monitored.
+    pub load_profile: Option<String>,
     /// The body.
     pub body: ServedBody,
 }
@@ -121,11 +124,7 @@ pub struct Served {
 /// What a successful attempt produced before it is turned into a response.
 enum Answer {
     Complete(Value),
-    Stream {
-        head: Vec<Value>,
-        rest: ChunkStream,
-        slot: Option<InFlight>,
-    },
+    Stream { head: Vec<Value>, rest: ChunkStream },
 }
 
 /// Serves one request through its cascade.
@@ -153,7 +152,7 @@ pub async fn run(gw: &Gateway, plan: &CascadePlan, req: ChatRequest) -> Result<S
             }
             calls += 1;
             tries += 1;
-            let r = attempt(target, &req, deadline, timeouts.first_token).await;
+            let r = attempt(gw, target, &req, deadline, timeouts.first_token).await;
             match r {
                 Err(e) if e.failure.is_retryable() && tries <= retries.max => {
                     tokio::time::sleep(backoff(retries.backoff, retries.jitter, tries)).await;
@@ -162,7 +161,7 @@ pub async fn run(gw: &Gateway, plan: &CascadePlan, req: ChatRequest) -> Result<S
             }
         };
         match result {
-            Ok(answer) => {
+            Ok((answer, load_profile)) => {
                 target.metrics.attempt(OK_INDEX);
                 target.metrics.served(target.tier.index());
                 let stamp = Stamp::new(target.name.clone());
@@ -176,16 +175,12 @@ pub async fn run(gw: &Gateway, plan: &CascadePlan, req: ChatRequest) -> Result<S
                             .observe(started.elapsed().as_secs_f64());
                         ServedBody::Complete(v)
                     }
-                    Answer::Stream {
-                        head,
-                        rest,
-                        slot: held,
-                    } => {
+                    Answer::Stream { head, rest } => {
                         plan.metrics.ok.inc();
                         let end = stream::StreamEnd {
                             started,
                             duration: plan.metrics.clone(),
-                            _slot: held.or(Some(slot)),
+                            _slot: Some(slot),
                         };
                         ServedBody::Stream(stream::forward(
                             head,
@@ -202,6 +197,7 @@ pub async fn run(gw: &Gateway, plan: &CascadePlan, req: ChatRequest) -> Result<S
                     model: target.name.clone(),
                     tier: target.tier,
                     attempts: calls,
+                    load_profile,
                     body,
                 });
             }
@@ -250,16 +246,18 @@ fn backoff(base: Duration, jitter: f64, attempt: u32) -> Duration {
 
 /// One attempt against one target, up to its first token.
 async fn attempt(
+    gw: &Gateway,
     target: &Target,
     req: &ChatRequest,
     deadline: Instant,
     first_token: Duration,
-) -> Result<Answer, AttemptError> {
+) -> Result<(Answer, Option<String>), AttemptError> {
     let started = Instant::now();
     let token_deadline = deadline.min(started + first_token);
+    let prepared = prepare::prepare(gw, target, req);
     let attempt_req = AttemptRequest {
         model_id: &target.model_ref.model,
-        body: req.body.clone(),
+        body: prepared.body,
         stream: req.stream,
         include_usage: req.include_usage,
     };
@@ -284,16 +282,12 @@ async fn attempt(
                 ));
             }
             target.metrics.ttft.observe(started.elapsed().as_secs_f64());
-            Ok(Answer::Complete(v))
+            Ok((Answer::Complete(v), prepared.load_profile))
         }
         Reply::Stream(s) => {
             let (head, rest) = peek(s, token_deadline).await?;
             target.metrics.ttft.observe(started.elapsed().as_secs_f64());
-            Ok(Answer::Stream {
-                head,
-                rest,
-                slot: None,
-            })
+            Ok((Answer::Stream { head, rest }, prepared.load_profile))
         }
     }
 }

@@ -219,3 +219,28 @@ pub fn classify_openai_error(
         },
     }
 }
+
+/// Turns a translator's [`translate::ErrorClass`] into the runner's
+/// [`Failure`] (the native adapters classify with it).
+pub fn failure_from_class(
+    class: translate::ErrorClass,
+    status: u16,
+    body: Option<bytes::Bytes>,
+    retry_after: Option<std::time::Duration>,
+) -> Failure {
+    use translate::ErrorClass as C;
+    match class {
+        C::RateLimited => Failure::RateLimited { retry_after },
+        C::QuotaExhausted => Failure::QuotaExhausted,
+        C::Forbidden => Failure::Forbidden,
+        C::NotFound => Failure::NotFound,
+        C::AuthRejected => Failure::AuthRejected,
+        C::ContextLength => Failure::ContextLength,
+        C::CapabilityMismatch => Failure::CapabilityMismatch,
+        C::ContentFilter => Failure::ContentFilter,
+        C::InvalidRequest => Failure::InvalidRequest { status, body },
+        C::Upstream => Failure::Upstream {
+            status: (status != 0).then_some(status),
+        },
+    }
+}

@@ -111,6 +111,7 @@ fn respond(served: Served, permit: Permit) -> Response {
         model,
         tier,
         attempts,
+        load_profile,
         body,
     } = served;
     let mut resp = match body {
@@ -161,6 +162,12 @@ fn respond(served: Served, permit: Permit) -> Response {
         HeaderName::from_static("x-spillway-attempts"),
         HeaderValue::from(attempts),
     );
+    if let Some(profile) = load_profile {
+        h.insert(
+            HeaderName::from_static("x-spillway-load-profile"),
+            header_value(&profile),
+        );
+    }
     resp
 }
 
