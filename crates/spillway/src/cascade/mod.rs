@@ -137,6 +137,11 @@ pub async fn run(gw: &Gateway, plan: &CascadePlan, req: ChatRequest) -> Result<S
     let mut calls = 0u32;
 
     for target in &plan.targets {
+        if prepare::skip_for_load(gw, target) {
+            let e = AttemptError::new(Failure::SkippedLazy, "provider overloaded (skip_when_lazy)");
+            record(target, &mut log, &e);
+            continue;
+        }
         let Some(slot) = target.provider.try_acquire() else {
             record(
                 target,

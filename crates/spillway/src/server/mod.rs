@@ -6,6 +6,8 @@
 //! once, idle connections are told to close, and requests in flight get
 //! `server.shutdown_grace` to finish.
 
+pub mod admin;
+pub mod admin_state;
 pub mod routes;
 
 use crate::metrics::Metrics;

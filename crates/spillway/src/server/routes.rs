@@ -27,6 +27,7 @@ pub fn router(state: Arc<AppState>) -> Router {
         .route("/healthz", get(|| async { "ok" }))
         .route("/readyz", get(readyz))
         .route("/metrics", get(metrics))
+        .merge(super::admin::router(state.clone()))
         .fallback(|| async { ApiError::NotFound })
         // The handler enforces `max_body_bytes` itself (413 in OpenAI shape).
         .layer(DefaultBodyLimit::disable())
@@ -52,7 +53,7 @@ fn bearer(headers: &HeaderMap) -> Option<&str> {
 }
 
 /// Compares in time independent of where the strings differ.
-fn same(a: &str, b: &str) -> bool {
+pub(crate) fn same(a: &str, b: &str) -> bool {
     a.len() == b.len()
         && a.bytes()
             .zip(b.bytes())

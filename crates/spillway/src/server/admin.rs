@@ -1,0 +1,38 @@
+//! The admin API (SPEC §5): `Authorization: Bearer <server.admin_token>`;
+//! without a configured token every admin route answers 404, as if absent.
+
+use super::AppState;
+use crate::api::ApiError;
+use axum::extract::{Request, State};
+use axum::http::header;
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use axum::Router;
+use std::sync::Arc;
+
+/// The admin routes, behind the token check.
+pub fn router(state: Arc<AppState>) -> Router<Arc<AppState>> {
+    Router::new()
+        .merge(crate::server::admin_state::routes())
+        .layer(axum::middleware::from_fn_with_state(state, require_token))
+}
+
+async fn require_token(
+    State(state): State<Arc<AppState>>,
+    request: Request,
+    next: Next,
+) -> Response {
+    let gw = state.gateway.load();
+    let Some(token) = &gw.config.server.admin_token else {
+        return ApiError::NotFound.into_response();
+    };
+    let given = request
+        .headers()
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "));
+    match given {
+        Some(g) if super::routes::same(g.trim(), token.expose()) => next.run(request).await,
+        _ => ApiError::Unauthorized.into_response(),
+    }
+}
