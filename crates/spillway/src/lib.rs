@@ -17,6 +17,7 @@ pub mod escalation;
 pub mod health;
 pub mod load;
 pub mod metrics;
+pub mod normalize;
 pub mod providers;
 pub mod runtime;
 pub mod server;
