@@ -7,10 +7,7 @@
 //! from JSON, 150 Groq models, and 50 more from Anthropic, GigaChat and a
 //! local server via static hints. It prints the median of many rounds for
 //! parsing the listings and for building all cascades.
-#![allow(
-    clippy::disallowed_methods,
-    reason = "a benchmark outside any runtime times with std::time::Instant"
-)]
+#![allow(clippy::disallowed_methods, reason = "a benchmark outside any runtime times with std::time::Instant")]
 
 use std::collections::HashMap;
 use std::error::Error;
@@ -18,8 +15,7 @@ use std::hint::black_box;
 use std::time::{Duration, Instant};
 
 use spillway::discovery::{
-    apply_hints, build_cascade, parse_listing, CascadeSpec, Filters, ListingFormat, ModelMeta,
-    StaticHint, Strategy,
+    apply_hints, build_cascade, parse_listing, CascadeSpec, Filters, ListingFormat, ModelMeta, StaticHint, Strategy,
 };
 
 const ROUNDS: usize = 200;
@@ -75,31 +71,9 @@ const STEMS: &[&str] = &[
     "glm-4",
     "claude",
 ];
-const SIZES: &[&str] = &[
-    "",
-    "-1.5b",
-    "-7b",
-    "-8b",
-    "-14b",
-    "-27b",
-    "-32b",
-    "-70b",
-    "-120b",
-    "-235b-a22b",
-    "-8x7b",
-];
-const SUFFIXES: &[&str] = &[
-    "",
-    "-instruct",
-    "-it",
-    "-chat",
-    "-preview",
-    "-vision",
-    "-guard",
-];
-const CONTEXTS: &[u32] = &[
-    4096, 8192, 32_768, 65_536, 131_072, 131_072, 200_000, 1_048_576,
-];
+const SIZES: &[&str] = &["", "-1.5b", "-7b", "-8b", "-14b", "-27b", "-32b", "-70b", "-120b", "-235b-a22b", "-8x7b"];
+const SUFFIXES: &[&str] = &["", "-instruct", "-it", "-chat", "-preview", "-vision", "-guard"];
+const CONTEXTS: &[u32] = &[4096, 8192, 32_768, 65_536, 131_072, 131_072, 200_000, 1_048_576];
 
 fn openrouter_body(rng: &mut Rng, n: usize) -> String {
     let mut entries = Vec::with_capacity(n);
@@ -127,17 +101,9 @@ fn openrouter_body(rng: &mut Rng, n: usize) -> String {
 fn groq_body(rng: &mut Rng, n: usize) -> String {
     let entries: Vec<String> = (0..n)
         .map(|i| {
-            let id = format!(
-                "{}{}{}-{i}",
-                rng.pick(STEMS),
-                rng.pick(SIZES),
-                rng.pick(SUFFIXES)
-            );
+            let id = format!("{}{}{}-{i}", rng.pick(STEMS), rng.pick(SIZES), rng.pick(SUFFIXES));
             let active = rng.unit() < 0.9;
-            format!(
-                r#"{{"id":"{id}","object":"model","active":{active},"context_window":{}}}"#,
-                rng.pick(CONTEXTS)
-            )
+            format!(r#"{{"id":"{id}","object":"model","active":{active},"context_window":{}}}"#, rng.pick(CONTEXTS))
         })
         .collect();
     format!(r#"{{"object":"list","data":[{}]}}"#, entries.join(","))
@@ -145,12 +111,7 @@ fn groq_body(rng: &mut Rng, n: usize) -> String {
 
 /// Everything the refresh would hold after one round: 2,000 models.
 fn all_models(openrouter: &str, groq: &str) -> Result<Vec<ModelMeta>, Box<dyn Error>> {
-    let mut models = parse_listing(
-        ListingFormat::Openrouter,
-        "openrouter",
-        openrouter.as_bytes(),
-    )?
-    .models;
+    let mut models = parse_listing(ListingFormat::Openrouter, "openrouter", openrouter.as_bytes())?.models;
     let groq = parse_listing(ListingFormat::Groq, "groq", groq.as_bytes())?.models;
     let free = |id: &str| StaticHint {
         id: id.to_owned(),
@@ -160,11 +121,7 @@ fn all_models(openrouter: &str, groq: &str) -> Result<Vec<ModelMeta>, Box<dyn Er
     };
     let hints: Vec<StaticHint> = groq.iter().map(|m| free(&m.id)).collect();
     models.extend(apply_hints("groq", Some(groq), &hints).models);
-    for (provider, count, price) in [
-        ("anthropic", 20, 3.0),
-        ("gigachat", 10, 1.5),
-        ("local", 20, 0.0),
-    ] {
+    for (provider, count, price) in [("anthropic", 20, 3.0), ("gigachat", 10, 1.5), ("local", 20, 0.0)] {
         let statics: Vec<StaticHint> = (0..count)
             .map(|i| StaticHint {
                 id: format!("{provider}-model-{i}-{}b", 7 + i),
@@ -182,19 +139,15 @@ fn all_models(openrouter: &str, groq: &str) -> Result<Vec<ModelMeta>, Box<dyn Er
 fn cascades() -> Vec<CascadeSpec> {
     let owned = |v: &[&str]| v.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>();
     let exclude = owned(&["vision", "guard", "whisper", "embed"]);
-    let spec =
-        |name: &str, strategy, providers: &[&str], filters: Filters, size, min_other| CascadeSpec {
-            name: name.to_owned(),
-            strategy,
-            providers: owned(providers),
-            preferred: owned(&[
-                "groq/llama-3.3-70b-versatile",
-                "openrouter/google/gemma-3-27b-it",
-            ]),
-            filters,
-            size,
-            min_other_providers: min_other,
-        };
+    let spec = |name: &str, strategy, providers: &[&str], filters: Filters, size, min_other| CascadeSpec {
+        name: name.to_owned(),
+        strategy,
+        providers: owned(providers),
+        preferred: owned(&["groq/llama-3.3-70b-versatile", "openrouter/google/gemma-3-27b-it"]),
+        filters,
+        size,
+        min_other_providers: min_other,
+    };
     vec![
         spec(
             "extraction",
@@ -213,11 +166,7 @@ fn cascades() -> Vec<CascadeSpec> {
             "chat_standard",
             Strategy::SpeedFirst,
             &["groq", "openrouter", "local"],
-            Filters {
-                free_only: true,
-                exclude_patterns: exclude.clone(),
-                ..Filters::default()
-            },
+            Filters { free_only: true, exclude_patterns: exclude.clone(), ..Filters::default() },
             8,
             2,
         ),
@@ -225,10 +174,7 @@ fn cascades() -> Vec<CascadeSpec> {
             "chat_escalated",
             Strategy::QualityFirst,
             &["openrouter", "anthropic"],
-            Filters {
-                max_cost_per_1m: Some(5.0),
-                ..Filters::default()
-            },
+            Filters { max_cost_per_1m: Some(5.0), ..Filters::default() },
             3,
             0,
         ),
@@ -236,11 +182,7 @@ fn cascades() -> Vec<CascadeSpec> {
             "bulk",
             Strategy::CheapestFirst,
             &["openrouter", "groq"],
-            Filters {
-                min_context: Some(32_000),
-                exclude_patterns: exclude.clone(),
-                ..Filters::default()
-            },
+            Filters { min_context: Some(32_000), exclude_patterns: exclude.clone(), ..Filters::default() },
             15,
             2,
         ),
@@ -248,10 +190,7 @@ fn cascades() -> Vec<CascadeSpec> {
             "long_context",
             Strategy::QualityFirst,
             &["openrouter", "anthropic", "gigachat"],
-            Filters {
-                min_context: Some(128_000),
-                ..Filters::default()
-            },
+            Filters { min_context: Some(128_000), ..Filters::default() },
             5,
             2,
         ),
@@ -259,11 +198,7 @@ fn cascades() -> Vec<CascadeSpec> {
             "coding",
             Strategy::QualityFirst,
             &["openrouter", "groq", "local"],
-            Filters {
-                max_cost_per_1m: Some(2.0),
-                exclude_patterns: exclude,
-                ..Filters::default()
-            },
+            Filters { max_cost_per_1m: Some(2.0), exclude_patterns: exclude, ..Filters::default() },
             10,
             3,
         ),
@@ -282,11 +217,8 @@ fn main() -> Result<(), Box<dyn Error>> {
     let models = all_models(&openrouter, &groq)?;
     let specs = cascades();
     // The runner's TTFT statistics: measured for about a tenth of the models.
-    let ttft: HashMap<String, f64> = models
-        .iter()
-        .step_by(10)
-        .map(|m| (m.model_ref(), 100.0 + rng.unit() * 2000.0))
-        .collect();
+    let ttft: HashMap<String, f64> =
+        models.iter().step_by(10).map(|m| (m.model_ref(), 100.0 + rng.unit() * 2000.0)).collect();
     let ttft_ms = |model_ref: &str| ttft.get(model_ref).copied();
 
     let mut parse = Vec::with_capacity(ROUNDS);
@@ -300,9 +232,7 @@ fn main() -> Result<(), Box<dyn Error>> {
         let start = Instant::now();
         built_entries = 0;
         for spec in &specs {
-            built_entries += black_box(build_cascade(spec, black_box(&models), &ttft_ms))
-                .entries
-                .len();
+            built_entries += black_box(build_cascade(spec, black_box(&models), &ttft_ms)).entries.len();
         }
         build.push(start.elapsed());
     }
@@ -312,9 +242,6 @@ fn main() -> Result<(), Box<dyn Error>> {
         specs.len()
     );
     println!("  parse listings + apply hints: {:?}", median(parse));
-    println!(
-        "  build every cascade:          {:?} (budget 5ms)",
-        median(build)
-    );
+    println!("  build every cascade:          {:?} (budget 5ms)", median(build));
     Ok(())
 }

@@ -1,29 +1,61 @@
-//! The request-path cost of load-aware degradation (SPEC §9): reading the
-//! profile (`ProfileSelector::select`) and rewriting the body
-//! (`apply_profile`) on a typical chat request. The budget is ≤ 2 µs median.
+//! The request-path cost of load-aware degradation (SPEC §9). Budget: the
+//! profile read and rewrite add ≤ 2 µs median to a request.
 //!
-//! Plain std, no harness: `cargo bench --bench load_rewrite`. Each sample
-//! times a batch of requests that were cloned beforehand, so the clone and
-//! the drop are not measured, and reports the per-request mean of the batch;
-//! the median over samples is printed.
+//! Two views, plain std, no harness (`cargo bench --bench load_rewrite`):
+//! - `prepare()` as the runner calls it per attempt (registry lookup, one
+//!   atomic load, the rewrite, and the body clone every attempt pays
+//!   anyway), for a monitored provider in each profile, against the same
+//!   call for a provider without `load:`; the difference is what load
+//!   awareness adds;
+//! - `apply_profile` alone on a pre-cloned body, merge and separate-message
+//!   variants.
+//!
+//! Each sample times a batch and reports the per-request mean; the median
+//! over samples is printed.
 
 #![allow(
     clippy::disallowed_methods,
-    reason = "a benchmark measures wall time outside any runtime; tokio's clock would add nothing"
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "a benchmark: wall time outside any runtime, and a broken setup must fail loudly"
 )]
 
 use std::hint::black_box;
 use std::time::Instant;
 
 use serde_json::{json, Map, Value};
-use spillway::load::{apply_profile, Profile, ProfileSelector};
+use spillway::api::ChatRequest;
+use spillway::cascade::prepare::prepare;
+use spillway::load::{apply_profile, Profile};
+use spillway::runtime::{Gateway, Shared};
 
 const BATCH: usize = 256;
 const SAMPLES: usize = 400;
 
+const CONFIG: &str = "
+providers:
+  local:
+    kind: openai
+    base_url: http://127.0.0.1:9/v1
+    default_max_tokens: 1024
+    load:
+      source: emulated
+      profiles:
+        - { name: normal, below: 0.75 }
+        - { name: tired, below: 0.90, system_prompt: Answer briefly., max_tokens_factor: 0.7 }
+        - { name: lazy, system_prompt: Provide extremely short answers only. No explanations. Code only if asked., max_tokens_factor: 0.3 }
+  plain:
+    kind: openai
+    base_url: http://127.0.0.1:9/v1
+cascades:
+  chat:
+    models: [local/t-lite, plain/t-lite]
+";
+
 fn typical_request() -> Map<String, Value> {
     let req = json!({
-        "model": "local/t-lite",
+        "model": "chat",
         "stream": true,
         "temperature": 0.3,
         "max_tokens": 1024,
@@ -40,61 +72,68 @@ fn typical_request() -> Map<String, Value> {
     }
 }
 
-fn selector() -> ProfileSelector {
-    ProfileSelector::new(
-        vec![
-            Profile::plain("normal", Some(0.75)),
-            Profile {
-                name: "tired".into(),
-                below: Some(0.90),
-                system_prompt: Some("Answer briefly.".into()),
-                max_tokens_factor: Some(0.7),
-            },
-            Profile {
-                name: "lazy".into(),
-                below: None,
-                system_prompt: Some(
-                    "Provide extremely short answers only. No explanations. Code only if asked."
-                        .into(),
-                ),
-                max_tokens_factor: Some(0.3),
-            },
-        ],
-        0.03,
-    )
+fn median(mut samples: Vec<f64>) -> f64 {
+    samples.sort_by(f64::total_cmp);
+    samples[samples.len() / 2]
 }
 
-/// Median nanoseconds per request of `select` + `apply_profile`.
-fn measure(load: f64, single_system: bool) -> f64 {
-    let mut sel = selector();
+/// Median ns per `prepare()` call against target `index` of `chat`.
+fn measure_prepare(gw: &Gateway, index: usize, req: &ChatRequest) -> f64 {
+    let plan = gw.resolve("chat").unwrap();
+    let target = &plan.targets[index];
+    let mut samples = Vec::with_capacity(SAMPLES);
+    let mut out = Vec::with_capacity(BATCH);
+    for _ in 0..SAMPLES {
+        out.clear();
+        let start = Instant::now();
+        for _ in 0..BATCH {
+            out.push(prepare(gw, target, black_box(req)));
+        }
+        samples.push(start.elapsed().as_nanos() as f64 / BATCH as f64);
+        black_box(&out);
+    }
+    median(samples)
+}
+
+/// Median ns per `apply_profile` on pre-cloned bodies.
+fn measure_apply(profile: &Profile, single_system: bool) -> f64 {
     let template = typical_request();
     let mut samples = Vec::with_capacity(SAMPLES);
     for _ in 0..SAMPLES {
         let mut batch: Vec<Map<String, Value>> = vec![template.clone(); BATCH];
         let start = Instant::now();
         for req in batch.iter_mut() {
-            let i = sel.select(black_box(Some(load)));
-            if let Some(profile) = sel.profiles().get(i) {
-                apply_profile(req, profile, Some(1024), single_system);
-            }
+            apply_profile(req, black_box(profile), Some(1024), single_system);
         }
-        let elapsed = start.elapsed();
+        samples.push(start.elapsed().as_nanos() as f64 / BATCH as f64);
         black_box(&batch);
-        samples.push(elapsed.as_nanos() as f64 / BATCH as f64);
     }
-    samples.sort_by(f64::total_cmp);
-    samples[SAMPLES / 2]
+    median(samples)
 }
 
 fn main() {
-    println!("select + apply_profile, typical 4-message request, batch {BATCH}, {SAMPLES} samples");
-    for (what, load, single) in [
-        ("normal (no rewrite)", 0.2, true),
-        ("tired, merge into system", 0.8, true),
-        ("tired, separate system message", 0.8, false),
-        ("lazy, merge into system", 0.95, true),
-    ] {
-        let ns = measure(load, single);
-        println!("  {what:<32} median {ns:>7.0} ns/request");
+    let config = spillway::config::load_str(CONFIG, None, &|_| None).unwrap();
+    let gw = Gateway::build(config, &Shared::default()).unwrap();
+    let req = ChatRequest::from_map(typical_request()).unwrap();
+    let local = gw.load.get("local").unwrap().clone();
+
+    println!("prepare() per attempt, typical 4-message request, batch {BATCH}, {SAMPLES} samples");
+    let base = measure_prepare(&gw, 1, &req);
+    println!("  {:<34} median {base:>6.0} ns", "no load monitoring (clone only)");
+    for (profile, load) in [("normal", 0.2), ("tired", 0.8), ("lazy", 0.95)] {
+        local.set_emulated(Some(load)).unwrap();
+        let ns = measure_prepare(&gw, 0, &req);
+        println!("  {:<34} median {ns:>6.0} ns  (+{:.0} ns)", format!("monitored, {profile}"), ns - base);
+    }
+
+    println!("apply_profile alone (pre-cloned body)");
+    let lazy = Profile {
+        name: "lazy".into(),
+        below: None,
+        system_prompt: Some("Provide extremely short answers only. No explanations. Code only if asked.".into()),
+        max_tokens_factor: Some(0.3),
+    };
+    for (what, single) in [("lazy, merged into system", true), ("lazy, separate system message", false)] {
+        println!("  {what:<34} median {:>6.0} ns", measure_apply(&lazy, single));
     }
 }

@@ -73,10 +73,7 @@ fn time(label: &str, text: &str, run: impl Fn(&str)) {
     samples.sort();
     let median = samples[RUNS / 2];
     let p90 = samples[RUNS * 9 / 10];
-    println!(
-        "{label}: {} bytes, median {median:?}, p90 {p90:?} over {RUNS} runs",
-        text.len()
-    );
+    println!("{label}: {} bytes, median {median:?}, p90 {p90:?} over {RUNS} runs", text.len());
 }
 
 fn main() {
@@ -88,21 +85,13 @@ fn main() {
     assert_eq!(done.result, NormalizeResult::Repaired);
     let valid = done.json.clone();
 
-    time(
-        "broken, fenced (extract+repair+rename+validate)",
-        &broken,
-        |t| {
-            black_box(normalize(t, &expected).unwrap());
-        },
-    );
-    time(
-        "same, schema looked up in the cache per call",
-        &broken,
-        |t| {
-            let expected = expected_from_response_format(&rf, &cache).unwrap().unwrap();
-            black_box(normalize(t, &expected).unwrap());
-        },
-    );
+    time("broken, fenced (extract+repair+rename+validate)", &broken, |t| {
+        black_box(normalize(t, &expected).unwrap());
+    });
+    time("same, schema looked up in the cache per call", &broken, |t| {
+        let expected = expected_from_response_format(&rf, &cache).unwrap().unwrap();
+        black_box(normalize(t, &expected).unwrap());
+    });
     time("valid as returned (fast path)", &valid, |t| {
         black_box(normalize(t, &expected).unwrap());
     });

@@ -8,18 +8,23 @@
 //! every part is built from; [`metrics`] holds every exported metric. See
 //! `ARCHITECTURE.md` for the diagram.
 
+pub mod alerts;
 pub mod api;
 pub mod cascade;
 pub mod cli;
 pub mod config;
 pub mod discovery;
 pub mod escalation;
+pub mod handoff;
 pub mod health;
 pub mod load;
 pub mod metrics;
 pub mod normalize;
 pub mod providers;
+pub mod reload;
 pub mod runtime;
 pub mod server;
+pub mod state;
 pub mod supervisor;
 pub mod telemetry;
+pub mod usage;

@@ -31,6 +31,22 @@ pub mod names {
     pub const BREAKER_STATE: &str = "spillway_breaker_state";
     /// Dead mark per model.
     pub const MODEL_DEAD: &str = "spillway_model_dead";
+    /// Load of a monitored provider (0..1; NaN while unknown).
+    pub const LOAD: &str = "spillway_load";
+    /// 1 for a monitored provider's active load profile, 0 for the others.
+    pub const LOAD_PROFILE: &str = "spillway_load_profile";
+    /// 1 while a provider's load source has failed three intervals in a row.
+    pub const LOAD_STALE: &str = "spillway_load_stale";
+    /// Spend in USD by cascade and model.
+    pub const COST: &str = "spillway_cost_usd";
+    /// Tokens by model and kind.
+    pub const TOKENS: &str = "spillway_tokens";
+    /// Answers of models without a known price (cost counted as 0).
+    pub const UNPRICED: &str = "spillway_unpriced_answers";
+    /// Open items in the handoff queue.
+    pub const HANDOFF_QUEUE_DEPTH: &str = "spillway_handoff_queue_depth";
+    /// Requests switched to another cascade by an escalation rule.
+    pub const ESCALATIONS: &str = "spillway_escalations";
 }
 
 /// `cascade`, `outcome`
@@ -84,6 +100,55 @@ pub struct ModelLabels {
     pub model: String,
 }
 
+/// `provider`
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ProviderLabels {
+    /// Provider name.
+    pub provider: String,
+}
+
+/// `provider`, `profile`
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct LoadProfileLabels {
+    /// Provider name.
+    pub provider: String,
+    /// Load profile name (from config).
+    pub profile: String,
+}
+
+/// `cascade`, `provider`, `model`
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct CostLabels {
+    /// Cascade name.
+    pub cascade: String,
+    /// Provider name.
+    pub provider: String,
+    /// Model id.
+    pub model: String,
+}
+
+/// `provider`, `model`, `kind`
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct TokenLabels {
+    /// Provider name.
+    pub provider: String,
+    /// Model id.
+    pub model: String,
+    /// `input` or `output`.
+    pub kind: &'static str,
+}
+
+/// `from`, `to`, `reason`
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct EscalationLabels {
+    /// Cascade the request asked for.
+    pub from: String,
+    /// Cascade that served it.
+    pub to: String,
+    /// `frustrated` or `header`.
+    pub reason: &'static str,
+}
+
 fn latency_histogram() -> Histogram {
     // 1 ms .. ~65 s
     Histogram::new(exponential_buckets(0.001, 2.0, 17))
@@ -106,6 +171,22 @@ pub struct Metrics {
     pub breaker_state: Family<ModelLabels, Gauge>,
     /// `spillway_model_dead`
     pub model_dead: Family<ModelLabels, Gauge<i64, AtomicI64Compat>>,
+    /// `spillway_load`
+    pub load: Family<ProviderLabels, Gauge<f64, AtomicU64>>,
+    /// `spillway_load_profile`
+    pub load_profile: Family<LoadProfileLabels, Gauge>,
+    /// `spillway_load_stale`
+    pub load_stale: Family<ProviderLabels, Gauge>,
+    /// `spillway_cost_usd_total`
+    pub cost: Family<CostLabels, Counter<f64, AtomicU64>>,
+    /// `spillway_tokens_total`
+    pub tokens: Family<TokenLabels, Counter>,
+    /// `spillway_unpriced_answers_total`
+    pub unpriced: Family<ModelLabels, Counter>,
+    /// `spillway_handoff_queue_depth`
+    pub handoff_queue_depth: Gauge,
+    /// `spillway_escalations_total`
+    pub escalations: Family<EscalationLabels, Counter>,
 }
 
 /// Gauge storage type alias kept for readability.
@@ -134,41 +215,41 @@ impl Metrics {
         let ttft = Family::new_with_constructor(latency_histogram as fn() -> Histogram);
         let breaker_state = Family::default();
         let model_dead = Family::default();
-        registry.register(
-            names::REQUESTS,
-            "Client requests by cascade and outcome",
-            requests.clone(),
-        );
-        registry.register(
-            names::ATTEMPTS,
-            "Upstream attempts by result",
-            attempts.clone(),
-        );
-        registry.register(
-            names::SERVED,
-            "Answers by cascade, tier and model",
-            served.clone(),
-        );
-        registry.register(
-            names::REQUEST_DURATION,
-            "Request latency in seconds",
-            request_duration.clone(),
-        );
-        registry.register(
-            names::TTFT,
-            "Upstream time to first token in seconds",
-            ttft.clone(),
-        );
+        let load = Family::default();
+        let load_profile = Family::default();
+        let load_stale = Family::default();
+        let cost = Family::default();
+        let tokens = Family::default();
+        let unpriced = Family::default();
+        let handoff_queue_depth = Gauge::default();
+        let escalations = Family::default();
+        registry.register(names::REQUESTS, "Client requests by cascade and outcome", requests.clone());
+        registry.register(names::ATTEMPTS, "Upstream attempts by result", attempts.clone());
+        registry.register(names::SERVED, "Answers by cascade, tier and model", served.clone());
+        registry.register(names::REQUEST_DURATION, "Request latency in seconds", request_duration.clone());
+        registry.register(names::TTFT, "Upstream time to first token in seconds", ttft.clone());
         registry.register(
             names::BREAKER_STATE,
             "Circuit breaker state: 0 closed, 1 open, 2 half-open",
             breaker_state.clone(),
         );
+        registry.register(names::MODEL_DEAD, "1 while a model has a dead mark", model_dead.clone());
+        registry.register(names::LOAD, "Load of a monitored provider, 0..1 (NaN while unknown)", load.clone());
         registry.register(
-            names::MODEL_DEAD,
-            "1 while a model has a dead mark",
-            model_dead.clone(),
+            names::LOAD_PROFILE,
+            "1 for the active load profile of a provider, 0 for the others",
+            load_profile.clone(),
         );
+        registry.register(
+            names::LOAD_STALE,
+            "1 while a provider's load source has failed three intervals in a row",
+            load_stale.clone(),
+        );
+        registry.register(names::COST, "Spend in USD: usage times the model's price", cost.clone());
+        registry.register(names::TOKENS, "Tokens by model and kind (input, output)", tokens.clone());
+        registry.register(names::UNPRICED, "Answers of models without a known price (cost 0)", unpriced.clone());
+        registry.register(names::HANDOFF_QUEUE_DEPTH, "Open items in the handoff queue", handoff_queue_depth.clone());
+        registry.register(names::ESCALATIONS, "Requests escalated to another cascade", escalations.clone());
         Self {
             registry,
             requests,
@@ -178,6 +259,14 @@ impl Metrics {
             ttft,
             breaker_state,
             model_dead,
+            load,
+            load_profile,
+            load_stale,
+            cost,
+            tokens,
+            unpriced,
+            handoff_queue_depth,
+            escalations,
         }
     }
 
@@ -218,40 +307,19 @@ impl Metrics {
                     .clone()
             })
             .collect();
-        let ttft = self
-            .ttft
-            .get_or_create(&ModelLabels {
-                provider: provider.into(),
-                model: model.into(),
-            })
-            .clone();
-        Arc::new(TargetMetrics {
-            attempts,
-            served,
-            ttft,
-        })
+        let ttft = self.ttft.get_or_create(&ModelLabels { provider: provider.into(), model: model.into() }).clone();
+        Arc::new(TargetMetrics { attempts, served, ttft })
     }
 
     /// Pre-built handles for one cascade.
     pub fn cascade(&self, cascade: &str) -> Arc<CascadeMetrics> {
-        let outcome = |outcome| {
-            self.requests
-                .get_or_create(&RequestLabels {
-                    cascade: cascade.into(),
-                    outcome,
-                })
-                .clone()
-        };
+        let outcome =
+            |outcome| self.requests.get_or_create(&RequestLabels { cascade: cascade.into(), outcome }).clone();
         Arc::new(CascadeMetrics {
             ok: outcome("ok"),
             handoff: outcome("handoff"),
             error: outcome("error"),
-            duration: self
-                .request_duration
-                .get_or_create(&CascadeLabels {
-                    cascade: cascade.into(),
-                })
-                .clone(),
+            duration: self.request_duration.get_or_create(&CascadeLabels { cascade: cascade.into() }).clone(),
         })
     }
 }

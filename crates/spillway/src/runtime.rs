@@ -5,7 +5,9 @@
 //! atomically, so requests in flight finish on the one they started with.
 
 use crate::cascade::{Target, Tier};
-use crate::config::{CascadeSource, Config, ModelRef};
+use crate::config::{CascadeSource, Config, DiscoverySpec, ModelRef};
+use crate::discovery::{BuiltCascade, DiscoveryState, Reason};
+use crate::health::HealthRegistry;
 use crate::metrics::{CascadeMetrics, Metrics};
 use crate::providers::{BuildError, Provider};
 use indexmap::IndexMap;
@@ -21,12 +23,36 @@ pub struct CascadePlan {
     pub targets: Vec<Target>,
     /// Queue for a person when everything failed.
     pub handoff: bool,
+    /// No first token by then: also start the next model.
+    pub hedge_after: Option<std::time::Duration>,
     /// Metric handles.
     pub metrics: Arc<CascadeMetrics>,
 }
 
+/// What outlives a config generation: metrics, health, discovery.
+#[derive(Debug, Default, Clone)]
+pub struct Shared {
+    /// Every metric.
+    pub metrics: Arc<Metrics>,
+    /// Dead marks, breakers, TTFT statistics.
+    pub health: Arc<HealthRegistry>,
+    /// The shared-state backend and whether it is reachable.
+    pub state: Arc<crate::state::StateStatus>,
+    /// The latest discovery round, its events, and the reload lock.
+    pub discovery: Arc<DiscoveryState>,
+    /// The alert bus: publish operator alerts here (SPEC §8).
+    pub alerts: Arc<crate::alerts::AlertBus>,
+    /// The handoff queue, opened on first use.
+    pub handoff: Arc<crate::handoff::Desk>,
+    /// Cost and daily spend per cascade.
+    pub usage: Arc<crate::usage::Ledger>,
+}
+
 /// Everything a request needs, built from one config.
-#[derive(Debug)]
+///
+/// `Clone` shares everything (providers, load monitors); a discovery refresh
+/// clones the running gateway and replaces only its cascade plans.
+#[derive(Debug, Clone)]
 pub struct Gateway {
     /// The config it was built from.
     pub config: Arc<Config>,
@@ -36,77 +62,46 @@ pub struct Gateway {
     pub cascades: IndexMap<String, Arc<CascadePlan>>,
     /// Shared metrics (they outlive reloads).
     pub metrics: Arc<Metrics>,
+    /// Shared health (it outlives reloads).
+    pub health: Arc<HealthRegistry>,
+    /// Load and degradation profile of every provider with `load:` (SPEC §9).
+    pub load: Arc<crate::load::LoadRegistry>,
+    /// What outlives this generation, to build the next one from.
+    pub shared: Shared,
 }
 
 impl Gateway {
     /// Builds providers and cascade plans. Only client construction can fail
     /// here (a bad CA file); config rules were checked by the compiler.
-    pub fn build(config: Config, metrics: Arc<Metrics>) -> Result<Self, BuildError> {
+    pub fn build(config: Config, shared: &Shared) -> Result<Self, BuildError> {
+        let metrics = shared.metrics.clone();
+        let health = shared.health.clone();
         let mut providers = HashMap::new();
         for (name, p) in &config.providers {
             providers.insert(name.clone(), Provider::build(p.clone(), &config.health)?);
         }
-        let mut cascades = IndexMap::new();
-        for (name, c) in &config.cascades {
-            let mut refs: Vec<(ModelRef, Tier)> = match &c.source {
-                CascadeSource::Fixed(models) => models
-                    .iter()
-                    .map(|m| (m.clone(), Tier::Preferred))
-                    .collect(),
-                CascadeSource::Discovered(spec) => {
-                    // Until discovery has run, a discovered cascade is its
-                    // preferred models followed by the static models of its
-                    // providers (SPEC §4: static models stand alone for
-                    // providers that list nothing).
-                    let mut refs: Vec<(ModelRef, Tier)> = spec
-                        .preferred
-                        .iter()
-                        .map(|m| (m.clone(), Tier::Preferred))
-                        .collect();
-                    for p in &spec.providers {
-                        for m in config
-                            .providers
-                            .get(p)
-                            .map(|p| p.models.as_slice())
-                            .unwrap_or_default()
-                        {
-                            let r = ModelRef {
-                                provider: p.clone(),
-                                model: m.id.clone(),
-                            };
-                            if !refs.iter().any(|(x, _)| *x == r) {
-                                refs.push((r, Tier::Discovered));
-                            }
-                        }
-                    }
-                    refs.truncate(spec.size as usize);
-                    refs
-                }
-            };
-            if let Some(last) = &c.last_resort {
-                refs.push((last.clone(), Tier::LastResort));
-            }
-            let targets = refs
-                .into_iter()
-                .filter_map(|(r, tier)| {
-                    let provider = providers.get(&r.provider)?.clone();
-                    Some(Target::new(r, tier, provider, &metrics, name))
-                })
-                .collect();
-            let plan = CascadePlan {
-                name: name.clone(),
-                targets,
-                handoff: c.handoff,
-                metrics: metrics.cascade(name),
-            };
-            cascades.insert(name.clone(), Arc::new(plan));
-        }
-        Ok(Self {
-            config: Arc::new(config),
-            providers,
-            cascades,
-            metrics,
-        })
+        let cascades = plans(&config, &providers, shared);
+        let load = Arc::new(crate::load::LoadRegistry::build(&config, &providers, &metrics));
+        Ok(Self { config: Arc::new(config), providers, cascades, metrics, health, load, shared: shared.clone() })
+    }
+
+    /// The same gateway with its cascade plans rebuilt from the latest
+    /// discovery round; providers and load monitors are shared, not rebuilt.
+    pub fn with_fresh_plans(&self) -> Self {
+        Self { cascades: plans(&self.config, &self.providers, &self.shared), ..self.clone() }
+    }
+
+    /// Starts this generation's background jobs (load monitors) on a child
+    /// of `supervisor`; they stop with it, or when this gateway is dropped
+    /// after a reload. Call once per built gateway.
+    pub fn start_background(&self, supervisor: &crate::supervisor::Supervisor) {
+        self.load.start(supervisor);
+        crate::alerts::dispatch::start(self, supervisor);
+        supervisor.spawn(crate::handoff::Retention {
+            desk: self.shared.handoff.clone(),
+            retention: self.config.handoff.retention,
+        });
+        supervisor.spawn(crate::usage::flush::Flush { gw: self.clone() });
     }
 
     /// Resolves a request's `model`: a cascade, `auto` (the first cascade),
@@ -125,12 +120,92 @@ impl Gateway {
         {
             return None;
         }
-        let target = Target::new(r, Tier::Preferred, provider, &self.metrics, "direct");
+        let target = Target::new(r, Tier::Preferred, provider, &self.metrics, &self.health, "direct");
         Some(Arc::new(CascadePlan {
             name: "direct".into(),
             targets: vec![target],
             handoff: false,
+            hedge_after: None,
             metrics: self.metrics.cascade("direct"),
         }))
     }
+}
+
+/// Builds every cascade plan of `config`: fixed chains as written,
+/// discovered cascades from the latest discovery round. The single place
+/// plans are built (start-up, reload, discovery refresh).
+fn plans(
+    config: &Config,
+    providers: &HashMap<String, Arc<Provider>>,
+    shared: &Shared,
+) -> IndexMap<String, Arc<CascadePlan>> {
+    let (metrics, health) = (&shared.metrics, &shared.health);
+    let round = shared.discovery.current();
+    let mut cascades = IndexMap::new();
+    for (name, c) in &config.cascades {
+        let mut refs: Vec<(ModelRef, Tier, Option<u64>)> = match &c.source {
+            CascadeSource::Fixed(models) => models.iter().map(|m| (m.clone(), Tier::Preferred, None)).collect(),
+            CascadeSource::Discovered(spec) => discovered(config, spec, round.cascades.get(name)),
+        };
+        if let Some(last) = &c.last_resort {
+            refs.push((last.clone(), Tier::LastResort, None));
+        }
+        let targets = refs
+            .into_iter()
+            .filter_map(|(r, tier, context)| {
+                let provider = providers.get(&r.provider)?.clone();
+                let mut target = Target::new(r, tier, provider, metrics, health, name);
+                // The listing knows the context of models the config does not list.
+                target.context = context.or(target.context);
+                Some(target)
+            })
+            .collect();
+        let plan = CascadePlan {
+            name: name.clone(),
+            targets,
+            handoff: c.handoff,
+            hedge_after: c.hedge_after,
+            metrics: metrics.cascade(name),
+        };
+        cascades.insert(name.clone(), Arc::new(plan));
+    }
+    cascades
+}
+
+/// A discovered cascade's refs: the built ones, then (when fewer than 2
+/// were built, or discovery has not run yet) its preferred models and the
+/// static models of its providers, so it is never empty (SPEC §4: static
+/// models stand alone for providers that list nothing).
+fn discovered(
+    config: &Config,
+    spec: &DiscoverySpec,
+    built: Option<&BuiltCascade>,
+) -> Vec<(ModelRef, Tier, Option<u64>)> {
+    let mut refs: Vec<(ModelRef, Tier, Option<u64>)> = built
+        .map(|b| b.entries.as_slice())
+        .unwrap_or_default()
+        .iter()
+        .map(|e| {
+            let tier = if matches!(e.reason, Reason::Preferred { .. }) { Tier::Preferred } else { Tier::Discovered };
+            let r = ModelRef { provider: e.meta.provider.clone(), model: e.meta.id.clone() };
+            (r, tier, e.meta.context.map(u64::from))
+        })
+        .collect();
+    if refs.len() >= 2 {
+        return refs;
+    }
+    let statics =
+        spec.preferred.iter().map(|m| (m.clone(), Tier::Preferred)).chain(spec.providers.iter().flat_map(|p| {
+            let models = config.providers.get(p).map(|p| p.models.as_slice()).unwrap_or_default();
+            models.iter().map(|m| (ModelRef { provider: p.clone(), model: m.id.clone() }, Tier::Discovered))
+        }));
+    for (r, tier) in statics {
+        if refs.len() >= spec.size as usize {
+            break;
+        }
+        if !refs.iter().any(|(x, _, _)| *x == r) {
+            refs.push((r, tier, None));
+        }
+    }
+    refs
 }

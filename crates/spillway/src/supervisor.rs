@@ -28,19 +28,13 @@ pub struct Supervisor {
 impl Supervisor {
     /// A supervisor whose jobs stop when `shutdown` is cancelled.
     pub fn new(shutdown: CancellationToken) -> Self {
-        Self {
-            tracker: TaskTracker::new(),
-            shutdown,
-        }
+        Self { tracker: TaskTracker::new(), shutdown }
     }
 
     /// A supervisor for jobs of a narrower life (one config generation):
     /// stopped by its own token or by the parent's.
     pub fn child(&self) -> Self {
-        Self {
-            tracker: self.tracker.clone(),
-            shutdown: self.shutdown.child_token(),
-        }
+        Self { tracker: self.tracker.clone(), shutdown: self.shutdown.child_token() }
     }
 
     /// Starts a job.
@@ -63,10 +57,7 @@ impl Supervisor {
     pub async fn stop(&self, grace: Duration) {
         self.shutdown.cancel();
         self.tracker.close();
-        if tokio::time::timeout(grace, self.tracker.wait())
-            .await
-            .is_err()
-        {
+        if tokio::time::timeout(grace, self.tracker.wait()).await.is_err() {
             tracing::warn!("Some background jobs did not stop in time.");
         }
     }

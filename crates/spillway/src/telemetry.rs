@@ -13,16 +13,9 @@ pub fn init() {
         .unwrap_or_else(|| "info".to_string());
     let filter = EnvFilter::try_new(&filter).unwrap_or_else(|_| EnvFilter::new("info"));
     let json = std::env::var("SPILLWAY_LOG_FORMAT").is_ok_and(|f| f.eq_ignore_ascii_case("json"));
-    let builder = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr);
-    let result = if json {
-        builder.json().try_init()
-    } else {
-        builder
-            .with_ansi(std::io::stderr().is_terminal())
-            .try_init()
-    };
+    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
+    let result =
+        if json { builder.json().try_init() } else { builder.with_ansi(std::io::stderr().is_terminal()).try_init() };
     // Already installed (tests): keep the first.
     let _ = result;
 }

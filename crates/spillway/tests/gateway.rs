@@ -1,11 +1,6 @@
 //! End-to-end: requests through the real HTTP server to fake upstreams.
 
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::disallowed_methods
-)] // tests: fail loudly, spawn freely
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::disallowed_methods)] // tests: fail loudly, spawn freely
 
 mod common;
 
@@ -51,9 +46,7 @@ async fn non_stream_round_trip_is_openai_conformant() {
 async fn fills_fields_an_upstream_omits() {
     let (a, b) = two_upstreams().await;
     // A bare-bones server: no id, no refusal, no logprobs, no finish_reason.
-    a.push(Reply::json(
-        json!({"choices": [{"message": {"content": "x"}}]}),
-    ));
+    a.push(Reply::json(json!({"choices": [{"message": {"content": "x"}}]})));
     let gw = start(&config(&a, &b)).await;
     let body: Value = gw.post(&chat("chat", false)).await.json().await.unwrap();
     assert_valid("CreateChatCompletionResponse", &body);
@@ -103,12 +96,7 @@ async fn garbage_truncated_and_wrong_content_type_bodies_are_classified_failures
         a.push(bad.1);
         let resp = gw.post(&chat("chat", false)).await;
         assert_eq!(resp.status(), 200);
-        assert_eq!(
-            header(&resp, "x-spillway-model"),
-            "b/model-b",
-            "case {}",
-            bad.0
-        );
+        assert_eq!(header(&resp, "x-spillway-model"), "b/model-b", "case {}", bad.0);
     }
     // A stream answered with JSON instead of SSE.
     a.push(Reply::text("not a stream"));
@@ -158,12 +146,7 @@ async fn models_listing_is_conformant() {
     let gw = start(&config(&a, &b)).await;
     let body: Value = gw.get("/v1/models").await.json().await.unwrap();
     assert_valid("ListModelsResponse", &body);
-    let ids: Vec<&str> = body["data"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|m| m["id"].as_str().unwrap())
-        .collect();
+    let ids: Vec<&str> = body["data"].as_array().unwrap().iter().map(|m| m["id"].as_str().unwrap()).collect();
     assert_eq!(ids, ["chat", "a/model-a", "b/model-b"]);
 }
 
@@ -187,11 +170,7 @@ async fn health_ready_and_metrics() {
 
 #[tokio::test]
 async fn demo_config_compiles_and_fails_over() {
-    let text = std::fs::read_to_string(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../../examples/demo.yaml"
-    ))
-    .unwrap();
+    let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/demo.yaml")).unwrap();
     let gw = start(&text).await;
     // fast-free allows 3 requests a minute; the 4th spills over.
     let mut models = Vec::new();

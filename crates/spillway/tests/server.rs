@@ -1,12 +1,7 @@
 //! The server's own rules: client errors in OpenAI shape, keys, limits,
 //! slow clients, graceful shutdown.
 
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::disallowed_methods
-)] // tests: fail loudly, spawn freely
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::disallowed_methods)] // tests: fail loudly, spawn freely
 
 mod common;
 
@@ -35,39 +30,16 @@ async fn bad_requests_get_openai_errors_naming_the_field() {
     let gw = start(&config(&up, "  listen: 127.0.0.1:0")).await;
     let raw = |body: &'static str| {
         let url = format!("{}/v1/chat/completions", gw.url);
-        async move {
-            client()
-                .post(url)
-                .header("content-type", "application/json")
-                .body(body)
-                .send()
-                .await
-                .unwrap()
-        }
+        async move { client().post(url).header("content-type", "application/json").body(body).send().await.unwrap() }
     };
     let (status, body) = error_of(raw("{not json").await).await;
-    assert_eq!(
-        (status, body["error"]["type"].as_str()),
-        (400, Some("invalid_request_error"))
-    );
+    assert_eq!((status, body["error"]["type"].as_str()), (400, Some("invalid_request_error")));
     for (body, param) in [
-        (
-            json!({"messages": [{"role": "user", "content": "x"}]}),
-            "model",
-        ),
+        (json!({"messages": [{"role": "user", "content": "x"}]}), "model"),
         (json!({"model": "chat"}), "messages"),
-        (
-            json!({"model": "chat", "messages": [{"role": "user"}]}),
-            "messages[0].content",
-        ),
-        (
-            json!({"model": "chat", "messages": [{"role": "user", "content": "x"}], "stream": 1}),
-            "stream",
-        ),
-        (
-            json!({"model": "chat", "messages": [{"role": "user", "content": "x"}], "max_tokens": "ten"}),
-            "max_tokens",
-        ),
+        (json!({"model": "chat", "messages": [{"role": "user"}]}), "messages[0].content"),
+        (json!({"model": "chat", "messages": [{"role": "user", "content": "x"}], "stream": 1}), "stream"),
+        (json!({"model": "chat", "messages": [{"role": "user", "content": "x"}], "max_tokens": "ten"}), "max_tokens"),
     ] {
         let (status, err) = error_of(gw.post(&body).await).await;
         assert_eq!(status, 400);
@@ -77,10 +49,7 @@ async fn bad_requests_get_openai_errors_naming_the_field() {
     assert_eq!(status, 404);
     assert_eq!(err["error"]["code"], "model_not_found");
     let (status, err) = error_of(gw.post(&chat("nope/model", false)).await).await;
-    assert_eq!(
-        (status, err["error"]["code"].as_str()),
-        (404, Some("model_not_found"))
-    );
+    assert_eq!((status, err["error"]["code"].as_str()), (404, Some("model_not_found")));
     let (status, _) = error_of(gw.get("/v2/whatever").await).await;
     assert_eq!(status, 404);
     assert_eq!(up.calls(), 0, "no bad request reached an upstream");
@@ -96,9 +65,7 @@ async fn body_over_the_limit_is_413() {
     assert_eq!(status, 413);
     assert_eq!(err["error"]["code"], "request_too_large");
     // Without a Content-Length (chunked), the limit still holds.
-    let chunks = futures_util::stream::iter(vec![Ok::<_, std::io::Error>(
-        serde_json::to_vec(&body).unwrap(),
-    )]);
+    let chunks = futures_util::stream::iter(vec![Ok::<_, std::io::Error>(serde_json::to_vec(&body).unwrap())]);
     let resp = client()
         .post(format!("{}/v1/chat/completions", gw.url))
         .body(reqwest::Body::wrap_stream(chunks))
@@ -114,32 +81,14 @@ async fn client_keys_are_enforced() {
     let up = FakeUpstream::start().await;
     let gw = start(&config(&up, "  api_keys: [k-one, k-two]")).await;
     let (status, err) = error_of(gw.post(&chat("chat", false)).await).await;
-    assert_eq!(
-        (status, err["error"]["code"].as_str()),
-        (401, Some("invalid_api_key"))
-    );
+    assert_eq!((status, err["error"]["code"].as_str()), (401, Some("invalid_api_key")));
     let url = format!("{}/v1/chat/completions", gw.url);
-    let resp = client()
-        .post(&url)
-        .bearer_auth("wrong")
-        .json(&chat("chat", false))
-        .send()
-        .await
-        .unwrap();
+    let resp = client().post(&url).bearer_auth("wrong").json(&chat("chat", false)).send().await.unwrap();
     assert_eq!(resp.status(), 401);
-    let resp = client()
-        .post(&url)
-        .bearer_auth("k-two")
-        .json(&chat("chat", false))
-        .send()
-        .await
-        .unwrap();
+    let resp = client().post(&url).bearer_auth("k-two").json(&chat("chat", false)).send().await.unwrap();
     assert_eq!(resp.status(), 200);
     // The client's key is never forwarded upstream.
-    assert_eq!(
-        up.request_headers()[0]["authorization"],
-        "Bearer test-key-a"
-    );
+    assert_eq!(up.request_headers()[0]["authorization"], "Bearer test-key-a");
     assert_eq!(gw.get("/v1/models").await.status(), 401);
 }
 
@@ -149,19 +98,9 @@ async fn concurrency_limit_answers_503_with_retry_after() {
     up.push(Reply::text("slow").delay(Duration::from_millis(800)));
     let gw = start(&config(&up, "  max_concurrent_requests: 1")).await;
     let url = format!("{}/v1/chat/completions", gw.url);
-    let first = tokio::spawn(async move {
-        client()
-            .post(url)
-            .json(&chat("chat", false))
-            .send()
-            .await
-            .unwrap()
-            .status()
-    });
-    assert!(
-        up.wait_for(Duration::from_secs(2), |u| u.calls() == 1)
-            .await
-    );
+    let first =
+        tokio::spawn(async move { client().post(url).json(&chat("chat", false)).send().await.unwrap().status() });
+    assert!(up.wait_for(Duration::from_secs(2), |u| u.calls() == 1).await);
     let resp = gw.post(&chat("chat", false)).await;
     assert_eq!(resp.status(), 503);
     assert_eq!(header(&resp, "retry-after"), "1");
@@ -176,16 +115,11 @@ async fn slow_clients_are_dropped_by_the_header_timeout() {
     let gw = start(&config(&up, "  header_read_timeout: 200ms")).await;
     let addr = gw.url.trim_start_matches("http://");
     let mut sock = tokio::net::TcpStream::connect(addr).await.unwrap();
-    sock.write_all(b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\n")
-        .await
-        .unwrap();
+    sock.write_all(b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\n").await.unwrap();
     // Never finish the headers: the server must close the connection.
     let mut buf = Vec::new();
     let read = tokio::time::timeout(Duration::from_secs(5), sock.read_to_end(&mut buf)).await;
-    assert!(
-        read.is_ok(),
-        "the connection stayed open past the header timeout"
-    );
+    assert!(read.is_ok(), "the connection stayed open past the header timeout");
 }
 
 #[tokio::test]
@@ -195,18 +129,10 @@ async fn graceful_shutdown_lets_requests_in_flight_finish() {
     let mut gw = start(&config(&up, "  shutdown_grace: 5s")).await;
     let url = format!("{}/v1/chat/completions", gw.url);
     let in_flight = tokio::spawn(async move {
-        let r = client()
-            .post(url)
-            .json(&chat("chat", false))
-            .send()
-            .await
-            .unwrap();
+        let r = client().post(url).json(&chat("chat", false)).send().await.unwrap();
         (r.status(), r.text().await.unwrap())
     });
-    assert!(
-        up.wait_for(Duration::from_secs(2), |u| u.calls() == 1)
-            .await
-    );
+    assert!(up.wait_for(Duration::from_secs(2), |u| u.calls() == 1).await);
     gw.shutdown.cancel();
     let (status, text) = in_flight.await.unwrap();
     assert_eq!(status, 200);

@@ -2,12 +2,7 @@
 //! forwarded chunk by chunk; failures before it are invisible, after it
 //! they end the stream with an error event.
 
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::disallowed_methods
-)] // tests: fail loudly, spawn freely
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::disallowed_methods)] // tests: fail loudly, spawn freely
 
 mod common;
 
@@ -40,16 +35,10 @@ async fn stream_round_trip_is_conformant_and_stable() {
     let events = sse_events(resp).await;
     assert_eq!(events.last().map(String::as_str), Some("[DONE]"));
     assert_eq!(streamed_text(&events), "Hello!");
-    let chunks: Vec<Value> = events[..events.len() - 1]
-        .iter()
-        .map(|e| serde_json::from_str(e).unwrap())
-        .collect();
+    let chunks: Vec<Value> = events[..events.len() - 1].iter().map(|e| serde_json::from_str(e).unwrap()).collect();
     for c in &chunks {
         assert_valid("CreateChatCompletionStreamResponse", c);
-        assert_eq!(
-            c["id"], chunks[0]["id"],
-            "the id is stable across the stream"
-        );
+        assert_eq!(c["id"], chunks[0]["id"], "the id is stable across the stream");
         assert_eq!(c["model"], "a/model-a");
     }
     assert_eq!(chunks[0]["choices"][0]["delta"]["role"], "assistant");
@@ -77,10 +66,7 @@ async fn include_usage_is_honoured() {
     assert_eq!(a.requests()[0]["stream_options"]["include_usage"], true);
     // Without include_usage the usage chunk is not passed on.
     let events = sse_events(gw.post(&chat("chat", true)).await).await;
-    assert!(
-        events.iter().all(|e| !e.contains("\"usage\":{")),
-        "{events:?}"
-    );
+    assert!(events.iter().all(|e| !e.contains("\"usage\":{")), "{events:?}");
 }
 
 #[tokio::test]
@@ -98,21 +84,14 @@ async fn stream_is_not_buffered() {
     }
     // The client holds chunk 1 while the upstream is still inside its pause:
     // nothing in between waited for the rest.
-    assert_eq!(
-        a.finished(),
-        0,
-        "chunk 1 arrived only after the upstream finished"
-    );
+    assert_eq!(a.finished(), 0, "chunk 1 arrived only after the upstream finished");
     assert!(!seen.contains("second"));
     let mut rest = String::new();
     while let Some(b) = body.next().await {
         rest.push_str(&String::from_utf8_lossy(&b.unwrap()));
     }
     assert!(rest.contains("second") && rest.contains("[DONE]"));
-    assert!(
-        a.wait_for(Duration::from_secs(2), |u| u.finished() == 1)
-            .await
-    );
+    assert!(a.wait_for(Duration::from_secs(2), |u| u.finished() == 1).await);
 }
 
 #[tokio::test]
@@ -143,8 +122,14 @@ async fn error_status_and_in_band_errors_before_first_token_fall_through() {
     for bad in [
         Reply::error(502, "bad_gateway", "down"),
         Reply::sse_raw(&["data: {\"error\":{\"message\":\"overloaded\"}}\n\n"]),
-        Reply::sse_raw(&[": OPENROUTER PROCESSING\n\n", "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"\"},\"finish_reason\":\"error\"}]}\n\n"]),
-        Reply::sse_raw(&["data: {\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\"},\"finish_reason\":\"stop\"}]}\n\n", "data: [DONE]\n\n"]),
+        Reply::sse_raw(&[
+            ": OPENROUTER PROCESSING\n\n",
+            "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"\"},\"finish_reason\":\"error\"}]}\n\n",
+        ]),
+        Reply::sse_raw(&[
+            "data: {\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\"},\"finish_reason\":\"stop\"}]}\n\n",
+            "data: [DONE]\n\n",
+        ]),
     ] {
         a.push(bad);
         let resp = gw.post(&chat("chat", true)).await;
@@ -171,7 +156,9 @@ async fn mid_stream_failure_ends_with_an_error_event() {
 async fn stream_without_finish_or_done_is_a_failure() {
     let (a, b) = pair().await;
     // Content, then a clean close — but no finish_reason and no [DONE].
-    a.push(Reply::sse_raw(&["data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"trunc\"},\"finish_reason\":null}]}\n\n"]));
+    a.push(Reply::sse_raw(&[
+        "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"trunc\"},\"finish_reason\":null}]}\n\n",
+    ]));
     let gw = start(&config(&a, &b)).await;
     let events = sse_events(gw.post(&chat("chat", true)).await).await;
     let last: Value = serde_json::from_str(events.last().unwrap()).unwrap();
@@ -199,15 +186,12 @@ async fn client_disconnect_cancels_the_upstream() {
     let mut body = resp.bytes_stream();
     let mut seen = String::new();
     while !seen.contains("first ") {
-        seen.push_str(&String::from_utf8_lossy(
-            &body.next().await.unwrap().unwrap(),
-        ));
+        seen.push_str(&String::from_utf8_lossy(&body.next().await.unwrap().unwrap()));
     }
     assert_eq!(a.cancelled(), 0);
     drop(body);
     assert!(
-        a.wait_for(Duration::from_secs(5), |u| u.cancelled() == 1)
-            .await,
+        a.wait_for(Duration::from_secs(5), |u| u.cancelled() == 1).await,
         "the upstream response was not cancelled after the client left"
     );
 }

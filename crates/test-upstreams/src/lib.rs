@@ -12,12 +12,21 @@
 //! Each chat request takes the next scripted [`Reply`] (or the default one
 //! when the script is empty), and the upstream counts calls, finished
 //! streams and streams the client abandoned ([`FakeUpstream::cancelled`]).
+//!
+//! A chat request is one whose path ends in `/chat/completions`, or in the
+//! path given to [`FakeUpstream::start_at`] (`/v1/messages`,
+//! `/foundationModels/v1/completion`, `/api/v2/oauth`), so the native wire
+//! formats are scripted the same way; [`anthropic`], [`gigachat`] and
+//! [`yandex`] build their bodies exactly as the reference shows.
 
 // Test infrastructure: a broken fixture or port must fail the test loudly.
 #![allow(clippy::panic, clippy::unwrap_used, clippy::expect_used)]
 
+pub mod anthropic;
+pub mod gigachat;
 pub mod reply;
 pub mod schema;
+pub mod yandex;
 
 pub use reply::{Reply, Step};
 
@@ -41,7 +50,10 @@ struct Shared {
     finished: AtomicUsize,
     cancelled: AtomicUsize,
     requests: Mutex<Vec<serde_json::Value>>,
+    raw_requests: Mutex<Vec<bytes::Bytes>>,
     headers: Mutex<Vec<http::HeaderMap>>,
+    /// The path suffix of scripted calls; `None` is `/chat/completions`.
+    chat_path: Option<String>,
 }
 
 /// A running fake upstream.
@@ -54,14 +66,20 @@ pub struct FakeUpstream {
 impl FakeUpstream {
     /// Starts one on an ephemeral port; by default it answers `"ok"`.
     pub async fn start() -> Self {
-        let shared = Arc::new(Shared::default());
+        Self::serve(Shared::default()).await
+    }
+
+    /// Starts one whose scripted calls are the requests whose path ends in
+    /// `path` (a native API's chat path, or an OAuth endpoint).
+    pub async fn start_at(path: &str) -> Self {
+        Self::serve(Shared { chat_path: Some(path.to_string()), ..Shared::default() }).await
+    }
+
+    async fn serve(shared: Shared) -> Self {
+        let shared = Arc::new(shared);
         let app = Router::new().fallback(handle).with_state(shared.clone());
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-            .await
-            .unwrap_or_else(|e| panic!("bind: {e}"));
-        let addr = listener
-            .local_addr()
-            .unwrap_or_else(|e| panic!("addr: {e}"));
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap_or_else(|e| panic!("bind: {e}"));
+        let addr = listener.local_addr().unwrap_or_else(|e| panic!("addr: {e}"));
         #[allow(clippy::disallowed_methods)]
         // test infrastructure: lives as long as the test runtime
         tokio::spawn(async move {
@@ -123,6 +141,12 @@ impl FakeUpstream {
         lock(&self.shared.requests).clone()
     }
 
+    /// Raw bodies of the chat requests received, in order (for bodies that
+    /// are not JSON, such as a form-encoded OAuth request).
+    pub fn raw_requests(&self) -> Vec<bytes::Bytes> {
+        lock(&self.shared.raw_requests).clone()
+    }
+
     /// Headers of the chat requests received, in order.
     pub fn request_headers(&self) -> Vec<http::HeaderMap> {
         lock(&self.shared.headers).clone()
@@ -167,25 +191,20 @@ async fn handle(State(shared): State<Arc<Shared>>, req: Request) -> Response {
     let fixed = lock(&shared.routes).get(&path).cloned();
     let reply = if let Some(r) = fixed {
         r
-    } else if path.ends_with("/chat/completions") {
+    } else if path.ends_with(shared.chat_path.as_deref().unwrap_or("/chat/completions")) {
         shared.calls.fetch_add(1, Ordering::SeqCst);
         lock(&shared.headers).push(req.headers().clone());
-        let body = axum::body::to_bytes(req.into_body(), usize::MAX)
-            .await
-            .unwrap_or_default();
+        let body = axum::body::to_bytes(req.into_body(), usize::MAX).await.unwrap_or_default();
         let value = serde_json::from_slice(&body).unwrap_or(serde_json::Value::Null);
         lock(&shared.requests).push(value);
+        lock(&shared.raw_requests).push(body);
         let next = lock(&shared.script).pop_front();
-        next.or_else(|| lock(&shared.default).clone())
-            .unwrap_or_else(|| Reply::text("ok"))
+        next.or_else(|| lock(&shared.default).clone()).unwrap_or_else(|| Reply::text("ok"))
     } else {
         Reply::error(404, "not_found", "no such route on the fake upstream")
     };
     shared.in_flight.fetch_add(1, Ordering::SeqCst);
-    let tracker = Tracker {
-        shared: shared.clone(),
-        done: false,
-    };
+    let tracker = Tracker { shared: shared.clone(), done: false };
     reply.into_response(tracker).await
 }
 
@@ -222,8 +241,6 @@ impl Reply {
                 }
             }
         });
-        builder
-            .body(Body::from_stream(stream.boxed()))
-            .unwrap_or_else(|_| Response::new(Body::empty()))
+        builder.body(Body::from_stream(stream.boxed())).unwrap_or_else(|_| Response::new(Body::empty()))
     }
 }

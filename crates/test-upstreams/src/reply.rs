@@ -88,24 +88,13 @@ impl Reply {
 
     /// A 200 whose body is not JSON (a proxy's HTML page).
     pub fn garbage() -> Self {
-        Self::raw(
-            200,
-            "text/html",
-            "<html><body>502 Bad Gateway</body></html>",
-        )
+        Self::raw(200, "text/html", "<html><body>502 Bad Gateway</body></html>")
     }
 
     /// A stream: a role chunk, one chunk per piece, a finish chunk, `[DONE]`.
     pub fn stream(pieces: &[&str]) -> Self {
-        let mut steps = vec![sse(&chunk(
-            json!({"role": "assistant", "content": ""}),
-            None,
-        ))];
-        steps.extend(
-            pieces
-                .iter()
-                .map(|p| sse(&chunk(json!({"content": p}), None))),
-        );
+        let mut steps = vec![sse(&chunk(json!({"role": "assistant", "content": ""}), None))];
+        steps.extend(pieces.iter().map(|p| sse(&chunk(json!({"content": p}), None))));
         steps.push(sse(&chunk(json!({}), Some("stop"))));
         steps.push(Step::Bytes(Bytes::from_static(b"data: [DONE]\n\n")));
         Self {
@@ -118,10 +107,7 @@ impl Reply {
 
     /// A stream of raw SSE text (for malformed or provider-specific streams).
     pub fn sse_raw(events: &[&str]) -> Self {
-        let steps = events
-            .iter()
-            .map(|e| Step::Bytes(Bytes::from(e.to_string())))
-            .collect();
+        let steps = events.iter().map(|e| Step::Bytes(Bytes::from(e.to_string()))).collect();
         Self {
             status: 200,
             headers: vec![("content-type".into(), "text/event-stream".into())],
@@ -167,12 +153,7 @@ impl Reply {
 
     /// Never answers at all.
     pub fn hang() -> Self {
-        Self {
-            status: 200,
-            headers: Vec::new(),
-            delay: Duration::ZERO,
-            steps: vec![Step::Hang],
-        }
+        Self { status: 200, headers: Vec::new(), delay: Duration::ZERO, steps: vec![Step::Hang] }
     }
 
     /// Appends a raw step.

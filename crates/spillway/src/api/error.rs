@@ -81,12 +81,8 @@ impl ApiError {
             Self::Unauthorized => StatusCode::UNAUTHORIZED,
             Self::ModelNotFound(_) | Self::NotFound => StatusCode::NOT_FOUND,
             Self::BodyTooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
-            Self::Overloaded | Self::AllModelsFailed { .. } | Self::ShuttingDown => {
-                StatusCode::SERVICE_UNAVAILABLE
-            }
-            Self::UpstreamRejected { status, .. } => {
-                StatusCode::from_u16(*status).unwrap_or(StatusCode::BAD_REQUEST)
-            }
+            Self::Overloaded | Self::AllModelsFailed { .. } | Self::ShuttingDown => StatusCode::SERVICE_UNAVAILABLE,
+            Self::UpstreamRejected { status, .. } => StatusCode::from_u16(*status).unwrap_or(StatusCode::BAD_REQUEST),
             Self::Timeout => StatusCode::GATEWAY_TIMEOUT,
         }
     }
@@ -112,10 +108,7 @@ impl ApiError {
     pub fn message(&self) -> String {
         match self {
             Self::AllModelsFailed { cascade, attempts } => {
-                let list: Vec<String> = attempts
-                    .iter()
-                    .map(|a| format!("{}: {}", a.model, a.reason))
-                    .collect();
+                let list: Vec<String> = attempts.iter().map(|a| format!("{}: {}", a.model, a.reason)).collect();
                 if list.is_empty() {
                     format!("all models of `{cascade}` failed: no model was available")
                 } else {
@@ -142,21 +135,14 @@ impl ApiError {
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let status = self.status();
-        if let Self::UpstreamRejected {
-            body: Some(body), ..
-        } = &self
-        {
+        if let Self::UpstreamRejected { body: Some(body), .. } = &self {
             let mut resp = (status, body.clone()).into_response();
-            resp.headers_mut().insert(
-                header::CONTENT_TYPE,
-                HeaderValue::from_static("application/json"),
-            );
+            resp.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
             return resp;
         }
         let mut resp = (status, axum::Json(self.body())).into_response();
         if matches!(self, Self::Overloaded | Self::ShuttingDown) {
-            resp.headers_mut()
-                .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+            resp.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
         }
         resp
     }

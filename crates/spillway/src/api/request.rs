@@ -22,30 +22,17 @@ pub struct ChatRequest {
 }
 
 fn invalid(param: impl Into<String>, message: impl Into<String>) -> ApiError {
-    ApiError::InvalidField {
-        param: param.into(),
-        message: message.into(),
-    }
+    ApiError::InvalidField { param: param.into(), message: message.into() }
 }
 
-const ROLES: [&str; 6] = [
-    "system",
-    "developer",
-    "user",
-    "assistant",
-    "tool",
-    "function",
-];
+const ROLES: [&str; 6] = ["system", "developer", "user", "assistant", "tool", "function"];
 
 impl ChatRequest {
     /// Parses and validates a request body.
     pub fn parse(bytes: &[u8]) -> Result<Self, ApiError> {
-        let value: Value =
-            serde_json::from_slice(bytes).map_err(|e| ApiError::InvalidJson(e.to_string()))?;
+        let value: Value = serde_json::from_slice(bytes).map_err(|e| ApiError::InvalidJson(e.to_string()))?;
         let Value::Object(body) = value else {
-            return Err(ApiError::InvalidJson(
-                "the body must be a JSON object".into(),
-            ));
+            return Err(ApiError::InvalidJson("the body must be a JSON object".into()));
         };
         Self::from_map(body)
     }
@@ -64,9 +51,7 @@ impl ChatRequest {
                     check_message(i, m)?;
                 }
             }
-            Some(Value::Array(_)) => {
-                return Err(invalid("messages", "`messages` must not be empty"))
-            }
+            Some(Value::Array(_)) => return Err(invalid("messages", "`messages` must not be empty")),
             Some(_) => return Err(invalid("messages", "`messages` must be an array")),
             None => return Err(invalid("messages", "missing required field `messages`")),
         }
@@ -80,27 +65,15 @@ impl ChatRequest {
             Some(Value::Object(o)) => match o.get("include_usage") {
                 None | Some(Value::Null) => false,
                 Some(Value::Bool(b)) => *b,
-                Some(_) => {
-                    return Err(invalid("stream_options.include_usage", "must be a boolean"))
-                }
+                Some(_) => return Err(invalid("stream_options.include_usage", "must be a boolean")),
             },
-            Some(_) => {
-                return Err(invalid(
-                    "stream_options",
-                    "`stream_options` must be an object",
-                ))
-            }
+            Some(_) => return Err(invalid("stream_options", "`stream_options` must be an object")),
         };
         for field in ["max_tokens", "max_completion_tokens", "n"] {
             match body.get(field) {
                 None | Some(Value::Null) => {}
                 Some(Value::Number(n)) if n.as_u64().is_some_and(|v| v >= 1) => {}
-                Some(_) => {
-                    return Err(invalid(
-                        field,
-                        format!("`{field}` must be a positive integer"),
-                    ))
-                }
+                Some(_) => return Err(invalid(field, format!("`{field}` must be a positive integer"))),
             }
         }
         for (field, lo, hi) in [
@@ -112,31 +85,18 @@ impl ChatRequest {
             match body.get(field) {
                 None | Some(Value::Null) => {}
                 Some(Value::Number(n)) if n.as_f64().is_some_and(|v| (lo..=hi).contains(&v)) => {}
-                Some(_) => {
-                    return Err(invalid(
-                        field,
-                        format!("`{field}` must be a number between {lo} and {hi}"),
-                    ))
-                }
+                Some(_) => return Err(invalid(field, format!("`{field}` must be a number between {lo} and {hi}"))),
             }
         }
         check_tools(&body)?;
         check_response_format(&body)?;
-        Ok(Self {
-            body,
-            model,
-            stream,
-            include_usage,
-        })
+        Ok(Self { body, model, stream, include_usage })
     }
 
     /// The `response_format` object, when the client asked for JSON.
     pub fn wants_json(&self) -> bool {
         matches!(
-            self.body
-                .get("response_format")
-                .and_then(|r| r.get("type"))
-                .and_then(Value::as_str),
+            self.body.get("response_format").and_then(|r| r.get("type")).and_then(Value::as_str),
             Some("json_object" | "json_schema")
         )
     }
@@ -145,18 +105,12 @@ impl ChatRequest {
 fn check_message(i: usize, m: &Value) -> Result<(), ApiError> {
     let p = |f: &str| format!("messages[{i}].{f}");
     let Value::Object(obj) = m else {
-        return Err(invalid(
-            format!("messages[{i}]"),
-            "each message must be an object",
-        ));
+        return Err(invalid(format!("messages[{i}]"), "each message must be an object"));
     };
     let role = match obj.get("role") {
         Some(Value::String(r)) if ROLES.contains(&r.as_str()) => r.as_str(),
         Some(Value::String(r)) => {
-            return Err(invalid(
-                p("role"),
-                format!("unknown role `{r}`: expected one of {}", ROLES.join(", ")),
-            ))
+            return Err(invalid(p("role"), format!("unknown role `{r}`: expected one of {}", ROLES.join(", "))))
         }
         Some(_) => return Err(invalid(p("role"), "`role` must be a string")),
         None => return Err(invalid(p("role"), "missing required field `role`")),
@@ -175,28 +129,17 @@ fn check_message(i: usize, m: &Value) -> Result<(), ApiError> {
         }
         None | Some(Value::Null) if role == "assistant" => {}
         None => return Err(invalid(p("content"), "missing required field `content`")),
-        Some(_) => {
-            return Err(invalid(
-                p("content"),
-                "`content` must be a string or an array of parts",
-            ))
-        }
+        Some(_) => return Err(invalid(p("content"), "`content` must be a string or an array of parts")),
     }
     if role == "tool" && !obj.get("tool_call_id").is_some_and(Value::is_string) {
-        return Err(invalid(
-            p("tool_call_id"),
-            "a `tool` message needs a string `tool_call_id`",
-        ));
+        return Err(invalid(p("tool_call_id"), "a `tool` message needs a string `tool_call_id`"));
     }
     if let Some(calls) = obj.get("tool_calls") {
         let Value::Array(calls) = calls else {
             return Err(invalid(p("tool_calls"), "`tool_calls` must be an array"));
         };
         for (j, c) in calls.iter().enumerate() {
-            let name_ok = c
-                .get("function")
-                .and_then(|f| f.get("name"))
-                .is_some_and(Value::is_string);
+            let name_ok = c.get("function").and_then(|f| f.get("name")).is_some_and(Value::is_string);
             if !c.get("id").is_some_and(Value::is_string) || !name_ok {
                 return Err(invalid(
                     format!("messages[{i}].tool_calls[{j}]"),
@@ -213,22 +156,15 @@ fn check_tools(body: &Map<String, Value>) -> Result<(), ApiError> {
         None | Some(Value::Null) => {}
         Some(Value::Array(tools)) => {
             for (i, t) in tools.iter().enumerate() {
-                let name = t
-                    .get("function")
-                    .and_then(|f| f.get("name"))
-                    .and_then(Value::as_str);
+                let name = t.get("function").and_then(|f| f.get("name")).and_then(Value::as_str);
                 if t.get("type").and_then(Value::as_str) != Some("function") {
-                    return Err(invalid(
-                        format!("tools[{i}].type"),
-                        "only `function` tools are supported",
-                    ));
+                    return Err(invalid(format!("tools[{i}].type"), "only `function` tools are supported"));
                 }
                 match name {
                     Some(n)
                         if !n.is_empty()
                             && n.len() <= 64
-                            && n.chars()
-                                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-') => {}
+                            && n.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-') => {}
                     _ => {
                         return Err(invalid(
                             format!("tools[{i}].function.name"),
@@ -243,10 +179,7 @@ fn check_tools(body: &Map<String, Value>) -> Result<(), ApiError> {
     match body.get("tool_choice") {
         None | Some(Value::Null) | Some(Value::Object(_)) => Ok(()),
         Some(Value::String(s)) if ["none", "auto", "required"].contains(&s.as_str()) => Ok(()),
-        Some(_) => Err(invalid(
-            "tool_choice",
-            "`tool_choice` must be none, auto, required or an object",
-        )),
+        Some(_) => Err(invalid("tool_choice", "`tool_choice` must be none, auto, required or an object")),
     }
 }
 
@@ -262,23 +195,14 @@ fn check_response_format(body: &Map<String, Value>) -> Result<(), ApiError> {
         Some("json_schema") => {
             let js = rf.get("json_schema");
             if !js.and_then(|j| j.get("name")).is_some_and(Value::is_string) {
-                return Err(invalid(
-                    "response_format.json_schema.name",
-                    "`json_schema.name` is required",
-                ));
+                return Err(invalid("response_format.json_schema.name", "`json_schema.name` is required"));
             }
             match js.and_then(|j| j.get("schema")) {
                 None | Some(Value::Object(_)) | Some(Value::Bool(_)) => Ok(()),
-                Some(_) => Err(invalid(
-                    "response_format.json_schema.schema",
-                    "`schema` must be a JSON Schema object",
-                )),
+                Some(_) => Err(invalid("response_format.json_schema.schema", "`schema` must be a JSON Schema object")),
             }
         }
-        _ => Err(invalid(
-            "response_format.type",
-            "expected `text`, `json_object` or `json_schema`",
-        )),
+        _ => Err(invalid("response_format.type", "expected `text`, `json_object` or `json_schema`")),
     }
 }
 
@@ -298,37 +222,16 @@ mod tests {
     fn names_the_bad_field() {
         assert_eq!(param("{"), "<json>");
         assert_eq!(param("[]"), "<json>");
-        assert_eq!(
-            param(r#"{"messages":[{"role":"user","content":"hi"}]}"#),
-            "model"
-        );
+        assert_eq!(param(r#"{"messages":[{"role":"user","content":"hi"}]}"#), "model");
         assert_eq!(param(r#"{"model":"a"}"#), "messages");
         assert_eq!(param(r#"{"model":"a","messages":"hi"}"#), "messages");
         assert_eq!(param(r#"{"model":"a","messages":[]}"#), "messages");
-        assert_eq!(
-            param(r#"{"model":"a","messages":[{"role":"bot","content":"x"}]}"#),
-            "messages[0].role"
-        );
-        assert_eq!(
-            param(r#"{"model":"a","messages":[{"role":"user","content":5}]}"#),
-            "messages[0].content"
-        );
-        assert_eq!(
-            param(r#"{"model":"a","messages":[{"role":"tool","content":"x"}]}"#),
-            "messages[0].tool_call_id"
-        );
-        assert_eq!(
-            param(r#"{"model":"a","messages":[{"role":"user","content":"x"}],"stream":"yes"}"#),
-            "stream"
-        );
-        assert_eq!(
-            param(r#"{"model":"a","messages":[{"role":"user","content":"x"}],"max_tokens":0}"#),
-            "max_tokens"
-        );
-        assert_eq!(
-            param(r#"{"model":"a","messages":[{"role":"user","content":"x"}],"temperature":3}"#),
-            "temperature"
-        );
+        assert_eq!(param(r#"{"model":"a","messages":[{"role":"bot","content":"x"}]}"#), "messages[0].role");
+        assert_eq!(param(r#"{"model":"a","messages":[{"role":"user","content":5}]}"#), "messages[0].content");
+        assert_eq!(param(r#"{"model":"a","messages":[{"role":"tool","content":"x"}]}"#), "messages[0].tool_call_id");
+        assert_eq!(param(r#"{"model":"a","messages":[{"role":"user","content":"x"}],"stream":"yes"}"#), "stream");
+        assert_eq!(param(r#"{"model":"a","messages":[{"role":"user","content":"x"}],"max_tokens":0}"#), "max_tokens");
+        assert_eq!(param(r#"{"model":"a","messages":[{"role":"user","content":"x"}],"temperature":3}"#), "temperature");
         assert_eq!(
             param(
                 r#"{"model":"a","messages":[{"role":"user","content":"x"}],"tools":[{"type":"function","function":{"name":"a b"}}]}"#
@@ -336,9 +239,7 @@ mod tests {
             "tools[0].function.name"
         );
         assert_eq!(
-            param(
-                r#"{"model":"a","messages":[{"role":"user","content":"x"}],"response_format":{"type":"xml"}}"#
-            ),
+            param(r#"{"model":"a","messages":[{"role":"user","content":"x"}],"response_format":{"type":"xml"}}"#),
             "response_format.type"
         );
     }

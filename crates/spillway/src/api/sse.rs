@@ -113,10 +113,7 @@ impl SseParser {
 
     fn dispatch(&mut self, out: &mut Vec<SseEvent>) {
         if self.has_data {
-            out.push(SseEvent {
-                event: self.event.take(),
-                data: std::mem::take(&mut self.data),
-            });
+            out.push(SseEvent { event: self.event.take(), data: std::mem::take(&mut self.data) });
             self.has_data = false;
         } else {
             self.event = None;
@@ -156,24 +153,16 @@ mod tests {
 
     #[test]
     fn parses_every_line_ending_and_split() {
-        let input = b": OPENROUTER PROCESSING\n\ndata: {\"a\":1}\r\n\r\nevent: ping\ndata: x\ndata:y\n\ndata: [DONE]\r\r";
+        let input =
+            b": OPENROUTER PROCESSING\n\ndata: {\"a\":1}\r\n\r\nevent: ping\ndata: x\ndata:y\n\ndata: [DONE]\r\r";
         for piece in 1..input.len() {
             let ev = parse_in_pieces(input, piece);
             assert_eq!(
                 ev,
                 vec![
-                    SseEvent {
-                        event: None,
-                        data: "{\"a\":1}".into()
-                    },
-                    SseEvent {
-                        event: Some("ping".into()),
-                        data: "x\ny".into()
-                    },
-                    SseEvent {
-                        event: None,
-                        data: "[DONE]".into()
-                    },
+                    SseEvent { event: None, data: "{\"a\":1}".into() },
+                    SseEvent { event: Some("ping".into()), data: "x\ny".into() },
+                    SseEvent { event: None, data: "[DONE]".into() },
                 ],
                 "piece size {piece}"
             );
@@ -182,21 +171,12 @@ mod tests {
 
     #[test]
     fn final_event_without_blank_line() {
-        assert_eq!(
-            parse_in_pieces(b"data: last", 4),
-            vec![SseEvent {
-                event: None,
-                data: "last".into()
-            }]
-        );
+        assert_eq!(parse_in_pieces(b"data: last", 4), vec![SseEvent { event: None, data: "last".into() }]);
     }
 
     #[test]
     fn encodes() {
-        assert_eq!(
-            &encode_json(&serde_json::json!({"a": 1}))[..],
-            b"data: {\"a\":1}\n\n"
-        );
+        assert_eq!(&encode_json(&serde_json::json!({"a": 1}))[..], b"data: {\"a\":1}\n\n");
         assert_eq!(&done()[..], b"data: [DONE]\n\n");
     }
 }

@@ -23,38 +23,21 @@ pub struct Stamp {
 impl Stamp {
     /// A fresh id and the current time.
     pub fn new(model: String) -> Self {
-        Self {
-            id: new_id(),
-            created: now_unix(),
-            model,
-        }
+        Self { id: new_id(), created: now_unix(), model }
     }
 }
 
 /// A new completion id.
 pub fn new_id() -> String {
-    format!(
-        "chatcmpl-{:016x}{:08x}",
-        fastrand::u64(..),
-        fastrand::u32(..)
-    )
+    format!("chatcmpl-{:016x}{:08x}", fastrand::u64(..), fastrand::u32(..))
 }
 
 /// Seconds since the Unix epoch.
 pub fn now_unix() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_secs())
-        .unwrap_or(0)
+    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0)
 }
 
-const FINISH_REASONS: [&str; 5] = [
-    "stop",
-    "length",
-    "tool_calls",
-    "content_filter",
-    "function_call",
-];
+const FINISH_REASONS: [&str; 5] = ["stop", "length", "tool_calls", "content_filter", "function_call"];
 const DELTA_ROLES: [&str; 5] = ["developer", "system", "user", "assistant", "tool"];
 
 fn finish_reason(v: Option<&Value>, default: Value) -> Value {
@@ -107,10 +90,7 @@ fn content_text(v: &Value) -> Value {
     match v {
         Value::String(_) | Value::Null => v.clone(),
         Value::Array(parts) => {
-            let text: String = parts
-                .iter()
-                .filter_map(|p| p.get("text").and_then(Value::as_str))
-                .collect();
+            let text: String = parts.iter().filter_map(|p| p.get("text").and_then(Value::as_str)).collect();
             Value::String(text)
         }
         other => Value::String(other.to_string()),
@@ -147,10 +127,7 @@ fn fix_tool_call(call: &mut Value, with_index: Option<usize>) {
 /// Stamps and completes a `chat.completion`; `Err` when it is not one.
 pub fn completion(v: &mut Value, s: &Stamp) -> Result<(), &'static str> {
     let obj = v.as_object_mut().ok_or("the body is not a JSON object")?;
-    let choices = obj
-        .get_mut("choices")
-        .and_then(Value::as_array_mut)
-        .ok_or("the body has no `choices` array")?;
+    let choices = obj.get_mut("choices").and_then(Value::as_array_mut).ok_or("the body has no `choices` array")?;
     for (i, choice) in choices.iter_mut().enumerate() {
         let c = choice.as_object_mut().ok_or("a choice is not an object")?;
         c.insert("index".into(), i.into());
@@ -159,9 +136,7 @@ pub fn completion(v: &mut Value, s: &Stamp) -> Result<(), &'static str> {
         if !c.get("logprobs").is_some_and(Value::is_object) {
             c.insert("logprobs".into(), Value::Null);
         }
-        let msg = c
-            .entry("message")
-            .or_insert_with(|| Value::Object(Map::new()));
+        let msg = c.entry("message").or_insert_with(|| Value::Object(Map::new()));
         let m = msg.as_object_mut().ok_or("a message is not an object")?;
         m.insert("role".into(), Value::String("assistant".into()));
         let content = m.get("content").map(content_text).unwrap_or(Value::Null);
@@ -170,9 +145,7 @@ pub fn completion(v: &mut Value, s: &Stamp) -> Result<(), &'static str> {
             m.insert("refusal".into(), Value::Null);
         }
         match m.get_mut("tool_calls") {
-            Some(Value::Array(calls)) if !calls.is_empty() => {
-                calls.iter_mut().for_each(|c| fix_tool_call(c, None))
-            }
+            Some(Value::Array(calls)) if !calls.is_empty() => calls.iter_mut().for_each(|c| fix_tool_call(c, None)),
             Some(_) => {
                 m.remove("tool_calls");
             }
@@ -198,22 +171,18 @@ pub fn chunk(v: &mut Value, s: &Stamp) {
             }
             let fr = finish_reason(c.get("finish_reason"), Value::Null);
             c.insert("finish_reason".into(), fr);
-            if c.get("logprobs").is_some_and(|l| {
-                !(l.is_null() || l.get("content").is_some() && l.get("refusal").is_some())
-            }) {
+            if c.get("logprobs")
+                .is_some_and(|l| !(l.is_null() || l.get("content").is_some() && l.get("refusal").is_some()))
+            {
                 c.insert("logprobs".into(), Value::Null);
             }
             // GigaChat sends `message` instead of `delta` on some chunks.
             if !c.contains_key("delta") {
-                let d = c
-                    .remove("message")
-                    .unwrap_or_else(|| Value::Object(Map::new()));
+                let d = c.remove("message").unwrap_or_else(|| Value::Object(Map::new()));
                 c.insert("delta".into(), d);
             }
             if let Some(d) = c.get_mut("delta").and_then(Value::as_object_mut) {
-                if d.get("role")
-                    .is_some_and(|r| !r.as_str().is_some_and(|r| DELTA_ROLES.contains(&r)))
-                {
+                if d.get("role").is_some_and(|r| !r.as_str().is_some_and(|r| DELTA_ROLES.contains(&r))) {
                     d.remove("role");
                 }
                 if let Some(content) = d.get("content") {
@@ -237,61 +206,39 @@ pub fn chunk(v: &mut Value, s: &Stamp) {
 
 /// A completion carries an answer: some content or a tool call.
 pub fn completion_has_answer(v: &Value) -> bool {
-    v.get("choices")
-        .and_then(Value::as_array)
-        .is_some_and(|choices| {
-            choices.iter().any(|c| {
-                let m = c.get("message");
-                m.and_then(|m| m.get("content"))
-                    .and_then(Value::as_str)
-                    .is_some_and(|s| !s.trim().is_empty())
-                    || m.and_then(|m| m.get("tool_calls"))
-                        .and_then(Value::as_array)
-                        .is_some_and(|a| !a.is_empty())
-                    || m.and_then(|m| m.get("refusal"))
-                        .and_then(Value::as_str)
-                        .is_some_and(|s| !s.is_empty())
-            })
+    v.get("choices").and_then(Value::as_array).is_some_and(|choices| {
+        choices.iter().any(|c| {
+            let m = c.get("message");
+            m.and_then(|m| m.get("content")).and_then(Value::as_str).is_some_and(|s| !s.trim().is_empty())
+                || m.and_then(|m| m.get("tool_calls")).and_then(Value::as_array).is_some_and(|a| !a.is_empty())
+                || m.and_then(|m| m.get("refusal")).and_then(Value::as_str).is_some_and(|s| !s.is_empty())
         })
+    })
 }
 
 /// A chunk carries the first token: non-empty content, a refusal or a tool
 /// call (role-only chunks, empty deltas and usage chunks do not count).
 pub fn chunk_has_token(v: &Value) -> bool {
-    v.get("choices")
-        .and_then(Value::as_array)
-        .is_some_and(|choices| {
-            choices.iter().any(|c| {
-                let d = c.get("delta");
-                d.and_then(|d| d.get("content"))
-                    .and_then(Value::as_str)
-                    .is_some_and(|s| !s.is_empty())
-                    || d.and_then(|d| d.get("refusal"))
-                        .and_then(Value::as_str)
-                        .is_some_and(|s| !s.is_empty())
-                    || d.and_then(|d| d.get("tool_calls"))
-                        .and_then(Value::as_array)
-                        .is_some_and(|a| !a.is_empty())
-            })
+    v.get("choices").and_then(Value::as_array).is_some_and(|choices| {
+        choices.iter().any(|c| {
+            let d = c.get("delta");
+            d.and_then(|d| d.get("content")).and_then(Value::as_str).is_some_and(|s| !s.is_empty())
+                || d.and_then(|d| d.get("refusal")).and_then(Value::as_str).is_some_and(|s| !s.is_empty())
+                || d.and_then(|d| d.get("tool_calls")).and_then(Value::as_array).is_some_and(|a| !a.is_empty())
         })
+    })
 }
 
 /// A chunk ends its choice (`finish_reason` set).
 pub fn chunk_finishes(v: &Value) -> bool {
     v.get("choices")
         .and_then(Value::as_array)
-        .is_some_and(|choices| {
-            choices
-                .iter()
-                .any(|c| c.get("finish_reason").is_some_and(|f| !f.is_null()))
-        })
+        .is_some_and(|choices| choices.iter().any(|c| c.get("finish_reason").is_some_and(|f| !f.is_null())))
 }
 
 /// The usage-only chunk (`choices: []` with usage).
 pub fn is_usage_chunk(v: &Value) -> bool {
-    v.get("choices")
-        .and_then(Value::as_array)
-        .is_some_and(Vec::is_empty)
+    v.get("choices").and_then(Value::as_array).is_some_and(Vec::is_empty)
         && v.get("usage").is_some_and(Value::is_object)
 }
 
@@ -303,25 +250,14 @@ mod tests {
     #[test]
     fn fills_what_upstreams_omit() {
         let mut v = json!({"choices":[{"message":{"content":[{"type":"text","text":"hi"}],"tool_calls":[{"id":"c","function":{"name":"f","arguments":{"a":1}}}]}}],"usage":{"prompt_tokens":3,"completion_tokens":2}});
-        completion(
-            &mut v,
-            &Stamp {
-                id: "chatcmpl-1".into(),
-                created: 7,
-                model: "p/m".into(),
-            },
-        )
-        .unwrap();
+        completion(&mut v, &Stamp { id: "chatcmpl-1".into(), created: 7, model: "p/m".into() }).unwrap();
         assert_eq!(v["model"], "p/m");
         assert_eq!(v["object"], "chat.completion");
         assert_eq!(v["choices"][0]["message"]["content"], "hi");
         assert_eq!(v["choices"][0]["message"]["refusal"], Value::Null);
         assert_eq!(v["choices"][0]["logprobs"], Value::Null);
         assert_eq!(v["choices"][0]["finish_reason"], "stop");
-        assert_eq!(
-            v["choices"][0]["message"]["tool_calls"][0]["function"]["arguments"],
-            "{\"a\":1}"
-        );
+        assert_eq!(v["choices"][0]["message"]["tool_calls"][0]["function"]["arguments"], "{\"a\":1}");
         assert_eq!(v["usage"]["total_tokens"], 5);
     }
 
@@ -334,17 +270,9 @@ mod tests {
 
     #[test]
     fn first_token_detection() {
-        assert!(!chunk_has_token(
-            &json!({"choices":[{"delta":{"role":"assistant","content":""}}]})
-        ));
-        assert!(chunk_has_token(
-            &json!({"choices":[{"delta":{"content":"a"}}]})
-        ));
-        assert!(chunk_has_token(
-            &json!({"choices":[{"delta":{"tool_calls":[{"index":0}]}}]})
-        ));
-        assert!(!chunk_has_token(
-            &json!({"choices":[],"usage":{"prompt_tokens":1}})
-        ));
+        assert!(!chunk_has_token(&json!({"choices":[{"delta":{"role":"assistant","content":""}}]})));
+        assert!(chunk_has_token(&json!({"choices":[{"delta":{"content":"a"}}]})));
+        assert!(chunk_has_token(&json!({"choices":[{"delta":{"tool_calls":[{"index":0}]}}]})));
+        assert!(!chunk_has_token(&json!({"choices":[],"usage":{"prompt_tokens":1}})));
     }
 }

@@ -1,14 +1,21 @@
 //! The cascade runner: the heart of a request's life.
 //!
-//! For one request it walks the cascade's targets in order, making one
-//! attempt per model (plus connect-error retries), recording every attempt
-//! and its classified outcome. Non-stream answers are returned whole;
-//! streams are held until the upstream's first real token ([`peek`]) so a
-//! failure before it falls through to the next model invisibly — after
-//! that, [`stream::forward`] passes chunks on as they arrive and fallback is
-//! no longer possible. When nothing answered, the client gets a 503 listing
+//! For one request it walks the cascade's targets in order. Before each
+//! attempt the target must pass the gates ([`gate`]): not dead, breaker
+//! admits it, context fits, load allows it, provider bulkhead has room.
+//! The attempt itself ([`attempt`]) runs up to the upstream's first token —
+//! for streams the response is held until then, so a failure before it
+//! falls through to the next model invisibly. Each outcome is judged
+//! ([`judge`]): dead marks, breaker counts, metrics, the attempt log. With
+//! `hedge_after`, a slow first token also starts the next model and the
+//! first token wins. After the first byte reaches the client,
+//! [`stream::forward`] passes chunks on as they arrive and fallback is no
+//! longer possible. When nothing answered, the client gets a 503 listing
 //! every attempt.
 
+pub mod attempt;
+pub mod gate;
+pub mod judge;
 pub mod outcome;
 pub mod prepare;
 pub mod stream;
@@ -18,16 +25,19 @@ use crate::api::sse;
 use crate::api::wire::{self, Stamp};
 use crate::api::{ApiError, ChatRequest};
 use crate::config::ModelRef;
+use crate::health::{HealthRegistry, ModelHealth, ProviderHealth};
 use crate::metrics::{Metrics, TargetMetrics};
-use crate::providers::{AttemptRequest, ChunkStream, Provider, Reply, StreamItem};
+use crate::providers::Provider;
 use crate::runtime::{CascadePlan, Gateway};
+use attempt::{Answer, Attempted};
 use bytes::Bytes;
 use futures_util::stream::BoxStream;
-use futures_util::StreamExt;
-use outcome::{AttemptError, Failure, OK_INDEX};
+use judge::Verdict;
+use outcome::AttemptError;
 use serde_json::Value;
-use std::sync::Arc;
-use tokio::time::{timeout_at, Duration, Instant};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use tokio::time::Instant;
 
 /// Where in the cascade an answer came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -73,25 +83,37 @@ pub struct Target {
     pub tier: Tier,
     /// Its provider.
     pub provider: Arc<Provider>,
+    /// Its context window, when known.
+    pub context: Option<u64>,
+    /// Its health entry.
+    pub health: Arc<ModelHealth>,
+    /// Its provider's health entry.
+    pub provider_health: Arc<ProviderHealth>,
     /// Metric handles.
     pub metrics: Arc<TargetMetrics>,
 }
 
 impl Target {
-    /// Builds a target with its metric handles.
+    /// Builds a target with its health entries and metric handles.
     pub fn new(
         model_ref: ModelRef,
         tier: Tier,
         provider: Arc<Provider>,
         metrics: &Metrics,
+        health: &HealthRegistry,
         cascade: &str,
     ) -> Self {
         let m = metrics.target(cascade, &model_ref.provider, &model_ref.model);
+        let name = model_ref.to_string();
+        let context = provider.config.models.iter().find(|s| s.id == model_ref.model).and_then(|s| s.context);
         Self {
-            name: model_ref.to_string(),
+            health: health.model(&name),
+            provider_health: health.provider(&model_ref.provider),
+            name,
             model_ref,
             tier,
             provider,
+            context,
             metrics: m,
         }
     }
@@ -117,230 +139,143 @@ pub struct Served {
     pub attempts: u32,
     /// The load profile applied to the answering model, if monitored.
     pub load_profile: Option<String>,
+    /// The handoff item's id, when the request was queued for a person.
+    pub handoff_id: Option<String>,
+    /// Whether an escalation rule switched the cascade.
+    pub escalated: bool,
     /// The body.
     pub body: ServedBody,
 }
 
-/// What a successful attempt produced before it is turned into a response.
-enum Answer {
-    Complete(Value),
-    Stream { head: Vec<Value>, rest: ChunkStream },
+/// What one request's walk through its cascade keeps.
+pub struct Walk<'a> {
+    /// The gateway it runs on.
+    pub gw: &'a Gateway,
+    /// The request.
+    pub req: &'a ChatRequest,
+    /// When it started.
+    pub started: Instant,
+    /// `timeouts.total` from the start.
+    pub deadline: Instant,
+    /// Upstream calls made (retries and hedges included).
+    pub calls: AtomicU32,
+    /// Every attempt and skip, in order. (A lock because a hedged attempt
+    /// and the gate of its companion record from one task, interleaved;
+    /// never held across an await.)
+    pub log: Mutex<Vec<AttemptSummary>>,
+    /// The prompt's estimated size in tokens.
+    pub prompt_tokens: u64,
+    /// After a context-length rejection: only models with a larger known
+    /// context are worth trying.
+    pub min_context: AtomicU64,
+}
+
+impl Walk<'_> {
+    /// Adds an entry to the attempt log.
+    pub fn note(&self, model: &str, reason: String) {
+        self.log
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push(AttemptSummary { model: model.to_string(), reason });
+    }
 }
 
 /// Serves one request through its cascade.
 pub async fn run(gw: &Gateway, plan: &CascadePlan, req: ChatRequest) -> Result<Served, ApiError> {
     let started = Instant::now();
-    let timeouts = gw.config.health.timeouts;
-    let retries = gw.config.health.retries;
-    let deadline = started + timeouts.total;
-    let mut log: Vec<AttemptSummary> = Vec::new();
-    let mut calls = 0u32;
-
-    for target in &plan.targets {
-        if prepare::skip_for_load(gw, target) {
-            let e = AttemptError::new(Failure::SkippedLazy, "provider overloaded (skip_when_lazy)");
-            record(target, &mut log, &e);
-            continue;
+    let walk = Walk {
+        gw,
+        req: &req,
+        started,
+        deadline: started + gw.config.health.timeouts.total,
+        calls: AtomicU32::new(0),
+        log: Mutex::new(Vec::new()),
+        prompt_tokens: gate::estimate_prompt_tokens(&req.body),
+        min_context: AtomicU64::new(0),
+    };
+    let mut next = 0;
+    while next < plan.targets.len() {
+        if Instant::now() >= walk.deadline {
+            plan.metrics.error.inc();
+            return Err(ApiError::Timeout);
         }
-        let Some(slot) = target.provider.try_acquire() else {
-            record(
-                target,
-                &mut log,
-                &AttemptError::new(Failure::Saturated, "provider at max_in_flight"),
-            );
-            continue;
+        let Some((i, pass)) = gate::next_admitted(&walk, &plan.targets, next) else {
+            break;
         };
-        let mut tries = 0;
-        let result = loop {
-            if Instant::now() >= deadline {
-                break Err(AttemptError::new(Failure::Timeout, "total deadline"));
-            }
-            calls += 1;
-            tries += 1;
-            let r = attempt(gw, target, &req, deadline, timeouts.first_token).await;
-            match r {
-                Err(e) if e.failure.is_retryable() && tries <= retries.max => {
-                    tokio::time::sleep(backoff(retries.backoff, retries.jitter, tries)).await;
+        next = i + 1;
+        let target = &plan.targets[i];
+        let primary = attempt::run(&walk, target, pass);
+        let attempted = match plan.hedge_after {
+            None => primary.await,
+            Some(after) => {
+                let (attempted, hedged_to) = attempt::hedged(&walk, plan, i, primary, after).await;
+                if let Some(j) = hedged_to {
+                    next = next.max(j + 1);
                 }
-                other => break other,
+                attempted
             }
         };
-        match result {
-            Ok((answer, load_profile)) => {
-                target.metrics.attempt(OK_INDEX);
-                target.metrics.served(target.tier.index());
-                let stamp = Stamp::new(target.name.clone());
-                let body = match answer {
-                    Answer::Complete(mut v) => {
-                        // Already validated by `attempt`.
-                        let _ = wire::completion(&mut v, &stamp);
-                        plan.metrics.ok.inc();
-                        plan.metrics
-                            .duration
-                            .observe(started.elapsed().as_secs_f64());
-                        ServedBody::Complete(v)
-                    }
-                    Answer::Stream { head, rest } => {
-                        plan.metrics.ok.inc();
-                        let end = stream::StreamEnd {
-                            started,
-                            duration: plan.metrics.clone(),
-                            _slot: Some(slot),
-                        };
-                        ServedBody::Stream(stream::forward(
-                            head,
-                            rest,
-                            stamp,
-                            timeouts.idle,
-                            req.include_usage,
-                            end,
-                        ))
-                    }
-                };
-                return Ok(Served {
-                    cascade: plan.name.clone(),
-                    model: target.name.clone(),
-                    tier: target.tier,
-                    attempts: calls,
-                    load_profile,
-                    body,
-                });
-            }
-            Err(e) => {
-                drop(slot);
-                record(target, &mut log, &e);
-                if let Failure::InvalidRequest { status, body } = e.failure {
-                    plan.metrics.error.inc();
-                    return Err(ApiError::UpstreamRejected {
-                        status,
-                        body,
-                        message: format!("{}: {}", target.name, e.detail),
-                    });
-                }
-                if Instant::now() >= deadline {
-                    plan.metrics.error.inc();
-                    return Err(ApiError::Timeout);
-                }
+        for (target, result) in attempted.failures {
+            if let Verdict::ReturnToClient(e) = judge::failure(&walk, target, result) {
+                plan.metrics.error.inc();
+                return Err(e);
             }
         }
+        if let Some(win) = attempted.winner {
+            return Ok(serve(&walk, plan, win));
+        }
+    }
+    plan.metrics.duration.observe(started.elapsed().as_secs_f64());
+    let calls = walk.calls.load(Ordering::Relaxed);
+    let attempts = walk.log.into_inner().unwrap_or_else(PoisonError::into_inner);
+    gw.shared.alerts.publish(crate::alerts::Event::CascadeDead { cascade: plan.name.clone() });
+    if plan.handoff {
+        // The last tier: queue for a person (it counts the outcome itself).
+        return crate::handoff::queue(gw, plan, &req, attempts, calls).await;
     }
     plan.metrics.error.inc();
-    plan.metrics
-        .duration
-        .observe(started.elapsed().as_secs_f64());
-    Err(ApiError::AllModelsFailed {
+    Err(ApiError::AllModelsFailed { cascade: plan.name.clone(), attempts })
+}
+
+/// Turns the winning attempt into the client's response.
+fn serve(walk: &Walk<'_>, plan: &CascadePlan, win: Attempted<'_>) -> Served {
+    let Attempted { target, answer, mut pass, load_profile, ttft, exhausted } = win;
+    judge::answered(walk, target, ttft, exhausted);
+    let stamp = Stamp::new(target.name.clone());
+    plan.metrics.ok.inc();
+    let body = match answer {
+        Answer::Complete(mut v) => {
+            judge::breaker_success(walk, target);
+            pass.settle();
+            // Validated in the attempt; stamping again only sets our id.
+            let _ = wire::completion(&mut v, &stamp);
+            plan.metrics.duration.observe(walk.started.elapsed().as_secs_f64());
+            ServedBody::Complete(v)
+        }
+        Answer::Stream { head, rest } => {
+            let end = stream::StreamEnd {
+                started: walk.started,
+                metrics: plan.metrics.clone(),
+                health: target.health.clone(),
+                breaker: walk.gw.config.health.breaker,
+                events: walk.gw.health.events.clone(),
+                _pass: pass,
+                // Upstreams send usage only when the client asked for it.
+                meter: walk.req.include_usage.then(|| crate::usage::Meter::new(walk.gw, &plan.name, &target.name)),
+            };
+            let idle = walk.gw.config.health.timeouts.idle;
+            ServedBody::Stream(stream::forward(head, rest, stamp, idle, walk.req.include_usage, end))
+        }
+    };
+    Served {
         cascade: plan.name.clone(),
-        attempts: log,
-    })
-}
-
-fn record(target: &Target, log: &mut Vec<AttemptSummary>, e: &AttemptError) {
-    target.metrics.attempt(e.failure.metric_index());
-    tracing::debug!(model = %target.name, reason = %e, "Attempt failed.");
-    log.push(AttemptSummary {
         model: target.name.clone(),
-        reason: e.to_string(),
-    });
-}
-
-/// Exponential backoff with jitter; jitter 0 makes it exact (tests).
-fn backoff(base: Duration, jitter: f64, attempt: u32) -> Duration {
-    let exp = base.saturating_mul(1 << attempt.saturating_sub(1).min(6));
-    exp + exp.mul_f64(jitter * fastrand::f64())
-}
-
-/// One attempt against one target, up to its first token.
-async fn attempt(
-    gw: &Gateway,
-    target: &Target,
-    req: &ChatRequest,
-    deadline: Instant,
-    first_token: Duration,
-) -> Result<(Answer, Option<String>), AttemptError> {
-    let started = Instant::now();
-    let token_deadline = deadline.min(started + first_token);
-    let prepared = prepare::prepare(gw, target, req);
-    let attempt_req = AttemptRequest {
-        model_id: &target.model_ref.model,
-        body: prepared.body,
-        stream: req.stream,
-        include_usage: req.include_usage,
-    };
-    let reply = match timeout_at(token_deadline, target.provider.call(attempt_req)).await {
-        Ok(r) => r?,
-        Err(_) => {
-            return Err(AttemptError::new(
-                Failure::Timeout,
-                "no response before the first-token deadline",
-            ))
-        }
-    };
-    match reply {
-        Reply::Complete(mut v) => {
-            if let Err(why) = wire::completion(&mut v, &Stamp::new(target.name.clone())) {
-                return Err(AttemptError::new(Failure::BrokenBody, why));
-            }
-            if !wire::completion_has_answer(&v) {
-                return Err(AttemptError::new(
-                    Failure::Empty,
-                    "no content and no tool calls",
-                ));
-            }
-            target.metrics.ttft.observe(started.elapsed().as_secs_f64());
-            Ok((Answer::Complete(v), prepared.load_profile))
-        }
-        Reply::Stream(s) => {
-            let (head, rest) = peek(s, token_deadline).await?;
-            target.metrics.ttft.observe(started.elapsed().as_secs_f64());
-            Ok((Answer::Stream { head, rest }, prepared.load_profile))
-        }
-    }
-}
-
-/// Reads a stream until its first real token; everything before it (role
-/// chunks, keep-alives) is kept to be sent first.
-pub async fn peek(
-    mut s: ChunkStream,
-    deadline: Instant,
-) -> Result<(Vec<Value>, ChunkStream), AttemptError> {
-    let mut head = Vec::new();
-    let mut finished = false;
-    loop {
-        match timeout_at(deadline, s.next()).await {
-            Err(_) => {
-                return Err(AttemptError::new(
-                    Failure::Timeout,
-                    "no first token before the deadline",
-                ))
-            }
-            Ok(None) if finished => {
-                return Err(AttemptError::new(
-                    Failure::Empty,
-                    "the stream finished without content",
-                ))
-            }
-            Ok(None) => {
-                return Err(AttemptError::new(
-                    Failure::BrokenBody,
-                    "the stream ended before its first token",
-                ))
-            }
-            Ok(Some(Err(e))) => return Err(e),
-            Ok(Some(Ok(StreamItem::Done))) => {
-                return Err(AttemptError::new(
-                    Failure::Empty,
-                    "the stream finished without content",
-                ))
-            }
-            Ok(Some(Ok(StreamItem::Chunk(v)))) => {
-                if wire::chunk_has_token(&v) {
-                    head.push(v);
-                    return Ok((head, s));
-                }
-                finished |= wire::chunk_finishes(&v);
-                head.push(v);
-            }
-        }
+        tier: target.tier,
+        attempts: walk.calls.load(Ordering::Relaxed),
+        load_profile,
+        handoff_id: None,
+        escalated: false,
+        body,
     }
 }
 

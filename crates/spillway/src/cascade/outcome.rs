@@ -61,11 +61,13 @@ pub enum Failure {
     Saturated,
     /// Skipped: its provider is in its last load profile with `skip_when_lazy`.
     SkippedLazy,
+    /// Skipped: its known context cannot hold the prompt.
+    SkippedContext,
 }
 
 /// Every value of the `result` label of `spillway_attempts_total`, in the
 /// order [`Failure::metric_index`] and [`OK_INDEX`] use.
-pub const RESULT_LABELS: [&str; 20] = [
+pub const RESULT_LABELS: [&str; 21] = [
     "ok",
     "rate_limited",
     "quota_exhausted",
@@ -86,6 +88,7 @@ pub const RESULT_LABELS: [&str; 20] = [
     "skipped_open",
     "saturated",
     "skipped_lazy",
+    "skipped_context",
 ];
 
 /// Index of `ok` in [`RESULT_LABELS`].
@@ -114,6 +117,7 @@ impl Failure {
             Self::SkippedOpen => 17,
             Self::Saturated => 18,
             Self::SkippedLazy => 19,
+            Self::SkippedContext => 20,
         }
     }
 
@@ -125,22 +129,12 @@ impl Failure {
     /// Counts against the circuit breaker (upstream failures only — not the
     /// client's errors, not invalid output, not rate limits).
     pub fn is_breaker_failure(&self) -> bool {
-        matches!(
-            self,
-            Self::Upstream { .. } | Self::Timeout | Self::ConnectError | Self::BrokenBody
-        )
+        matches!(self, Self::Upstream { .. } | Self::Timeout | Self::ConnectError | Self::BrokenBody)
     }
 
     /// Puts a dead mark on the model.
     pub fn marks_dead(&self) -> bool {
-        matches!(
-            self,
-            Self::RateLimited { .. }
-                | Self::QuotaExhausted
-                | Self::Forbidden
-                | Self::NotFound
-                | Self::Empty
-        )
+        matches!(self, Self::RateLimited { .. } | Self::QuotaExhausted | Self::Forbidden | Self::NotFound | Self::Empty)
     }
 
     /// Worth retrying on the same model (connect errors and resets only).
@@ -152,7 +146,7 @@ impl Failure {
     pub fn is_skip(&self) -> bool {
         matches!(
             self,
-            Self::SkippedDead | Self::SkippedOpen | Self::Saturated | Self::SkippedLazy
+            Self::SkippedDead | Self::SkippedOpen | Self::Saturated | Self::SkippedLazy | Self::SkippedContext
         )
     }
 }
@@ -169,10 +163,7 @@ pub struct AttemptError {
 impl AttemptError {
     /// Builds an attempt error.
     pub fn new(failure: Failure, detail: impl Into<String>) -> Self {
-        Self {
-            failure,
-            detail: detail.into(),
-        }
+        Self { failure, detail: detail.into() }
     }
 }
 
@@ -202,10 +193,7 @@ mod tests {
             Failure::ContextLength,
             Failure::CapabilityMismatch,
             Failure::ContentFilter,
-            Failure::InvalidRequest {
-                status: 400,
-                body: None,
-            },
+            Failure::InvalidRequest { status: 400, body: None },
             Failure::Upstream { status: Some(502) },
             Failure::Timeout,
             Failure::ConnectError,
@@ -215,6 +203,7 @@ mod tests {
             Failure::SkippedOpen,
             Failure::Saturated,
             Failure::SkippedLazy,
+            Failure::SkippedContext,
         ];
         let mut seen: Vec<&str> = all.iter().map(Failure::metric_label).collect();
         seen.push(RESULT_LABELS[OK_INDEX]);
@@ -228,11 +217,7 @@ mod tests {
         assert!(Failure::Upstream { status: Some(500) }.is_breaker_failure());
         assert!(Failure::Timeout.is_breaker_failure());
         assert!(!Failure::InvalidOutput.is_breaker_failure());
-        assert!(!Failure::InvalidRequest {
-            status: 400,
-            body: None
-        }
-        .is_breaker_failure());
+        assert!(!Failure::InvalidRequest { status: 400, body: None }.is_breaker_failure());
         assert!(!Failure::RateLimited { retry_after: None }.is_breaker_failure());
     }
 }

@@ -3,10 +3,12 @@
 //! The client's body is copied for each attempt and adapted to the target:
 //! its provider's load profile (SPEC §9) and, later, its prompt variant
 //! (SPEC §7). Everything here reads in-memory state only — no I/O on the
-//! request path.
+//! request path: the load profile is one atomic load on state a background
+//! monitor publishes (see [`crate::load`]).
 
 use super::Target;
 use crate::api::ChatRequest;
+use crate::providers::Reply;
 use crate::runtime::Gateway;
 use serde_json::{Map, Value};
 
@@ -19,17 +21,26 @@ pub struct Prepared {
     pub load_profile: Option<String>,
 }
 
-/// Builds the body of one attempt.
-pub fn prepare(_gw: &Gateway, _target: &Target, req: &ChatRequest) -> Prepared {
-    Prepared {
-        body: req.body.clone(),
-        load_profile: None,
-    }
+/// Builds the body of one attempt: the client's body with the provider's
+/// active load profile applied (system prompt, scaled `max_tokens`).
+pub fn prepare(gw: &Gateway, target: &Target, req: &ChatRequest) -> Prepared {
+    let mut body = req.body.clone();
+    let load_profile =
+        gw.load.get(&target.model_ref.provider).and_then(|load| load.rewrite(&mut body)).map(str::to_owned);
+    Prepared { body, load_profile }
 }
 
 /// Whether the target must be skipped because its provider is in its last
 /// load profile and has `skip_when_lazy: true` (degrade first, shed second).
-pub fn skip_for_load(_gw: &Gateway, target: &Target) -> bool {
-    let _ = target.provider.config.skip_when_lazy;
-    false
+pub fn skip_for_load(gw: &Gateway, target: &Target) -> bool {
+    target.provider.config.skip_when_lazy && gw.load.get(&target.model_ref.provider).is_some_and(|load| load.is_lazy())
+}
+
+/// Hands the upstream's reply back, counting the tokens it generates when
+/// the provider's load source is `token_velocity` (untouched otherwise).
+pub fn observe(gw: &Gateway, target: &Target, reply: Reply) -> Reply {
+    match gw.load.get(&target.model_ref.provider) {
+        Some(load) if load.counts_tokens() => crate::load::tokens::count(load.clone(), reply),
+        _ => reply,
+    }
 }

@@ -4,15 +4,20 @@
 //! Each upstream chunk is stamped (stable id, `model` = the model ref) and
 //! written as soon as it arrives. Past this point fallback is impossible: a
 //! failure — an upstream error, a cut stream, silence longer than
-//! `timeouts.idle` — ends the stream with an OpenAI-style error event. When
-//! the client disconnects, hyper drops this stream, which drops the upstream
-//! response and so cancels the upstream request.
+//! `timeouts.idle` — ends the stream with an OpenAI-style error event and
+//! counts against the model. When the client disconnects, hyper drops this
+//! stream, which drops the upstream response and so cancels the upstream
+//! request.
 
-use super::{error_event, AttemptError, Failure};
+use super::error_event;
+use super::gate::Pass;
+use super::outcome::{AttemptError, Failure};
 use crate::api::sse;
 use crate::api::wire::{self, Stamp};
+use crate::config::BreakerConfig;
+use crate::health::{HealthEvent, ModelHealth};
 use crate::metrics::CascadeMetrics;
-use crate::providers::{ChunkStream, InFlight, StreamItem};
+use crate::providers::{ChunkStream, StreamItem};
 use bytes::Bytes;
 use futures_util::stream::BoxStream;
 use futures_util::StreamExt;
@@ -27,16 +32,32 @@ pub struct StreamEnd {
     /// When the request started.
     pub started: Instant,
     /// Where to record the duration.
-    pub duration: Arc<CascadeMetrics>,
-    /// The provider's bulkhead slot, released when the stream ends.
-    pub _slot: Option<InFlight>,
+    pub metrics: Arc<CascadeMetrics>,
+    /// The answering model's health: a failure after the first byte still
+    /// counts against it.
+    pub health: Arc<ModelHealth>,
+    /// Breaker rules.
+    pub breaker: BreakerConfig,
+    /// Operator events.
+    pub events: tokio::sync::broadcast::Sender<HealthEvent>,
+    /// The gate pass (bulkhead slot), released when the stream ends.
+    pub _pass: Pass,
+    /// Records the answer's cost from its usage chunk (taken at the first).
+    pub meter: Option<crate::usage::Meter>,
+}
+
+impl StreamEnd {
+    fn failed(&self, e: &AttemptError) {
+        tracing::warn!(model = %self.health.key, reason = %e, "Stream failed after its first byte.");
+        if e.failure.is_breaker_failure() {
+            self.health.failure(&self.breaker, &self.events);
+        }
+    }
 }
 
 impl Drop for StreamEnd {
     fn drop(&mut self) {
-        self.duration
-            .duration
-            .observe(self.started.elapsed().as_secs_f64());
+        self.metrics.duration.observe(self.started.elapsed().as_secs_f64());
     }
 }
 
@@ -48,7 +69,7 @@ struct State {
     include_usage: bool,
     saw_finish: bool,
     done: bool,
-    _end: StreamEnd,
+    end: StreamEnd,
 }
 
 /// Turns a peeked upstream stream into the client's SSE bytes.
@@ -60,16 +81,7 @@ pub fn forward(
     include_usage: bool,
     end: StreamEnd,
 ) -> BoxStream<'static, Result<Bytes, Infallible>> {
-    let state = State {
-        head: head.into(),
-        rest,
-        stamp,
-        idle,
-        include_usage,
-        saw_finish: false,
-        done: false,
-        _end: end,
-    };
+    let state = State { head: head.into(), rest, stamp, idle, include_usage, saw_finish: false, done: false, end };
     futures_util::stream::unfold(state, |mut st| async move {
         if st.done {
             return None;
@@ -79,11 +91,18 @@ pub fn forward(
                 Some(v) => Some(Ok(StreamItem::Chunk(v))),
                 None => match timeout(st.idle, st.rest.next()).await {
                     Ok(item) => item,
-                    Err(_) => Some(Err(AttemptError::new(Failure::Timeout, "the stream stalled longer than timeouts.idle"))),
+                    Err(_) => {
+                        Some(Err(AttemptError::new(Failure::Timeout, "the stream stalled longer than timeouts.idle")))
+                    }
                 },
             };
             match next {
                 Some(Ok(StreamItem::Chunk(mut v))) => {
+                    if let Some(usage) = v.get("usage").filter(|u| u.is_object()) {
+                        if let Some(meter) = st.end.meter.take() {
+                            meter.usage(usage);
+                        }
+                    }
                     if !st.include_usage && wire::is_usage_chunk(&v) {
                         continue;
                     }
@@ -103,12 +122,12 @@ pub fn forward(
                 None => {
                     st.done = true;
                     let e = AttemptError::new(Failure::BrokenBody, "the stream ended without a finish signal");
-                    tracing::warn!(model = %st.stamp.model, reason = %e, "Stream failed after its first byte.");
+                    st.end.failed(&e);
                     return Some((Ok(error_event(&e)), st));
                 }
                 Some(Err(e)) => {
                     st.done = true;
-                    tracing::warn!(model = %st.stamp.model, reason = %e, "Stream failed after its first byte.");
+                    st.end.failed(&e);
                     return Some((Ok(error_event(&e)), st));
                 }
             }

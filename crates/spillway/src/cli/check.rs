@@ -93,11 +93,7 @@ pub fn render(c: &Config) -> String {
     let _ = writeln!(
         out,
         "\nServer: api_keys={} admin_token={}",
-        if c.server.api_keys.is_empty() {
-            "(none)".to_string()
-        } else {
-            format!("{} x ***", c.server.api_keys.len())
-        },
+        if c.server.api_keys.is_empty() { "(none)".to_string() } else { format!("{} x ***", c.server.api_keys.len()) },
         secret(c.server.admin_token.is_some())
     );
     out

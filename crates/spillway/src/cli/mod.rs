@@ -4,7 +4,10 @@
 //! (clap's own).
 
 pub mod check;
+pub mod discover;
+pub mod handoff;
 pub mod serve;
+pub mod status;
 
 use clap::{Parser, Subcommand};
 use std::path::PathBuf;
@@ -16,12 +19,7 @@ use std::process::ExitCode;
 #[command(name = "spillway", version, about)]
 pub struct Cli {
     /// Config file.
-    #[arg(
-        long,
-        global = true,
-        env = "SPILLWAY_CONFIG",
-        default_value = "spillway.yaml"
-    )]
+    #[arg(long, global = true, env = "SPILLWAY_CONFIG", default_value = "spillway.yaml")]
     pub config: PathBuf,
     /// What to do.
     #[command(subcommand)]
@@ -35,6 +33,30 @@ pub enum Command {
     Serve,
     /// Validate the config; print every error with its YAML path, or the resolved cascades.
     Check,
+    /// Fetch every model listing now; print each discovered cascade and its diff against the cache.
+    Discover {
+        /// Print JSON instead of tables.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Ask a running gateway for its cascades, dead marks, breakers and load.
+    Status {
+        /// The gateway's base URL (default: the config's listen address).
+        #[arg(long)]
+        url: Option<String>,
+    },
+    /// The human-operator queue of a running gateway: list items, answer one.
+    Handoff {
+        /// `list` or `answer`.
+        #[command(subcommand)]
+        action: handoff::Action,
+        /// The gateway's base URL (default: the config's listen address).
+        #[arg(long, global = true)]
+        url: Option<String>,
+    },
+    /// Print the JSON Schema of the config file (for editors).
+    #[command(hide = true)]
+    Schema,
 }
 
 /// Parses the command line and runs the command.
@@ -44,6 +66,13 @@ pub fn main() -> ExitCode {
     match cli.command {
         Command::Serve => serve::run(&cli.config),
         Command::Check => check::run(&cli.config),
+        Command::Discover { json } => discover::run(&cli.config, json),
+        Command::Status { url } => status::run(&cli.config, url),
+        Command::Handoff { action, url } => handoff::run(&cli.config, url, action),
+        Command::Schema => {
+            print!("{}", crate::config::json_schema());
+            ExitCode::SUCCESS
+        }
     }
 }
 
@@ -56,9 +85,7 @@ fn is_default_path(path: &std::path::Path) -> bool {
 /// demo (mock providers only), so `spillway serve` works anywhere.
 pub fn load(path: &std::path::Path) -> Result<crate::config::Config, crate::config::ConfigErrors> {
     if is_default_path(path) && !path.exists() {
-        tracing::info!(
-            "No spillway.yaml here: running the embedded demo config (mock providers only)."
-        );
+        tracing::info!("No spillway.yaml here: running the embedded demo config (mock providers only).");
         let lookup = |name: &str| std::env::var(name).ok();
         return crate::config::load_str(crate::config::DEMO_YAML, None, &lookup);
     }

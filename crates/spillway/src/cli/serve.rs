@@ -1,12 +1,11 @@
 //! `spillway serve`: load the config, build the gateway, serve until
-//! SIGTERM/SIGINT.
+//! SIGTERM/SIGINT; SIGHUP reloads the config (see `crate::reload`).
 
-use crate::metrics::Metrics;
-use crate::runtime::Gateway;
+use crate::runtime::{Gateway, Shared};
 use crate::server::{self, AppState};
+use crate::supervisor::Supervisor;
 use std::path::Path;
 use std::process::ExitCode;
-use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 
 /// Runs the command.
@@ -20,10 +19,7 @@ pub fn run(path: &Path) -> ExitCode {
             return ExitCode::from(1);
         }
     };
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-    {
+    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(rt) => rt,
         Err(e) => {
             tracing::error!(error = %e, "Cannot start the async runtime.");
@@ -32,7 +28,7 @@ pub fn run(path: &Path) -> ExitCode {
     };
     runtime.block_on(async move {
         let listen = config.server.listen;
-        let gateway = match Gateway::build(config, Arc::new(Metrics::new())) {
+        let gateway = match Gateway::build(config, &Shared::default()) {
             Ok(g) => g,
             Err(e) => {
                 tracing::error!(error = %e, "Cannot build the gateway.");
@@ -48,7 +44,21 @@ pub fn run(path: &Path) -> ExitCode {
         };
         let shutdown = CancellationToken::new();
         watch_signals(shutdown.clone());
-        match server::serve(listener, AppState::new(gateway), shutdown).await {
+        // Background jobs stop with the process, after the server drained.
+        let supervisor = Supervisor::new(CancellationToken::new());
+        gateway.start_background(&supervisor);
+        let state = AppState::new(gateway);
+        // Shared state (`state.backend: redis`); never waits on Redis.
+        if let Err(e) = crate::state::sync::start(&state, &supervisor) {
+            tracing::error!(error = %e, "Cannot set up the shared state store.");
+            return ExitCode::from(1);
+        }
+        // Discovery refresh (restores the cached round first) and SIGHUP reload.
+        crate::discovery::refresh::start(&state, &supervisor);
+        supervisor.spawn(crate::reload::ReloadOnSighup::new(state.clone()));
+        let served = server::serve(listener, state, shutdown).await;
+        supervisor.stop(std::time::Duration::from_secs(5)).await;
+        match served {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => {
                 tracing::error!(error = %e, "Server failed.");
@@ -66,9 +76,7 @@ fn watch_signals(shutdown: CancellationToken) {
         let ctrl_c = tokio::signal::ctrl_c();
         #[cfg(unix)]
         {
-            let mut term = match tokio::signal::unix::signal(
-                tokio::signal::unix::SignalKind::terminate(),
-            ) {
+            let mut term = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
                 Ok(s) => s,
                 Err(e) => {
                     tracing::warn!(error = %e, "Cannot watch SIGTERM; only Ctrl-C stops the gateway.");

@@ -43,18 +43,10 @@ impl Ctx {
 }
 
 /// Compiles shape-checked raw config (plus the shape errors already found).
-pub fn compile(
-    input: (RawConfig, Vec<ConfigError>),
-    source: Option<&Path>,
-) -> Result<Config, ConfigErrors> {
+pub fn compile(input: (RawConfig, Vec<ConfigError>), source: Option<&Path>) -> Result<Config, ConfigErrors> {
     let (raw, shape_errors) = input;
-    let mut cx = Ctx {
-        errors: shape_errors,
-    };
-    let base_dir = source
-        .and_then(Path::parent)
-        .map(Path::to_path_buf)
-        .unwrap_or_default();
+    let mut cx = Ctx { errors: shape_errors };
+    let base_dir = source.and_then(Path::parent).map(Path::to_path_buf).unwrap_or_default();
 
     let server = compile_server(&mut cx, raw.server.unwrap_or_default());
     let state = compile_state(&mut cx, raw.state.unwrap_or_default());
@@ -70,16 +62,8 @@ pub fn compile(
     let health = compile_health(&mut cx, raw.health.unwrap_or_default());
     let d = raw.discovery.unwrap_or_default();
     let discovery = DiscoveryConfig {
-        interval: cx.duration(
-            "discovery.interval",
-            d.interval.as_ref(),
-            Duration::from_secs(12 * 3600),
-        ),
-        cache_ttl: cx.duration(
-            "discovery.cache_ttl",
-            d.cache_ttl.as_ref(),
-            Duration::from_secs(24 * 3600),
-        ),
+        interval: cx.duration("discovery.interval", d.interval.as_ref(), Duration::from_secs(12 * 3600)),
+        cache_ttl: cx.duration("discovery.cache_ttl", d.cache_ttl.as_ref(), Duration::from_secs(24 * 3600)),
     };
     let mut cascades = IndexMap::new();
     for (name, c) in raw.cascades {
@@ -90,50 +74,31 @@ pub fn compile(
     if cascades.is_empty() {
         cx.err("cascades", "at least one cascade is required");
     }
-    let prompts = raw
-        .prompts
-        .into_iter()
-        .enumerate()
-        .map(|(i, p)| compile_prompt(&mut cx, i, p, &base_dir))
-        .collect();
+    let prompts = raw.prompts.into_iter().enumerate().map(|(i, p)| compile_prompt(&mut cx, i, p, &base_dir)).collect();
     let mut escalation = Vec::new();
     for (i, e) in raw.escalation.into_iter().enumerate() {
         let path = format!("escalation[{i}]");
         for (field, name) in [("from", &e.from), ("to", &e.to)] {
             if !cascades.contains_key(name.as_str()) {
-                cx.err(
-                    format!("{path}.{field}"),
-                    format!("unknown cascade `{name}`"),
-                );
+                cx.err(format!("{path}.{field}"), format!("unknown cascade `{name}`"));
             }
         }
         if e.when != "frustrated" {
-            cx.err(
-                format!("{path}.when"),
-                format!("unknown condition `{}`: expected `frustrated`", e.when),
-            );
+            cx.err(format!("{path}.when"), format!("unknown condition `{}`: expected `frustrated`", e.when));
         }
-        escalation.push(EscalationRule {
-            from: e.from,
-            to: e.to,
-        });
+        escalation.push(EscalationRule { from: e.from, to: e.to });
     }
     let alerts = compile_alerts(&mut cx, raw.alerts.unwrap_or_default());
     let h = raw.handoff.unwrap_or_default();
     let handoff = HandoffConfig {
         reply: h.reply.unwrap_or_else(|| {
-            "Your request has been passed to an operator. You will get an answer shortly."
-                .to_string()
+            "Your request has been passed to an operator. You will get an answer shortly.".to_string()
         }),
         webhook: h.webhook.map(|u| {
             check_url(&mut cx, "handoff.webhook", &u);
             Secret::new(u)
         }),
-        retention: cx.duration(
-            "handoff.retention",
-            h.retention.as_ref(),
-            Duration::from_secs(30 * 86_400),
-        ),
+        retention: cx.duration("handoff.retention", h.retention.as_ref(), Duration::from_secs(30 * 86_400)),
     };
 
     if cx.errors.is_empty() {
@@ -157,39 +122,27 @@ pub fn compile(
 
 fn check_url(cx: &mut Ctx, path: &str, url: &str) {
     if !(url.starts_with("http://") || url.starts_with("https://")) || url.len() < 10 {
-        cx.err(
-            path,
-            format!("expected an http:// or https:// URL, got `{url}`"),
-        );
+        cx.err(path, format!("expected an http:// or https:// URL, got `{url}`"));
     }
 }
 
 fn compile_server(cx: &mut Ctx, s: RawServer) -> ServerConfig {
     let listen_text = s.listen.unwrap_or_else(|| "127.0.0.1:8080".to_string());
     let listen = listen_text.parse().unwrap_or_else(|_| {
-        cx.err(
-            "server.listen",
-            format!("expected host:port such as 127.0.0.1:8080, got `{listen_text}`"),
-        );
+        cx.err("server.listen", format!("expected host:port such as 127.0.0.1:8080, got `{listen_text}`"));
         SocketAddr::from(([127, 0, 0, 1], 8080))
     });
     let mut api_keys = Vec::new();
     for (i, k) in s.api_keys.unwrap_or_default().into_iter().enumerate() {
         if k.trim().is_empty() {
-            cx.err(
-                format!("server.api_keys[{i}]"),
-                "empty key (is its variable set to an empty value?)",
-            );
+            cx.err(format!("server.api_keys[{i}]"), "empty key (is its variable set to an empty value?)");
         } else {
             api_keys.push(Secret::new(k));
         }
     }
     let admin_token = match s.admin_token {
         Some(t) if t.trim().is_empty() => {
-            cx.err(
-                "server.admin_token",
-                "empty token (leave it out to disable the admin API)",
-            );
+            cx.err("server.admin_token", "empty token (leave it out to disable the admin API)");
             None
         }
         Some(t) => Some(Secret::new(t)),
@@ -230,11 +183,7 @@ fn compile_server(cx: &mut Ctx, s: RawServer) -> ServerConfig {
             s.header_read_timeout.as_ref(),
             Duration::from_secs(10),
         ),
-        shutdown_grace: cx.duration(
-            "server.shutdown_grace",
-            s.shutdown_grace.as_ref(),
-            Duration::from_secs(30),
-        ),
+        shutdown_grace: cx.duration("server.shutdown_grace", s.shutdown_grace.as_ref(), Duration::from_secs(30)),
     }
 }
 
@@ -243,10 +192,7 @@ fn compile_state(cx: &mut Ctx, s: RawState) -> StateConfig {
         None | Some("memory") => StateBackend::Memory,
         Some("redis") => StateBackend::Redis,
         Some(other) => {
-            cx.err(
-                "state.backend",
-                format!("unknown backend `{other}`: expected `memory` or `redis`"),
-            );
+            cx.err("state.backend", format!("unknown backend `{other}`: expected `memory` or `redis`"));
             StateBackend::Memory
         }
     };
@@ -267,28 +213,12 @@ fn compile_state(cx: &mut Ctx, s: RawState) -> StateConfig {
     }
 }
 
-const LISTING_FORMATS: [&str; 7] = [
-    "openai",
-    "groq",
-    "openrouter",
-    "anthropic",
-    "gigachat",
-    "ollama",
-    "vllm",
-];
+const LISTING_FORMATS: [&str; 7] = ["openai", "groq", "openrouter", "anthropic", "gigachat", "ollama", "vllm"];
 
-fn compile_provider(
-    cx: &mut Ctx,
-    name: &str,
-    p: RawProvider,
-    base_dir: &Path,
-) -> Option<ProviderConfig> {
+fn compile_provider(cx: &mut Ctx, name: &str, p: RawProvider, base_dir: &Path) -> Option<ProviderConfig> {
     let path = format!("providers.{name}");
     if name.is_empty() || name.contains('/') {
-        cx.err(
-            &path,
-            "a provider name must be non-empty and contain no `/`",
-        );
+        cx.err(&path, "a provider name must be non-empty and contain no `/`");
     }
     let kind = match p.kind.as_str() {
         "openai" => ProviderKind::OpenAi,
@@ -299,9 +229,7 @@ fn compile_provider(
         other => {
             cx.err(
                 format!("{path}.kind"),
-                format!(
-                    "unknown kind `{other}`: expected openai, anthropic, gigachat, yandex or mock"
-                ),
+                format!("unknown kind `{other}`: expected openai, anthropic, gigachat, yandex or mock"),
             );
             return None;
         }
@@ -311,26 +239,22 @@ fn compile_provider(
         check_url(cx, &format!("{path}.base_url"), u);
     }
     match kind {
-        ProviderKind::OpenAi if base_url.is_none() => {
-            cx.err(format!("{path}.base_url"), "required for kind `openai`")
-        }
+        ProviderKind::OpenAi if base_url.is_none() => cx.err(format!("{path}.base_url"), "required for kind `openai`"),
         ProviderKind::GigaChat if p.auth_key.is_none() => {
             cx.err(format!("{path}.auth_key"), "required for kind `gigachat`")
         }
         ProviderKind::Yandex if p.folder_id.is_none() => {
             cx.err(format!("{path}.folder_id"), "required for kind `yandex`")
         }
-        ProviderKind::Yandex if p.api_key.is_none() && p.iam_token.is_none() => cx.err(
-            format!("{path}.api_key"),
-            "kind `yandex` needs `api_key` or `iam_token`",
-        ),
+        ProviderKind::Yandex if p.api_key.is_none() && p.iam_token.is_none() => {
+            cx.err(format!("{path}.api_key"), "kind `yandex` needs `api_key` or `iam_token`")
+        }
         ProviderKind::Anthropic if p.api_key.is_none() => {
             cx.err(format!("{path}.api_key"), "required for kind `anthropic`")
         }
-        ProviderKind::Mock if p.models.as_ref().is_none_or(Vec::is_empty) => cx.err(
-            format!("{path}.models"),
-            "a mock provider needs at least one model",
-        ),
+        ProviderKind::Mock if p.models.as_ref().is_none_or(Vec::is_empty) => {
+            cx.err(format!("{path}.models"), "a mock provider needs at least one model")
+        }
         _ => {}
     }
     if let Some(u) = &p.auth_url {
@@ -339,10 +263,7 @@ fn compile_provider(
     let ca_file = p.ca_file.map(|f| {
         let file = base_dir.join(&f);
         if !file.is_file() {
-            cx.err(
-                format!("{path}.ca_file"),
-                format!("file not found: {}", file.display()),
-            );
+            cx.err(format!("{path}.ca_file"), format!("file not found: {}", file.display()));
         }
         file
     });
@@ -357,33 +278,21 @@ fn compile_provider(
             if !LISTING_FORMATS.contains(&f.as_str()) {
                 cx.err(
                     format!("{path}.discovery.format"),
-                    format!(
-                        "unknown format `{f}`: expected one of {}",
-                        LISTING_FORMATS.join(", ")
-                    ),
+                    format!("unknown format `{f}`: expected one of {}", LISTING_FORMATS.join(", ")),
                 );
             }
             if matches!(kind, ProviderKind::Mock | ProviderKind::Yandex) {
-                cx.err(
-                    format!("{path}.discovery"),
-                    format!("kind `{}` has no model listing", kind.as_str()),
-                );
+                cx.err(format!("{path}.discovery"), format!("kind `{}` has no model listing", kind.as_str()));
             }
             Some(f)
         }
         _ => None,
     };
     if p.max_in_flight == Some(0) {
-        cx.err(
-            format!("{path}.max_in_flight"),
-            "must be greater than 0 (leave it out for no limit)",
-        );
+        cx.err(format!("{path}.max_in_flight"), "must be greater than 0 (leave it out for no limit)");
     }
     if p.default_max_tokens == Some(0) {
-        cx.err(
-            format!("{path}.default_max_tokens"),
-            "must be greater than 0",
-        );
+        cx.err(format!("{path}.default_max_tokens"), "must be greater than 0");
     }
     let mut models = Vec::new();
     let mut seen = HashSet::new();
@@ -393,10 +302,7 @@ fn compile_provider(
             cx.err(format!("{mpath}.id"), "empty model id");
         }
         if !seen.insert(m.id.clone()) {
-            cx.err(
-                format!("{mpath}.id"),
-                format!("duplicate model id `{}`", m.id),
-            );
+            cx.err(format!("{mpath}.id"), format!("duplicate model id `{}`", m.id));
         }
         if let Some(pr) = &m.price_per_1m {
             if pr.input < 0.0 || pr.output < 0.0 || pr.input.is_nan() || pr.output.is_nan() {
@@ -404,29 +310,18 @@ fn compile_provider(
             }
         }
         let behavior = match (m.behavior, kind) {
-            (Some(b), ProviderKind::Mock) => {
-                Some(compile_behavior(cx, &format!("{mpath}.behavior"), b))
-            }
+            (Some(b), ProviderKind::Mock) => Some(compile_behavior(cx, &format!("{mpath}.behavior"), b)),
             (Some(_), _) => {
-                cx.err(
-                    format!("{mpath}.behavior"),
-                    "only mock providers take `behavior`",
-                );
+                cx.err(format!("{mpath}.behavior"), "only mock providers take `behavior`");
                 None
             }
-            (None, ProviderKind::Mock) => Some(MockBehavior {
-                error_status: 503,
-                ..MockBehavior::default()
-            }),
+            (None, ProviderKind::Mock) => Some(MockBehavior { error_status: 503, ..MockBehavior::default() }),
             (None, _) => None,
         };
         models.push(StaticModel {
             id: m.id,
             context: m.context,
-            price: m.price_per_1m.map(|p| Price {
-                input: p.input,
-                output: p.output,
-            }),
+            price: m.price_per_1m.map(|p| Price { input: p.input, output: p.output }),
             quality: m.quality,
             behavior,
         });
@@ -459,10 +354,9 @@ fn compile_provider(
         models,
         default_max_tokens: p.default_max_tokens,
         skip_when_lazy: p.skip_when_lazy.unwrap_or(false),
-        native_json: p.native_json.unwrap_or(matches!(
-            kind,
-            ProviderKind::OpenAi | ProviderKind::Anthropic | ProviderKind::Mock
-        )),
+        native_json: p
+            .native_json
+            .unwrap_or(matches!(kind, ProviderKind::OpenAi | ProviderKind::Anthropic | ProviderKind::Mock)),
         load,
     })
 }
@@ -473,19 +367,13 @@ fn compile_behavior(cx: &mut Ctx, path: &str, b: RawMockBehavior) -> MockBehavio
         Some("fenced") => MockJson::Fenced,
         Some("renamed") => MockJson::Renamed,
         Some(other) => {
-            cx.err(
-                format!("{path}.json"),
-                format!("unknown mode `{other}`: expected plain, fenced or renamed"),
-            );
+            cx.err(format!("{path}.json"), format!("unknown mode `{other}`: expected plain, fenced or renamed"));
             MockJson::Plain
         }
     };
     let error_status = b.error_status.unwrap_or(503);
     if !(100..=599).contains(&error_status) {
-        cx.err(
-            format!("{path}.error_status"),
-            format!("not an HTTP status: {error_status}"),
-        );
+        cx.err(format!("{path}.error_status"), format!("not an HTTP status: {error_status}"));
     }
     if let Some(t) = b.tokens_per_s {
         if t < 0.0 || t.is_nan() {
@@ -493,10 +381,7 @@ fn compile_behavior(cx: &mut Ctx, path: &str, b: RawMockBehavior) -> MockBehavio
         }
     }
     if b.rate_limit_per_min == Some(0) {
-        cx.err(
-            format!("{path}.rate_limit_per_min"),
-            "must be greater than 0 (leave it out for no limit)",
-        );
+        cx.err(format!("{path}.rate_limit_per_min"), "must be greater than 0 (leave it out for no limit)");
     }
     let outages = b
         .outages
@@ -504,30 +389,14 @@ fn compile_behavior(cx: &mut Ctx, path: &str, b: RawMockBehavior) -> MockBehavio
         .into_iter()
         .enumerate()
         .map(|(i, o)| Outage {
-            start: cx.duration(
-                &format!("{path}.outages[{i}].start"),
-                Some(&o.start),
-                Duration::ZERO,
-            ),
-            duration: cx.duration(
-                &format!("{path}.outages[{i}].duration"),
-                Some(&o.duration),
-                Duration::ZERO,
-            ),
+            start: cx.duration(&format!("{path}.outages[{i}].start"), Some(&o.start), Duration::ZERO),
+            duration: cx.duration(&format!("{path}.outages[{i}].duration"), Some(&o.duration), Duration::ZERO),
             status: o.status.unwrap_or(502),
         })
         .collect();
     MockBehavior {
-        latency: cx.duration(
-            &format!("{path}.latency"),
-            b.latency.as_ref(),
-            Duration::ZERO,
-        ),
-        first_token: cx.duration(
-            &format!("{path}.first_token"),
-            b.first_token.as_ref(),
-            Duration::ZERO,
-        ),
+        latency: cx.duration(&format!("{path}.latency"), b.latency.as_ref(), Duration::ZERO),
+        first_token: cx.duration(&format!("{path}.first_token"), b.first_token.as_ref(), Duration::ZERO),
         tokens_per_s: b.tokens_per_s.unwrap_or(0.0),
         error_rate: cx.share(&format!("{path}.error_rate"), b.error_rate, 0.0),
         error_status,
@@ -544,10 +413,7 @@ fn compile_load(cx: &mut Ctx, path: &str, l: RawLoad) -> LoadConfig {
     let capacity = |cx: &mut Ctx| match l.capacity {
         Some(c) if c > 0.0 => c,
         _ => {
-            cx.err(
-                format!("{path}.capacity"),
-                format!("source `{}` needs a positive `capacity`", l.source),
-            );
+            cx.err(format!("{path}.capacity"), format!("source `{}` needs a positive `capacity`", l.source));
             1.0
         }
     };
@@ -562,15 +428,9 @@ fn compile_load(cx: &mut Ctx, path: &str, l: RawLoad) -> LoadConfig {
                 LoadSource::Emulated
             }
         },
-        "nvml" => LoadSource::Nvml {
-            devices: l.devices.clone().unwrap_or_else(|| vec![0]),
-        },
-        "inflight" => LoadSource::Inflight {
-            capacity: capacity(cx),
-        },
-        "token_velocity" => LoadSource::TokenVelocity {
-            capacity: capacity(cx),
-        },
+        "nvml" => LoadSource::Nvml { devices: l.devices.clone().unwrap_or_else(|| vec![0]) },
+        "inflight" => LoadSource::Inflight { capacity: capacity(cx) },
+        "token_velocity" => LoadSource::TokenVelocity { capacity: capacity(cx) },
         "emulated" => LoadSource::Emulated,
         other => {
             cx.err(
@@ -581,10 +441,7 @@ fn compile_load(cx: &mut Ctx, path: &str, l: RawLoad) -> LoadConfig {
         }
     };
     if l.profiles.is_empty() {
-        cx.err(
-            format!("{path}.profiles"),
-            "at least one profile is required",
-        );
+        cx.err(format!("{path}.profiles"), "at least one profile is required");
     }
     let last = l.profiles.len().saturating_sub(1);
     let mut previous = f64::NEG_INFINITY;
@@ -592,25 +449,15 @@ fn compile_load(cx: &mut Ctx, path: &str, l: RawLoad) -> LoadConfig {
     for (i, p) in l.profiles.into_iter().enumerate() {
         let ppath = format!("{path}.profiles[{i}]");
         match (p.below, i == last) {
-            (Some(_), true) => cx.err(
-                format!("{ppath}.below"),
-                "the last profile takes no `below` (it applies above all others)",
-            ),
-            (None, false) => cx.err(
-                format!("{ppath}.below"),
-                "required on every profile but the last",
-            ),
+            (Some(_), true) => {
+                cx.err(format!("{ppath}.below"), "the last profile takes no `below` (it applies above all others)")
+            }
+            (None, false) => cx.err(format!("{ppath}.below"), "required on every profile but the last"),
             (Some(b), false) => {
                 if !(0.0..=1.0).contains(&b) {
-                    cx.err(
-                        format!("{ppath}.below"),
-                        format!("expected a load between 0 and 1, got {b}"),
-                    );
+                    cx.err(format!("{ppath}.below"), format!("expected a load between 0 and 1, got {b}"));
                 } else if b <= previous {
-                    cx.err(
-                        format!("{ppath}.below"),
-                        "thresholds must increase from one profile to the next",
-                    );
+                    cx.err(format!("{ppath}.below"), "thresholds must increase from one profile to the next");
                 }
                 previous = b;
             }
@@ -618,10 +465,7 @@ fn compile_load(cx: &mut Ctx, path: &str, l: RawLoad) -> LoadConfig {
         }
         if let Some(f) = p.max_tokens_factor {
             if !(f > 0.0 && f <= 1.0) {
-                cx.err(
-                    format!("{ppath}.max_tokens_factor"),
-                    format!("expected a factor in (0, 1], got {f}"),
-                );
+                cx.err(format!("{ppath}.max_tokens_factor"), format!("expected a factor in (0, 1], got {f}"));
             }
         }
         profiles.push(LoadProfile {
@@ -633,18 +477,11 @@ fn compile_load(cx: &mut Ctx, path: &str, l: RawLoad) -> LoadConfig {
     }
     let hysteresis = l.hysteresis.unwrap_or(0.03);
     if !(0.0..0.5).contains(&hysteresis) {
-        cx.err(
-            format!("{path}.hysteresis"),
-            format!("expected a margin between 0 and 0.5, got {hysteresis}"),
-        );
+        cx.err(format!("{path}.hysteresis"), format!("expected a margin between 0 and 0.5, got {hysteresis}"));
     }
     LoadConfig {
         source,
-        interval: cx.duration(
-            &format!("{path}.interval"),
-            l.interval.as_ref(),
-            Duration::from_secs(1),
-        ),
+        interval: cx.duration(&format!("{path}.interval"), l.interval.as_ref(), Duration::from_secs(1)),
         profiles,
         hysteresis,
     }
@@ -655,47 +492,20 @@ fn compile_health(cx: &mut Ctx, h: RawHealth) -> HealthConfig {
     let r = h.retries.unwrap_or_default();
     let t = h.timeouts.unwrap_or_default();
     let breaker = BreakerConfig {
-        window: cx.duration(
-            "health.breaker.window",
-            b.window.as_ref(),
-            Duration::from_secs(60),
-        ),
+        window: cx.duration("health.breaker.window", b.window.as_ref(), Duration::from_secs(60)),
         consecutive_failures: b.consecutive_failures.unwrap_or(5),
         failure_rate: cx.share("health.breaker.failure_rate", b.failure_rate, 0.30),
         min_requests: b.min_requests.unwrap_or(10),
-        open_for: cx.duration(
-            "health.breaker.open_for",
-            b.open_for.as_ref(),
-            Duration::from_secs(120),
-        ),
+        open_for: cx.duration("health.breaker.open_for", b.open_for.as_ref(), Duration::from_secs(120)),
     };
     if breaker.consecutive_failures == 0 {
-        cx.err(
-            "health.breaker.consecutive_failures",
-            "must be greater than 0",
-        );
+        cx.err("health.breaker.consecutive_failures", "must be greater than 0");
     }
     let timeouts = TimeoutConfig {
-        connect: cx.duration(
-            "health.timeouts.connect",
-            t.connect.as_ref(),
-            Duration::from_secs(2),
-        ),
-        first_token: cx.duration(
-            "health.timeouts.first_token",
-            t.first_token.as_ref(),
-            Duration::from_secs(15),
-        ),
-        idle: cx.duration(
-            "health.timeouts.idle",
-            t.idle.as_ref(),
-            Duration::from_secs(30),
-        ),
-        total: cx.duration(
-            "health.timeouts.total",
-            t.total.as_ref(),
-            Duration::from_secs(120),
-        ),
+        connect: cx.duration("health.timeouts.connect", t.connect.as_ref(), Duration::from_secs(2)),
+        first_token: cx.duration("health.timeouts.first_token", t.first_token.as_ref(), Duration::from_secs(15)),
+        idle: cx.duration("health.timeouts.idle", t.idle.as_ref(), Duration::from_secs(30)),
+        total: cx.duration("health.timeouts.total", t.total.as_ref(), Duration::from_secs(120)),
     };
     for (name, d) in [
         ("connect", timeouts.connect),
@@ -708,51 +518,29 @@ fn compile_health(cx: &mut Ctx, h: RawHealth) -> HealthConfig {
         }
     }
     HealthConfig {
-        dead_ttl: cx.duration(
-            "health.dead_ttl",
-            h.dead_ttl.as_ref(),
-            Duration::from_secs(3600),
-        ),
+        dead_ttl: cx.duration("health.dead_ttl", h.dead_ttl.as_ref(), Duration::from_secs(3600)),
         breaker,
         retries: RetryConfig {
             max: r.max.unwrap_or(1),
-            backoff: cx.duration(
-                "health.retries.backoff",
-                r.backoff.as_ref(),
-                Duration::from_millis(50),
-            ),
+            backoff: cx.duration("health.retries.backoff", r.backoff.as_ref(), Duration::from_millis(50)),
             jitter: cx.share("health.retries.jitter", r.jitter, 0.5),
         },
         timeouts,
     }
 }
 
-fn model_ref(
-    cx: &mut Ctx,
-    path: &str,
-    text: &str,
-    providers: &IndexMap<String, ProviderConfig>,
-) -> Option<ModelRef> {
+fn model_ref(cx: &mut Ctx, path: &str, text: &str, providers: &IndexMap<String, ProviderConfig>) -> Option<ModelRef> {
     let Some(r) = ModelRef::parse(text) else {
-        cx.err(
-            path,
-            format!("expected a model ref `provider/model-id`, got `{text}`"),
-        );
+        cx.err(path, format!("expected a model ref `provider/model-id`, got `{text}`"));
         return None;
     };
     match providers.get(&r.provider) {
         None => {
-            cx.err(
-                path,
-                format!("unknown provider `{}` in `{text}`", r.provider),
-            );
+            cx.err(path, format!("unknown provider `{}` in `{text}`", r.provider));
             None
         }
         Some(p) if p.kind == ProviderKind::Mock && !p.models.iter().any(|m| m.id == r.model) => {
-            cx.err(
-                path,
-                format!("mock provider `{}` has no model `{}`", r.provider, r.model),
-            );
+            cx.err(path, format!("mock provider `{}` has no model `{}`", r.provider, r.model));
             None
         }
         Some(_) => Some(r),
@@ -767,10 +555,7 @@ fn compile_cascade(
 ) -> Option<CascadeConfig> {
     let path = format!("cascades.{name}");
     if name == "auto" || name.contains('/') {
-        cx.err(
-            &path,
-            "a cascade cannot be named `auto` or contain `/` (those select other things)",
-        );
+        cx.err(&path, "a cascade cannot be named `auto` or contain `/` (those select other things)");
     }
     let discovery_keys = [
         ("strategy", c.strategy.is_some()),
@@ -790,10 +575,7 @@ fn compile_cascade(
             }
         }
         if models.is_empty() {
-            cx.err(
-                format!("{path}.models"),
-                "a fixed chain needs at least one model",
-            );
+            cx.err(format!("{path}.models"), "a fixed chain needs at least one model");
         }
         let refs = models
             .iter()
@@ -807,7 +589,10 @@ fn compile_cascade(
             Some("quality_first") => Strategy::QualityFirst,
             Some("cheapest_first") => Strategy::CheapestFirst,
             Some(other) => {
-                cx.err(format!("{path}.strategy"), format!("unknown strategy `{other}`: expected speed_first, quality_first or cheapest_first"));
+                cx.err(
+                    format!("{path}.strategy"),
+                    format!("unknown strategy `{other}`: expected speed_first, quality_first or cheapest_first"),
+                );
                 Strategy::SpeedFirst
             }
         };
@@ -821,25 +606,16 @@ fn compile_cascade(
         let source_providers = c.providers.unwrap_or_default();
         for (i, p) in source_providers.iter().enumerate() {
             if !providers.contains_key(p) {
-                cx.err(
-                    format!("{path}.providers[{i}]"),
-                    format!("unknown provider `{p}`"),
-                );
+                cx.err(format!("{path}.providers[{i}]"), format!("unknown provider `{p}`"));
             }
         }
         if source_providers.is_empty() && preferred.is_empty() {
-            cx.err(
-                &path,
-                "a cascade needs `models`, or discovery settings with `providers` or `preferred`",
-            );
+            cx.err(&path, "a cascade needs `models`, or discovery settings with `providers` or `preferred`");
         }
         let f = c.filters.unwrap_or_default();
         if let Some(m) = f.max_cost_per_1m {
             if m < 0.0 || m.is_nan() {
-                cx.err(
-                    format!("{path}.filters.max_cost_per_1m"),
-                    "cannot be negative",
-                );
+                cx.err(format!("{path}.filters.max_cost_per_1m"), "cannot be negative");
             }
         }
         let size = c.size.unwrap_or(10);
@@ -860,17 +636,9 @@ fn compile_cascade(
             size,
         })
     };
-    let last_resort = c
-        .last_resort
-        .as_ref()
-        .and_then(|m| model_ref(cx, &format!("{path}.last_resort"), m, providers));
-    let hedge_after = c.hedge_after.as_ref().map(|h| {
-        cx.duration(
-            &format!("{path}.hedge_after"),
-            Some(h),
-            Duration::from_secs(2),
-        )
-    });
+    let last_resort = c.last_resort.as_ref().and_then(|m| model_ref(cx, &format!("{path}.last_resort"), m, providers));
+    let hedge_after =
+        c.hedge_after.as_ref().map(|h| cx.duration(&format!("{path}.hedge_after"), Some(h), Duration::from_secs(2)));
     let daily_budget_usd = c.budget.map(|b| {
         if b.daily_usd < 0.0 || b.daily_usd.is_nan() {
             cx.err(format!("{path}.budget.daily_usd"), "cannot be negative");
@@ -893,40 +661,23 @@ fn compile_prompt(cx: &mut Ctx, i: usize, p: RawPrompt, base_dir: &Path) -> Prom
         cx.err(format!("{path}.match"), "empty pattern");
     }
     if p.system_prefix.is_none() && p.template.is_none() {
-        cx.err(
-            &path,
-            "a prompt variant needs `system_prefix` or `template`",
-        );
+        cx.err(&path, "a prompt variant needs `system_prefix` or `template`");
     }
     let template = p.template.map(|t| {
         let file = base_dir.join(&t);
         if !file.is_file() {
-            cx.err(
-                format!("{path}.template"),
-                format!("file not found: {}", file.display()),
-            );
+            cx.err(format!("{path}.template"), format!("file not found: {}", file.display()));
         }
         file
     });
-    PromptRule {
-        pattern: p.match_,
-        version: p.version,
-        system_prefix: p.system_prefix,
-        template,
-    }
+    PromptRule { pattern: p.match_, version: p.version, system_prefix: p.system_prefix, template }
 }
 
 fn compile_alerts(cx: &mut Ctx, a: RawAlerts) -> AlertsConfig {
     let telegram = a.telegram.map(|t| {
-        let base = t
-            .api_base
-            .unwrap_or_else(|| "https://api.telegram.org".to_string());
+        let base = t.api_base.unwrap_or_else(|| "https://api.telegram.org".to_string());
         check_url(cx, "alerts.telegram.api_base", &base);
-        (
-            Secret::new(t.bot_token),
-            t.chat_id,
-            base.trim_end_matches('/').to_string(),
-        )
+        (Secret::new(t.bot_token), t.chat_id, base.trim_end_matches('/').to_string())
     });
     let webhook = a.webhook.map(|w| {
         check_url(cx, "alerts.webhook.url", &w.url);
@@ -934,23 +685,12 @@ fn compile_alerts(cx: &mut Ctx, a: RawAlerts) -> AlertsConfig {
     });
     let fallback_share = a.fallback_share.map(|f| {
         let share = cx.share("alerts.fallback_share.above", Some(f.above), 0.2);
-        (
-            share,
-            cx.duration(
-                "alerts.fallback_share.for",
-                Some(&f.for_),
-                Duration::from_secs(600),
-            ),
-        )
+        (share, cx.duration("alerts.fallback_share.for", Some(&f.for_), Duration::from_secs(600)))
     });
     AlertsConfig {
         telegram,
         webhook,
         fallback_share,
-        repeat_after: cx.duration(
-            "alerts.repeat_after",
-            a.repeat_after.as_ref(),
-            Duration::from_secs(1800),
-        ),
+        repeat_after: cx.duration("alerts.repeat_after", a.repeat_after.as_ref(), Duration::from_secs(1800)),
     }
 }

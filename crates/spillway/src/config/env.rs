@@ -26,11 +26,7 @@ fn walk(value: &mut Value, path: String, lookup: Lookup<'_>, errors: &mut Vec<Co
             }
             match expand(s, lookup) {
                 Ok((expanded, whole)) => {
-                    *value = if whole {
-                        typed(expanded)
-                    } else {
-                        Value::String(expanded)
-                    };
+                    *value = if whole { typed(expanded) } else { Value::String(expanded) };
                 }
                 Err(msg) => errors.push(ConfigError::new(&path, msg)),
             }
@@ -44,16 +40,9 @@ fn walk(value: &mut Value, path: String, lookup: Lookup<'_>, errors: &mut Vec<Co
             for (k, v) in map.iter_mut() {
                 let key = match k {
                     Value::String(s) => s.clone(),
-                    other => serde_yaml_ng::to_string(other)
-                        .unwrap_or_default()
-                        .trim()
-                        .to_string(),
+                    other => serde_yaml_ng::to_string(other).unwrap_or_default().trim().to_string(),
                 };
-                let child = if path.is_empty() {
-                    key
-                } else {
-                    format!("{path}.{key}")
-                };
+                let child = if path.is_empty() { key } else { format!("{path}.{key}") };
                 walk(v, child, lookup, errors);
             }
         }
@@ -96,9 +85,7 @@ fn expand(s: &str, lookup: Lookup<'_>) -> Result<(String, bool), String> {
             literal = true;
             rest = tail;
         } else if let Some(tail) = after.strip_prefix("${") {
-            let end = tail
-                .find('}')
-                .ok_or_else(|| format!("unclosed `${{` in `{s}`"))?;
+            let end = tail.find('}').ok_or_else(|| format!("unclosed `${{` in `{s}`"))?;
             let expr = &tail[..end];
             let (name, default) = match expr.split_once(":-") {
                 Some((n, d)) => (n, Some(d)),
@@ -112,8 +99,8 @@ fn expand(s: &str, lookup: Lookup<'_>) -> Result<(String, bool), String> {
                 (None, Some(d)) => out.push_str(d),
                 (None, None) => {
                     return Err(format!(
-                    "environment variable {name} is not set (and `${{{name}}}` has no `:-default`)"
-                ))
+                        "environment variable {name} is not set (and `${{{name}}}` has no `:-default`)"
+                    ))
                 }
             }
             vars += 1;
@@ -124,11 +111,7 @@ fn expand(s: &str, lookup: Lookup<'_>) -> Result<(String, bool), String> {
         }
     }
     out.push_str(rest);
-    let whole = vars == 1
-        && !literal
-        && s.starts_with("${")
-        && s.ends_with('}')
-        && s.matches("${").count() == 1;
+    let whole = vars == 1 && !literal && s.starts_with("${") && s.ends_with('}') && s.matches("${").count() == 1;
     Ok((out, whole))
 }
 
@@ -153,8 +136,7 @@ mod tests {
 
     #[test]
     fn substitutes_defaults_and_types() {
-        let (v, errors) =
-            run("a: ${KEY}\nb: x-${KEY}-y\nc: ${MISSING:-dflt}\nd: ${NUM}\ne: $${KEY}\nf: a$b");
+        let (v, errors) = run("a: ${KEY}\nb: x-${KEY}-y\nc: ${MISSING:-dflt}\nd: ${NUM}\ne: $${KEY}\nf: a$b");
         assert!(errors.is_empty(), "{errors:?}");
         assert_eq!(v["a"], Value::String("sk-1".into()));
         assert_eq!(v["b"], Value::String("x-sk-1-y".into()));
@@ -166,12 +148,10 @@ mod tests {
 
     #[test]
     fn missing_variables_are_reported_with_paths() {
-        let (_, errors) =
-            run("providers:\n  groq:\n    api_key: ${GROQ_API_KEY}\nlist: [ok, '${NOPE}']");
+        let (_, errors) = run("providers:\n  groq:\n    api_key: ${GROQ_API_KEY}\nlist: [ok, '${NOPE}']");
         let text: Vec<String> = errors.iter().map(|e| e.to_string()).collect();
         assert_eq!(text.len(), 2, "{text:?}");
-        assert!(text[0]
-            .starts_with("providers.groq.api_key: environment variable GROQ_API_KEY is not set"));
+        assert!(text[0].starts_with("providers.groq.api_key: environment variable GROQ_API_KEY is not set"));
         assert!(text[1].starts_with("list[1]: environment variable NOPE"));
     }
 }

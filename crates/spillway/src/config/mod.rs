@@ -36,10 +36,7 @@ pub struct ConfigError {
 impl ConfigError {
     /// Builds an error at `path`.
     pub fn new(path: &str, message: impl Into<String>) -> Self {
-        Self {
-            path: path.to_string(),
-            message: message.into(),
-        }
+        Self { path: path.to_string(), message: message.into() }
     }
 }
 
@@ -412,10 +409,7 @@ impl ModelRef {
         if provider.is_empty() || model.is_empty() {
             return None;
         }
-        Some(Self {
-            provider: provider.to_string(),
-            model: model.to_string(),
-        })
+        Some(Self { provider: provider.to_string(), model: model.to_string() })
     }
 }
 
@@ -540,22 +534,23 @@ pub struct HandoffConfig {
 
 /// Reads and compiles a config file.
 pub fn load_file(path: &Path) -> Result<Config, ConfigErrors> {
-    let text = std::fs::read_to_string(path).map_err(|e| {
-        ConfigErrors(vec![ConfigError::new(
-            "",
-            format!("cannot read {}: {e}", path.display()),
-        )])
-    })?;
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| ConfigErrors(vec![ConfigError::new("", format!("cannot read {}: {e}", path.display()))]))?;
     let lookup = |name: &str| std::env::var(name).ok();
     load_str(&text, Some(path), &lookup)
 }
 
 /// Compiles config text; `source` anchors relative paths.
-pub fn load_str(
-    text: &str,
-    source: Option<&Path>,
-    lookup: env::Lookup<'_>,
-) -> Result<Config, ConfigErrors> {
+pub fn load_str(text: &str, source: Option<&Path>, lookup: env::Lookup<'_>) -> Result<Config, ConfigErrors> {
     let raw = shape::parse(text, lookup)?;
     compile::compile(raw, source)
+}
+
+/// The JSON Schema of the config file (draft 2020-12), for editors; kept in
+/// `docs/spillway.schema.json` (a test fails when that copy is stale).
+pub fn json_schema() -> String {
+    let schema = schemars::schema_for!(raw::RawConfig);
+    let mut text = serde_json::to_string_pretty(&schema).unwrap_or_default();
+    text.push('\n');
+    text
 }

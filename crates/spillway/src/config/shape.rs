@@ -16,22 +16,13 @@ const MAX_ERRORS: usize = 200;
 
 /// Parses `text` into a [`RawConfig`]; `Err` when the YAML itself is broken
 /// or variables are missing, otherwise the config plus any shape errors.
-pub fn parse(
-    text: &str,
-    lookup: env::Lookup<'_>,
-) -> Result<(RawConfig, Vec<ConfigError>), ConfigErrors> {
+pub fn parse(text: &str, lookup: env::Lookup<'_>) -> Result<(RawConfig, Vec<ConfigError>), ConfigErrors> {
     let mut value: Value = match serde_yaml_ng::from_str(text) {
         Ok(Value::Null) => Value::Mapping(Default::default()),
         Ok(v) => v,
         Err(e) => {
-            let at = e
-                .location()
-                .map(|l| format!(" (line {}, column {})", l.line(), l.column()))
-                .unwrap_or_default();
-            return Err(ConfigErrors(vec![ConfigError::new(
-                "",
-                format!("not valid YAML{at}: {e}"),
-            )]));
+            let at = e.location().map(|l| format!(" (line {}, column {})", l.line(), l.column())).unwrap_or_default();
+            return Err(ConfigErrors(vec![ConfigError::new("", format!("not valid YAML{at}: {e}"))]));
         }
     };
     let mut errors = Vec::new();

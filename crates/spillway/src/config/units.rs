@@ -14,23 +14,18 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
     if s.is_empty() {
         return Err("expected a duration such as 250ms, 2s, 10m, 12h".into());
     }
-    let bad = || {
-        format!("invalid duration `{text}`: expected a number with a unit (ms, s, m, h, d), e.g. 250ms, 2s, 10m")
-    };
+    let bad =
+        || format!("invalid duration `{text}`: expected a number with a unit (ms, s, m, h, d), e.g. 250ms, 2s, 10m");
     let mut total = 0f64;
     let mut rest = s;
     while !rest.is_empty() {
-        let num_len = rest
-            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-            .ok_or_else(bad)?;
+        let num_len = rest.find(|c: char| !(c.is_ascii_digit() || c == '.')).ok_or_else(bad)?;
         if num_len == 0 {
             return Err(bad());
         }
         let value: f64 = rest[..num_len].parse().map_err(|_| bad())?;
         rest = &rest[num_len..];
-        let unit_len = rest
-            .find(|c: char| c.is_ascii_digit() || c == '.')
-            .unwrap_or(rest.len());
+        let unit_len = rest.find(|c: char| c.is_ascii_digit() || c == '.').unwrap_or(rest.len());
         let factor = match &rest[..unit_len] {
             "ms" => 0.001,
             "s" => 1.0,
@@ -52,12 +47,8 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
 /// `B`, `KB`/`MB`/`GB` (powers of 1000) or `KiB`/`MiB`/`GiB` (powers of 1024).
 pub fn parse_size(text: &str) -> Result<u64, String> {
     let s = text.trim();
-    let split = s
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(s.len());
-    let bad = || {
-        format!("invalid size `{text}`: expected bytes or a number with a unit (KiB, MiB, GiB, KB, MB, GB)")
-    };
+    let split = s.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(s.len());
+    let bad = || format!("invalid size `{text}`: expected bytes or a number with a unit (KiB, MiB, GiB, KB, MB, GB)");
     if split == 0 {
         return Err(bad());
     }
@@ -89,10 +80,7 @@ mod tests {
         assert_eq!(parse_duration("2s").unwrap(), Duration::from_secs(2));
         assert_eq!(parse_duration("10m").unwrap(), Duration::from_secs(600));
         assert_eq!(parse_duration("12h").unwrap(), Duration::from_secs(43_200));
-        assert_eq!(
-            parse_duration("30d").unwrap(),
-            Duration::from_secs(30 * 86_400)
-        );
+        assert_eq!(parse_duration("30d").unwrap(), Duration::from_secs(30 * 86_400));
         assert_eq!(parse_duration("1m30s").unwrap(), Duration::from_secs(90));
         assert_eq!(parse_duration("1.5s").unwrap(), Duration::from_millis(1500));
         for bad in ["", "5", "s", "5x", "-1s", "1 s", "ms5"] {

@@ -51,10 +51,7 @@ pub struct Move {
 impl CascadeDiff {
     /// Nothing changed: no alert.
     pub fn is_empty(&self) -> bool {
-        self.added.is_empty()
-            && self.removed.is_empty()
-            && self.upgraded.is_empty()
-            && self.moved.is_empty()
+        self.added.is_empty() && self.removed.is_empty() && self.upgraded.is_empty() && self.moved.is_empty()
     }
 }
 
@@ -104,10 +101,7 @@ pub fn diff(cascade: &str, old: &[String], new: &[String]) -> CascadeDiff {
             .max_by(|a, b| a.1.cmp(&b.1));
         match newest {
             Some((i, _)) => {
-                upgraded.push(Upgrade {
-                    from: (*gone).clone(),
-                    to: added.remove(i).clone(),
-                });
+                upgraded.push(Upgrade { from: (*gone).clone(), to: added.remove(i).clone() });
                 false
             }
             None => true,
@@ -128,11 +122,8 @@ pub fn diff(cascade: &str, old: &[String], new: &[String]) -> CascadeDiff {
 /// new order). Cascades are short, so the quadratic LIS is fine.
 fn moves(old: &[String], new: &[String]) -> Vec<Move> {
     // (old index, new index) of the kept models, in new order.
-    let kept: Vec<(usize, usize)> = new
-        .iter()
-        .enumerate()
-        .filter_map(|(ni, r)| old.iter().position(|o| o == r).map(|oi| (oi, ni)))
-        .collect();
+    let kept: Vec<(usize, usize)> =
+        new.iter().enumerate().filter_map(|(ni, r)| old.iter().position(|o| o == r).map(|oi| (oi, ni))).collect();
     let n = kept.len();
     let mut len = vec![1usize; n];
     let mut prev = vec![usize::MAX; n];
@@ -153,11 +144,7 @@ fn moves(old: &[String], new: &[String]) -> Vec<Move> {
     kept.iter()
         .zip(in_order)
         .filter(|(_, stayed)| !stayed)
-        .map(|(&(oi, ni), _)| Move {
-            model_ref: new[ni].clone(),
-            from: oi + 1,
-            to: ni + 1,
-        })
+        .map(|(&(oi, ni), _)| Move { model_ref: new[ni].clone(), from: oi + 1, to: ni + 1 })
         .collect()
 }
 
@@ -190,14 +177,9 @@ pub fn family_version(model_ref: &str) -> (String, Version) {
     let mut version = Version::default();
     // Consecutive number runs (`3-5` in `claude-3-5-sonnet`) are one `#`.
     let mut in_version = false;
-    for token in lower
-        .split(['-', '_', ':', '/', '@'])
-        .filter(|t| !t.is_empty())
-    {
-        let is_size = parse_size_token(token).is_some()
-            || token
-                .strip_prefix('a')
-                .is_some_and(|t| parse_size_token(t).is_some());
+    for token in lower.split(['-', '_', ':', '/', '@']).filter(|t| !t.is_empty()) {
+        let is_size =
+            parse_size_token(token).is_some() || token.strip_prefix('a').is_some_and(|t| parse_size_token(t).is_some());
         if is_size {
             push_part(&mut family, token);
             in_version = false;
@@ -272,10 +254,7 @@ mod tests {
 
         let (f1, v1) = family_version("groq/qwen2.5-32b");
         let (f2, v2) = family_version("groq/qwen3-32b");
-        assert_eq!(
-            (f1.as_str(), v1.release.as_slice()),
-            ("groq/qwen/#/32b", &[2, 5][..])
-        );
+        assert_eq!((f1.as_str(), v1.release.as_slice()), ("groq/qwen/#/32b", &[2, 5][..]));
         assert_eq!(f1, f2);
         assert!(v2 > v1);
 
@@ -286,14 +265,8 @@ mod tests {
 
         let (f1, _) = family_version("or/qwen/qwen3-235b-a22b");
         assert_eq!(f1, "or/qwen/qwen/#/235b/a22b");
-        assert_ne!(
-            family_version("groq/llama-3.1-8b-instant").0,
-            family_version("groq/llama-3.3-70b-versatile").0
-        );
-        assert_ne!(
-            family_version("x/gemma-3-27b-it:free").0,
-            family_version("x/gemma-3-27b-it").0
-        );
+        assert_ne!(family_version("groq/llama-3.1-8b-instant").0, family_version("groq/llama-3.3-70b-versatile").0);
+        assert_ne!(family_version("x/gemma-3-27b-it:free").0, family_version("x/gemma-3-27b-it").0);
     }
 
     #[test]
@@ -301,28 +274,18 @@ mod tests {
         let old = refs(&["groq/llama-3.3-70b-versatile", "groq/llama-guard-4"]);
         let new = refs(&["groq/llama-3.3-70b-versatile", "groq/qwen3-235b"]);
         let d = diff("extraction", &old, &new);
-        assert_eq!(
-            d.to_string(),
-            "extraction: +groq/qwen3-235b, -groq/llama-guard-4 (removed)"
-        );
+        assert_eq!(d.to_string(), "extraction: +groq/qwen3-235b, -groq/llama-guard-4 (removed)");
         assert!(!d.is_empty());
     }
 
     #[test]
     fn upgrade_replaces_add_and_remove() {
         let old = refs(&["groq/llama-3.1-70b-versatile", "or/a"]);
-        let new = refs(&[
-            "groq/llama-3.2-70b-versatile",
-            "groq/llama-3.3-70b-versatile",
-            "or/a",
-        ]);
+        let new = refs(&["groq/llama-3.2-70b-versatile", "groq/llama-3.3-70b-versatile", "or/a"]);
         let d = diff("x", &old, &new);
         assert_eq!(
             d.upgraded,
-            vec![Upgrade {
-                from: old[0].clone(),
-                to: "groq/llama-3.3-70b-versatile".into()
-            }],
+            vec![Upgrade { from: old[0].clone(), to: "groq/llama-3.3-70b-versatile".into() }],
             "the newest replacement is paired"
         );
         assert_eq!(d.added, vec!["groq/llama-3.2-70b-versatile".to_owned()]);
@@ -348,14 +311,7 @@ mod tests {
 
         let reordered = refs(&["a/4", "a/1", "a/2", "a/3"]);
         let d = diff("c", &old, &reordered);
-        assert_eq!(
-            d.moved,
-            vec![Move {
-                model_ref: "a/4".into(),
-                from: 4,
-                to: 1
-            }]
-        );
+        assert_eq!(d.moved, vec![Move { model_ref: "a/4".into(), from: 4, to: 1 }]);
         assert_eq!(d.to_string(), "c: a/4 (moved #4 -> #1)");
     }
 

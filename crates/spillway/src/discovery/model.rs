@@ -111,9 +111,7 @@ impl ModelMeta {
 /// tokens match, the largest wins: it is the total, which is what "larger
 /// first" in `quality_first` means.
 pub fn parse_param_count(id: &str) -> Option<f64> {
-    id.split(['-', '_', ':', '/', '@'])
-        .filter_map(parse_size_token)
-        .max_by(f64::total_cmp)
+    id.split(['-', '_', ':', '/', '@']).filter_map(parse_size_token).max_by(f64::total_cmp)
 }
 
 /// One `[Nx]D[.D](b|m)` token, case-insensitive, in billions.
@@ -198,10 +196,7 @@ pub fn apply_hints(provider: &str, listed: Option<Vec<ModelMeta>>, hints: &[Stat
                 m
             })
             .collect();
-        return Merged {
-            models,
-            warnings: Vec::new(),
-        };
+        return Merged { models, warnings: Vec::new() };
     };
     let mut warnings = Vec::new();
     for hint in hints {
@@ -210,10 +205,9 @@ pub fn apply_hints(provider: &str, listed: Option<Vec<ModelMeta>>, hints: &[Stat
                 m.source = Source::ListedWithHint;
                 apply_one(m, hint);
             }
-            None => warnings.push(format!(
-                "{provider}/{}: static model is not in the provider's listing; ignored",
-                hint.id
-            )),
+            None => {
+                warnings.push(format!("{provider}/{}: static model is not in the provider's listing; ignored", hint.id))
+            }
         }
     }
     Merged { models, warnings }
@@ -282,28 +276,14 @@ mod tests {
         let mut listed = ModelMeta::new("local", "qwen2.5:7b");
         listed.context = Some(131_072);
         let hints = [
-            StaticHint {
-                id: "qwen2.5:7b".into(),
-                context: Some(8192),
-                quality: Some(3.0),
-                ..Default::default()
-            },
-            StaticHint {
-                id: "gone".into(),
-                ..Default::default()
-            },
+            StaticHint { id: "qwen2.5:7b".into(), context: Some(8192), quality: Some(3.0), ..Default::default() },
+            StaticHint { id: "gone".into(), ..Default::default() },
         ];
         let merged = apply_hints("local", Some(vec![listed]), &hints);
         assert_eq!(merged.models.len(), 1);
         let m = &merged.models[0];
-        assert_eq!(
-            (m.context, m.quality, m.source),
-            (Some(8192), Some(3.0), Source::ListedWithHint)
-        );
-        assert_eq!(
-            m.price_in_per_1m, None,
-            "unset hint fields keep the listed value"
-        );
+        assert_eq!((m.context, m.quality, m.source), (Some(8192), Some(3.0), Source::ListedWithHint));
+        assert_eq!(m.price_in_per_1m, None, "unset hint fields keep the listed value");
         assert_eq!(merged.warnings.len(), 1);
         assert!(merged.warnings[0].contains("local/gone"));
     }
@@ -339,11 +319,7 @@ mod tests {
         listed.free = true;
         listed.price_in_per_1m = Some(0.0);
         listed.price_out_per_1m = Some(0.0);
-        let hint = StaticHint {
-            id: "x:free".into(),
-            price_in_per_1m: Some(0.1),
-            ..Default::default()
-        };
+        let hint = StaticHint { id: "x:free".into(), price_in_per_1m: Some(0.1), ..Default::default() };
         let merged = apply_hints("or", Some(vec![listed]), &[hint]);
         assert!(!merged.models[0].free);
     }

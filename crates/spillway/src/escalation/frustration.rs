@@ -98,10 +98,7 @@ impl Signal {
 
     fn weight(self) -> f64 {
         match self {
-            Signal::RepeatedQuestion
-            | Signal::NotWorking
-            | Signal::Useless
-            | Signal::WantsHuman => 0.5,
+            Signal::RepeatedQuestion | Signal::NotWorking | Signal::Useless | Signal::WantsHuman => 0.5,
             Signal::Shouting => 0.35,
             Signal::Again | Signal::Persistent => 0.3,
             Signal::Punctuation => 0.2,
@@ -154,11 +151,7 @@ pub fn detect(messages: &[Value]) -> Frustration {
         .map(|(i, m)| {
             let text = prepare(user_text(m));
             let words = normalize(&text);
-            Turn {
-                text,
-                words,
-                follows_answer: first_answer.is_some_and(|a| a < i),
-            }
+            Turn { text, words, follows_answer: first_answer.is_some_and(|a| a < i) }
         })
         .collect();
 
@@ -174,11 +167,7 @@ pub fn detect(messages: &[Value]) -> Frustration {
         tokens.extend(turn.words.split(' ').filter(|w| !w.is_empty()));
         let hits = matcher.scan(&tokens);
         if hits.not_working {
-            let w = if turn.follows_answer {
-                Signal::NotWorking.weight()
-            } else {
-                OPENING_COMPLAINT_WEIGHT
-            };
+            let w = if turn.follows_answer { Signal::NotWorking.weight() } else { OPENING_COMPLAINT_WEIGHT };
             fire(Signal::NotWorking, w * decay);
         }
         complaint_turns += usize::from(hits.not_working || hits.useless);
@@ -199,19 +188,12 @@ pub fn detect(messages: &[Value]) -> Frustration {
     }
     if let Some((latest, earlier)) = turns.split_first() {
         let latest = content_stems(&latest.words);
-        if latest.len() >= 2
-            && earlier
-                .iter()
-                .any(|t| is_repeat(&latest, &content_stems(&t.words)))
-        {
+        if latest.len() >= 2 && earlier.iter().any(|t| is_repeat(&latest, &content_stems(&t.words))) {
             fire(Signal::RepeatedQuestion, Signal::RepeatedQuestion.weight());
         }
     }
 
-    let signals: Vec<Signal> = Signal::ALL
-        .into_iter()
-        .filter(|s| strength[*s as usize] > 0.0)
-        .collect();
+    let signals: Vec<Signal> = Signal::ALL.into_iter().filter(|s| strength[*s as usize] > 0.0).collect();
     let score = strength.iter().sum::<f64>().min(1.0);
     Frustration { score, signals }
 }
@@ -410,8 +392,7 @@ yes | not_working,useless,persistent_complaint | Почини код || Не р�
                 _ => ("user", turn.as_str()),
             };
             if role == "user" && messages.last().is_some_and(|m| m["role"] == "user") {
-                messages
-                    .push(json!({"role": "assistant", "content": "Here is what you can do: …"}));
+                messages.push(json!({"role": "assistant", "content": "Here is what you can do: …"}));
             }
             messages.push(json!({ "role": role, "content": text }));
         }
@@ -421,14 +402,9 @@ yes | not_working,useless,persistent_complaint | Почини код || Не р�
     #[test]
     fn table() {
         let mut count = 0;
-        for line in CASES
-            .lines()
-            .filter(|l| !l.is_empty() && !l.starts_with('#'))
-        {
+        for line in CASES.lines().filter(|l| !l.is_empty() && !l.starts_with('#')) {
             let cols: Vec<&str> = line.splitn(3, " | ").map(str::trim).collect();
-            let [expect, signals, spec] = cols[..] else {
-                panic!("bad case line: {line}")
-            };
+            let [expect, signals, spec] = cols[..] else { panic!("bad case line: {line}") };
             let got = detect(&conversation(spec));
             let labels: Vec<&str> = got.signals.iter().map(|s| s.label()).collect();
             let want: Vec<&str> = signals.split(',').filter(|s| *s != "-").collect();
@@ -457,9 +433,7 @@ yes | not_working,useless,persistent_complaint | Почини код || Не р�
     #[test]
     fn empty_and_odd_inputs() {
         assert_eq!(detect(&[]), Frustration::default());
-        assert!(
-            !detect(&[json!("not a message"), json!({"role":"user","content":7})]).is_frustrated()
-        );
+        assert!(!detect(&[json!("not a message"), json!({"role":"user","content":7})]).is_frustrated());
         assert!(!detect(&[json!({"role":"user"})]).is_frustrated());
     }
 
@@ -468,10 +442,7 @@ yes | not_working,useless,persistent_complaint | Почини код || Не р�
         let log = "log line 42: connection ok\n".repeat(2000);
         let text = format!("Here is my log:\n{log}\nIt STILL doesn't work!!! Useless.");
         let got = detect(&conversation(&format!("help || {text}")));
-        assert!(
-            got.has(Useless) && got.has(NotWorking) && got.has(Punctuation),
-            "{got:?}"
-        );
+        assert!(got.has(Useless) && got.has(NotWorking) && got.has(Punctuation), "{got:?}");
         // A multi-byte character right at a cut point must not panic.
         let cyr = format!("a{}", "ж".repeat(5000));
         assert!(!detect(&conversation(&cyr)).is_frustrated());

@@ -39,14 +39,8 @@ struct Word {
 impl Word {
     fn parse(word: &'static str) -> Self {
         match word.strip_suffix('*') {
-            Some(stem) => Word {
-                text: stem,
-                prefix: true,
-            },
-            None => Word {
-                text: word,
-                prefix: false,
-            },
+            Some(stem) => Word { text: stem, prefix: true },
+            None => Word { text: word, prefix: false },
         }
     }
 
@@ -128,8 +122,8 @@ impl Matcher {
                     continue;
                 }
                 let words = &self.parts[id];
-                found[id] = tokens.len() - at >= words.len()
-                    && words.iter().zip(&tokens[at..]).all(|(w, t)| w.matches(t));
+                found[id] =
+                    tokens.len() - at >= words.len() && words.iter().zip(&tokens[at..]).all(|(w, t)| w.matches(t));
             }
         }
         let mut hits = Hits::default();

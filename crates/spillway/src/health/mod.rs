@@ -1,8 +1,17 @@
-//! Upstream health: dead marks, the circuit breaker, and the read-only view
-//! the cascade runner consults before each attempt (SPEC §6).
+//! Upstream health: dead marks, circuit breakers, TTFT statistics, and the
+//! read-only view the cascade runner consults before each attempt (SPEC §6).
 //!
 //! - [`ratelimit`]: how long an upstream asked us to stay away, read from
 //!   `Retry-After` and the rate-limit headers of a 429 or of a normal answer
 //!   that says the quota is used up.
+//! - [`breaker`]: the state machine of one model's circuit breaker.
+//! - [`registry`]: per-model and per-provider health, shared across config
+//!   reloads; what the request path reads without I/O.
+//! - [`clock`]: wall-clock milliseconds that follow tokio's (pausable) clock.
 
+pub mod breaker;
+pub mod clock;
 pub mod ratelimit;
+pub mod registry;
+
+pub use registry::{DeadMark, DeadReason, HealthEvent, HealthRegistry, ModelHealth, ProviderHealth};

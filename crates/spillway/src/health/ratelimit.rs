@@ -28,10 +28,7 @@ use http::HeaderMap;
 
 /// `(remaining, reset)` header pairs; OpenRouter's unsuffixed pair is last.
 const PAIRS: [(&str, &str); 3] = [
-    (
-        "x-ratelimit-remaining-requests",
-        "x-ratelimit-reset-requests",
-    ),
+    ("x-ratelimit-remaining-requests", "x-ratelimit-reset-requests"),
     ("x-ratelimit-remaining-tokens", "x-ratelimit-reset-tokens"),
     ("x-ratelimit-remaining", "x-ratelimit-reset"),
 ];
@@ -63,10 +60,8 @@ pub fn parse_go_duration(s: &str) -> Option<Duration> {
         if int.is_empty() && frac.is_empty() {
             return None;
         }
-        let unit_len = after
-            .char_indices()
-            .find(|(_, c)| c.is_ascii_digit() || *c == '.')
-            .map_or(after.len(), |(i, _)| i);
+        let unit_len =
+            after.char_indices().find(|(_, c)| c.is_ascii_digit() || *c == '.').map_or(after.len(), |(i, _)| i);
         let (unit, after) = after.split_at(unit_len);
         let unit_ns: u128 = match unit {
             "ns" => 1,
@@ -119,11 +114,7 @@ pub fn retry_after(headers: &HeaderMap, now: SystemTime) -> Option<Duration> {
 pub fn reset_hint(headers: &HeaderMap, now: SystemTime) -> Option<Duration> {
     PAIRS
         .iter()
-        .filter(|(remaining, _)| {
-            header(headers, remaining)
-                .and_then(number)
-                .is_some_and(|n| n <= 0.0)
-        })
+        .filter(|(remaining, _)| header(headers, remaining).and_then(number).is_some_and(|n| n <= 0.0))
         .filter_map(|(_, reset)| reset_value(header(headers, reset)?, now))
         .max()
 }
@@ -136,12 +127,7 @@ pub fn reset_hint(headers: &HeaderMap, now: SystemTime) -> Option<Duration> {
 pub fn rate_limit_reset(headers: &HeaderMap, now: SystemTime) -> Option<Duration> {
     retry_after(headers, now)
         .or_else(|| reset_hint(headers, now))
-        .or_else(|| {
-            PAIRS
-                .iter()
-                .filter_map(|(_, reset)| reset_value(header(headers, reset)?, now))
-                .max()
-        })
+        .or_else(|| PAIRS.iter().filter_map(|(_, reset)| reset_value(header(headers, reset)?, now)).max())
 }
 
 fn header<'h>(headers: &'h HeaderMap, name: &str) -> Option<&'h str> {
@@ -189,10 +175,7 @@ mod tests {
         let mut h = HeaderMap::new();
         for (k, v) in pairs {
             // from_bytes lowercases, so the cases can spell names as servers do.
-            h.append(
-                http::HeaderName::from_bytes(k.as_bytes()).unwrap(),
-                v.parse().unwrap(),
-            );
+            h.append(http::HeaderName::from_bytes(k.as_bytes()).unwrap(), v.parse().unwrap());
         }
         h
     }
@@ -248,14 +231,8 @@ mod tests {
             (&[("retry-after", "-4")], ms(0)),
             (&[("retry-after-ms", "250")], ms(250)),
             (&[("retry-after-ms", "250"), ("retry-after", "9")], ms(250)),
-            (
-                &[("retry-after-ms", "soon"), ("retry-after", "9")],
-                ms(9000),
-            ),
-            (
-                &[("retry-after", "Wed, 01 Jan 2025 00:01:30 GMT")],
-                ms(90_000),
-            ),
+            (&[("retry-after-ms", "soon"), ("retry-after", "9")], ms(9000)),
+            (&[("retry-after", "Wed, 01 Jan 2025 00:01:30 GMT")], ms(90_000)),
             (&[("retry-after", "Tue, 31 Dec 2024 23:00:00 GMT")], ms(0)),
             (&[("retry-after", "tomorrow")], None),
             (&[("retry-after", "NaN")], None),
@@ -297,28 +274,10 @@ mod tests {
                 ],
                 ms(360_000),
             ),
-            (
-                &[
-                    ("x-ratelimit-remaining-requests", "3"),
-                    ("x-ratelimit-reset-requests", "1s"),
-                ],
-                None,
-            ),
+            (&[("x-ratelimit-remaining-requests", "3"), ("x-ratelimit-reset-requests", "1s")], None),
             (&[("x-ratelimit-remaining-tokens", "0")], None),
-            (
-                &[
-                    ("x-ratelimit-remaining-tokens", "0"),
-                    ("x-ratelimit-reset-tokens", "whenever"),
-                ],
-                None,
-            ),
-            (
-                &[
-                    ("X-RateLimit-Remaining", "0"),
-                    ("X-RateLimit-Reset", "1735689660000"),
-                ],
-                ms(60_000),
-            ),
+            (&[("x-ratelimit-remaining-tokens", "0"), ("x-ratelimit-reset-tokens", "whenever")], None),
+            (&[("X-RateLimit-Remaining", "0"), ("X-RateLimit-Reset", "1735689660000")], ms(60_000)),
         ];
         for (h, want) in cases {
             assert_eq!(reset_hint(&headers(h), now()), *want, "{h:?}");
@@ -334,18 +293,9 @@ mod tests {
             ("x-ratelimit-reset-tokens", "7.66s"),
         ];
         let cases: &[Case] = &[
-            (
-                &[("retry-after", "2"), ("x-ratelimit-reset-tokens", "7.66s")],
-                ms(2000),
-            ),
+            (&[("retry-after", "2"), ("x-ratelimit-reset-tokens", "7.66s")], ms(2000)),
             (&groq_tokens, ms(7660)),
-            (
-                &[
-                    ("x-ratelimit-reset-requests", "120ms"),
-                    ("x-ratelimit-reset-tokens", "1.5s"),
-                ],
-                ms(1500),
-            ),
+            (&[("x-ratelimit-reset-requests", "120ms"), ("x-ratelimit-reset-tokens", "1.5s")], ms(1500)),
             // OpenRouter: epoch milliseconds, epoch seconds, seconds from now.
             (&[("x-ratelimit-reset", "1735689630000")], ms(30_000)),
             (&[("x-ratelimit-reset", "1735689610")], ms(10_000)),

@@ -16,16 +16,29 @@
 //! - [`profile`]: profiles, the hysteresis selector, and the staleness rule
 //!   ("three failed intervals make the load unknown").
 //! - [`rewrite`]: adding the profile's system prompt and scaling `max_tokens`.
+//!
+//! The moving parts around them:
+//!
+//! - [`registry`]: the published load and profile per provider, read by
+//!   the request path with one atomic load.
+//! - [`monitor`]: the background job per provider that polls its source.
+//! - [`gpu`]: the real NVML reader behind [`GpuReader`].
+//! - [`tokens`]: counting generated tokens in answers for `token_velocity`.
 
+pub mod gpu;
+pub mod monitor;
 pub mod nvml;
 pub mod profile;
 pub mod prometheus;
+pub mod registry;
 pub mod rewrite;
+pub mod tokens;
 pub mod velocity;
 pub mod vllm;
 
 pub use nvml::{gpu_load, GpuReader};
 pub use profile::{Profile, ProfileSelector, Staleness};
+pub use registry::{LoadRegistry, LoadSnapshot, NotEmulated, ProviderLoad};
 pub use rewrite::apply_profile;
 pub use velocity::VelocityMeter;
 pub use vllm::vllm_load;
@@ -62,6 +75,17 @@ pub enum LoadError {
         /// The reader's description of the failure.
         message: String,
     },
+    /// Fetching the reading failed (connection refused, HTTP error status,
+    /// a cut body).
+    #[error("fetch failed: {0}")]
+    Fetch(String),
+    /// The reading took longer than the poll interval.
+    #[error("no reading within the poll interval")]
+    Timeout,
+    /// The source cannot work on this machine (NVML without an NVIDIA
+    /// driver); the load stays unknown until a restart or reload.
+    #[error("source unavailable: {0}")]
+    Unavailable(String),
 }
 
 impl LoadError {
@@ -72,6 +96,9 @@ impl LoadError {
             LoadError::NoMetrics => "no_metrics",
             LoadError::NoDevices => "no_devices",
             LoadError::Gpu { .. } => "gpu",
+            LoadError::Fetch(_) => "fetch",
+            LoadError::Timeout => "timeout",
+            LoadError::Unavailable(_) => "unavailable",
         }
     }
 }

@@ -35,9 +35,7 @@ pub fn gpu_load(reader: &dyn GpuReader, devices: &[u32]) -> Result<f64, LoadErro
     }
     let mut max = 0u32;
     for &device in devices {
-        let percent = reader
-            .utilization(device)
-            .map_err(|message| LoadError::Gpu { device, message })?;
+        let percent = reader.utilization(device).map_err(|message| LoadError::Gpu { device, message })?;
         max = max.max(percent.min(100));
     }
     Ok(f64::from(max) / 100.0)
@@ -57,10 +55,7 @@ mod tests {
     impl Fake {
         fn new(answers: &[(u32, Result<u32, &str>)]) -> Self {
             Fake {
-                answers: answers
-                    .iter()
-                    .map(|(d, r)| (*d, r.map_err(str::to_owned)))
-                    .collect(),
+                answers: answers.iter().map(|(d, r)| (*d, r.map_err(str::to_owned))).collect(),
                 asked: RefCell::new(Vec::new()),
             }
         }
@@ -97,19 +92,10 @@ mod tests {
     fn one_failing_device_fails_the_reading() {
         let fake = Fake::new(&[(0, Ok(10)), (1, Err("NotSupported"))]);
         let err = gpu_load(&fake, &[0, 1]).unwrap_err();
-        assert_eq!(
-            err,
-            LoadError::Gpu {
-                device: 1,
-                message: "NotSupported".into()
-            }
-        );
+        assert_eq!(err, LoadError::Gpu { device: 1, message: "NotSupported".into() });
         assert_eq!(err.to_string(), "GPU 1: NotSupported");
         assert_eq!(err.metric_label(), "gpu");
-        assert!(matches!(
-            gpu_load(&fake, &[7]),
-            Err(LoadError::Gpu { device: 7, .. })
-        ));
+        assert!(matches!(gpu_load(&fake, &[7]), Err(LoadError::Gpu { device: 7, .. })));
     }
 
     #[test]

@@ -26,12 +26,7 @@ pub struct Profile {
 impl Profile {
     /// A profile that changes nothing, e.g. the usual first `normal` one.
     pub fn plain(name: impl Into<String>, below: Option<f64>) -> Self {
-        Profile {
-            name: name.into(),
-            below,
-            system_prompt: None,
-            max_tokens_factor: None,
-        }
+        Profile { name: name.into(), below, system_prompt: None, max_tokens_factor: None }
     }
 
     /// `below`, with "none" as +∞ so comparisons need no special case.
@@ -63,11 +58,7 @@ impl ProfileSelector {
     /// A selector starting in the first profile. A negative or NaN
     /// `hysteresis` counts as 0.
     pub fn new(profiles: Vec<Profile>, hysteresis: f64) -> Self {
-        ProfileSelector {
-            profiles,
-            hysteresis: if hysteresis > 0.0 { hysteresis } else { 0.0 },
-            current: 0,
-        }
+        ProfileSelector { profiles, hysteresis: if hysteresis > 0.0 { hysteresis } else { 0.0 }, current: 0 }
     }
 
     /// The profiles, in config order; index with what [`Self::select`] returns.
@@ -93,12 +84,7 @@ impl ProfileSelector {
             return 0;
         };
         let last = self.profiles.len().saturating_sub(1);
-        let first_with = |margin: f64| {
-            self.profiles
-                .iter()
-                .position(|p| load < p.threshold() - margin)
-                .unwrap_or(last)
-        };
+        let first_with = |margin: f64| self.profiles.iter().position(|p| load < p.threshold() - margin).unwrap_or(last);
         let plain = first_with(0.0);
         if plain > self.current {
             self.current = plain;
@@ -138,11 +124,7 @@ impl Staleness {
 
     /// Unknown after `limit` consecutive failures (at least 1).
     pub fn new(limit: u32) -> Self {
-        Staleness {
-            last: None,
-            failures: 0,
-            limit: limit.max(1),
-        }
+        Staleness { last: None, failures: 0, limit: limit.max(1) }
     }
 
     /// Feeds one interval's outcome and returns the load to use now.
@@ -204,11 +186,7 @@ mod tests {
     }
 
     /// What the sequence shows, the loads, the profile chosen after each.
-    type Case = (
-        &'static str,
-        &'static [Option<f64>],
-        &'static [&'static str],
-    );
+    type Case = (&'static str, &'static [Option<f64>], &'static [&'static str]);
 
     #[test]
     fn hysteresis_sequences() {
@@ -238,11 +216,7 @@ mod tests {
                 &[Some(0.95), Some(0.88), Some(0.8699), Some(0.73), Some(0.70)],
                 &["lazy", "lazy", "tired", "tired", "normal"],
             ),
-            (
-                "a big drop skips straight to the first profile",
-                &[Some(0.99), Some(0.10)],
-                &["lazy", "normal"],
-            ),
+            ("a big drop skips straight to the first profile", &[Some(0.99), Some(0.10)], &["lazy", "normal"]),
             (
                 "a drop to the hysteresis band of a lower threshold stops there",
                 &[Some(0.99), Some(0.73)],
@@ -255,12 +229,7 @@ mod tests {
             ),
             (
                 "out-of-range readings",
-                &[
-                    Some(-1.0),
-                    Some(7.0),
-                    Some(f64::INFINITY),
-                    Some(f64::NEG_INFINITY),
-                ],
+                &[Some(-1.0), Some(7.0), Some(f64::INFINITY), Some(f64::NEG_INFINITY)],
                 &["normal", "lazy", "lazy", "normal"],
             ),
         ];
@@ -284,13 +253,8 @@ mod tests {
         assert_eq!(none.select(Some(0.5)), 0);
         assert!(none.current_profile().is_none());
         // Every profile has a `below` (config should forbid it): stay in the last.
-        let mut capped = ProfileSelector::new(
-            vec![
-                Profile::plain("a", Some(0.5)),
-                Profile::plain("b", Some(0.9)),
-            ],
-            0.0,
-        );
+        let mut capped =
+            ProfileSelector::new(vec![Profile::plain("a", Some(0.5)), Profile::plain("b", Some(0.9))], 0.0);
         assert_eq!(capped.select(Some(0.95)), 1);
         assert_eq!(capped.current_profile().map(|p| p.name.as_str()), Some("b"));
         let mut single = ProfileSelector::new(vec![Profile::plain("only", None)], 0.03);

@@ -43,10 +43,7 @@ pub struct Sample<'a> {
 impl Sample<'_> {
     /// The value of label `name`, if the sample has it.
     pub fn label(&self, name: &str) -> Option<&str> {
-        self.labels
-            .iter()
-            .find(|(k, _)| k == name)
-            .map(|(_, v)| v.as_ref())
+        self.labels.iter().find(|(k, _)| k == name).map(|(_, v)| v.as_ref())
     }
 }
 
@@ -58,10 +55,7 @@ pub fn samples(text: &str) -> impl Iterator<Item = Result<Sample<'_>, LoadError>
         if line.is_empty() || line.starts_with('#') {
             return None;
         }
-        Some(parse_line(line).map_err(|reason| LoadError::Parse {
-            line: i + 1,
-            reason,
-        }))
+        Some(parse_line(line).map_err(|reason| LoadError::Parse { line: i + 1, reason }))
     })
 }
 
@@ -134,10 +128,7 @@ impl<'a> Cursor<'a> {
                 Some(_) => self.pos += 1,
             }
         }
-        let raw = self
-            .s
-            .get(start..self.pos)
-            .ok_or("unterminated quoted string")?;
+        let raw = self.s.get(start..self.pos).ok_or("unterminated quoted string")?;
         self.pos += 1;
         if !escaped {
             return Ok(Cow::Borrowed(raw));
@@ -184,11 +175,7 @@ fn parse_line(line: &str) -> Result<Sample<'_>, &'static str> {
                 break;
             }
             let quoted = c.peek() == Some(b'"');
-            let key = if quoted {
-                c.quoted()?
-            } else {
-                Cow::Borrowed(c.name(false).ok_or("expected a label name")?)
-            };
+            let key = if quoted { c.quoted()? } else { Cow::Borrowed(c.name(false).ok_or("expected a label name")?) };
             c.blanks();
             if c.eat(b'=') {
                 c.blanks();
@@ -229,12 +216,7 @@ fn parse_line(line: &str) -> Result<Sample<'_>, &'static str> {
     if !matches!(c.peek(), None | Some(b'#')) {
         return Err("unexpected text after the sample");
     }
-    Ok(Sample {
-        name,
-        labels,
-        value,
-        timestamp_ms,
-    })
+    Ok(Sample { name, labels, value, timestamp_ms })
 }
 
 /// Go's `ParseFloat` spellings as Prometheus writes them. Rust's parser is
@@ -260,10 +242,7 @@ mod tests {
     #[test]
     fn plain_and_labelled_samples() {
         let s = one("process_open_fds 12");
-        assert_eq!(
-            (s.name.as_ref(), s.value, s.labels.len()),
-            ("process_open_fds", 12.0, 0)
-        );
+        assert_eq!((s.name.as_ref(), s.value, s.labels.len()), ("process_open_fds", 12.0, 0));
         let s = one("vllm:num_requests_running{engine=\"0\",model_name=\"t-lite\"} 8.0");
         assert_eq!(s.name, "vllm:num_requests_running");
         assert_eq!(s.label("model_name"), Some("t-lite"));
@@ -289,10 +268,7 @@ mod tests {
         assert_eq!(s.label("path"), Some(r"C:\dir"));
         assert_eq!(s.label("msg"), Some("say \"hi\"\nbye"));
         let s = one("m { a = \"1\" , b=\"}\" }\t2");
-        assert_eq!(
-            (s.label("a"), s.label("b"), s.value),
-            (Some("1"), Some("}"), 2.0)
-        );
+        assert_eq!((s.label("a"), s.label("b"), s.value), (Some("1"), Some("}"), 2.0));
         assert_eq!(one("m{} 4").labels.len(), 0);
         assert_eq!(one("m{a=\"1\"}5").value, 5.0);
         assert_eq!(one("m{a=\"ünïcødé ✓\"} 1").label("a"), Some("ünïcødé ✓"));
@@ -334,11 +310,7 @@ mod tests {
         ];
         for (line, reason) in cases {
             let text = format!("ok 1\n{line}\n");
-            assert_eq!(
-                parse(&text).unwrap_err(),
-                LoadError::Parse { line: 2, reason },
-                "{line}"
-            );
+            assert_eq!(parse(&text).unwrap_err(), LoadError::Parse { line: 2, reason }, "{line}");
         }
     }
 }

@@ -41,19 +41,13 @@ pub fn apply_profile(
             add_system_prompt(messages, prompt, single_system);
         }
     }
-    if let Some(factor) = profile
-        .max_tokens_factor
-        .filter(|f| f.is_finite() && *f > 0.0)
-    {
+    if let Some(factor) = profile.max_tokens_factor.filter(|f| f.is_finite() && *f > 0.0) {
         scale_max_tokens(req, factor, default_max_tokens);
     }
 }
 
 fn is_system(message: &Value) -> bool {
-    matches!(
-        message.get("role").and_then(Value::as_str),
-        Some("system" | "developer")
-    )
+    matches!(message.get("role").and_then(Value::as_str), Some("system" | "developer"))
 }
 
 fn add_system_prompt(messages: &mut Vec<Value>, prompt: &str, single_system: bool) {
@@ -110,10 +104,7 @@ fn scale_max_tokens(req: &mut Map<String, Value>, factor: f64, default_max_token
         }
     }
     if let (false, Some(default)) = (sent, default_max_tokens) {
-        req.insert(
-            "max_tokens".to_owned(),
-            Value::from(scaled(u64::from(default), factor)),
-        );
+        req.insert("max_tokens".to_owned(), Value::from(scaled(u64::from(default), factor)));
     }
 }
 
@@ -124,11 +115,7 @@ fn scaled(n: u64, factor: f64) -> u64 {
     // which a plain ceil would turn into 4: a product within rounding error
     // of an integer counts as that integer.
     let nearest = x.round();
-    let v = if (x - nearest).abs() <= 1e-9 * nearest.max(1.0) {
-        nearest
-    } else {
-        x.ceil()
-    };
+    let v = if (x - nearest).abs() <= 1e-9 * nearest.max(1.0) { nearest } else { x.ceil() };
     // `as` saturates, so a huge factor cannot wrap around.
     (v as u64).max(1)
 }
@@ -148,9 +135,7 @@ mod tests {
     }
 
     fn apply(req: Value, p: &Profile, default: Option<u32>, single: bool) -> Value {
-        let Value::Object(mut map) = req else {
-            panic!("not an object")
-        };
+        let Value::Object(mut map) = req else { panic!("not an object") };
         apply_profile(&mut map, p, default, single);
         Value::Object(map)
     }
@@ -164,10 +149,7 @@ mod tests {
             {"role":"system","content":"Answer briefly."},
             {"role":"user","content":"hi"}]});
         for single in [true, false] {
-            assert_eq!(
-                apply(req.clone(), &profile(BRIEF, None), None, single),
-                want
-            );
+            assert_eq!(apply(req.clone(), &profile(BRIEF, None), None, single), want);
         }
     }
 
@@ -197,10 +179,7 @@ mod tests {
         for content in [json!(""), json!(null)] {
             let req = json!({"messages":[{"role":"system","content":content}]});
             let got = apply(req, &profile(BRIEF, None), None, true);
-            assert_eq!(
-                got["messages"],
-                json!([{"role":"system","content":"Answer briefly."}])
-            );
+            assert_eq!(got["messages"], json!([{"role":"system","content":"Answer briefly."}]));
         }
         let req = json!({"messages":[{"role":"system"}]});
         let got = apply(req, &profile(BRIEF, None), None, true);
@@ -224,53 +203,20 @@ mod tests {
     #[test]
     fn odd_shapes_are_left_alone() {
         let weird = json!({"messages":[{"role":"system","content":42}]});
-        assert_eq!(
-            apply(weird.clone(), &profile(BRIEF, None), None, true),
-            weird
-        );
+        assert_eq!(apply(weird.clone(), &profile(BRIEF, None), None, true), weird);
         let no_messages = json!({"prompt":"x"});
-        assert_eq!(
-            apply(no_messages.clone(), &profile(BRIEF, None), None, true),
-            no_messages
-        );
+        assert_eq!(apply(no_messages.clone(), &profile(BRIEF, None), None, true), no_messages);
         let empty_prompt = json!({"messages":[]});
-        assert_eq!(
-            apply(empty_prompt.clone(), &profile(Some(""), None), None, true),
-            empty_prompt
-        );
+        assert_eq!(apply(empty_prompt.clone(), &profile(Some(""), None), None, true), empty_prompt);
     }
 
     #[test]
     fn max_tokens_rules() {
         let cases: &[(&str, Value, f64, Option<u32>, Value)] = &[
-            (
-                "client max_tokens",
-                json!({"max_tokens":1000}),
-                0.7,
-                Some(50),
-                json!({"max_tokens":700}),
-            ),
-            (
-                "rounds up",
-                json!({"max_tokens":101}),
-                0.3,
-                None,
-                json!({"max_tokens":31}),
-            ),
-            (
-                "no float noise: 0.3 × 10 = 3",
-                json!({"max_tokens":10}),
-                0.3,
-                None,
-                json!({"max_tokens":3}),
-            ),
-            (
-                "never below 1",
-                json!({"max_tokens":1}),
-                0.01,
-                None,
-                json!({"max_tokens":1}),
-            ),
+            ("client max_tokens", json!({"max_tokens":1000}), 0.7, Some(50), json!({"max_tokens":700})),
+            ("rounds up", json!({"max_tokens":101}), 0.3, None, json!({"max_tokens":31})),
+            ("no float noise: 0.3 × 10 = 3", json!({"max_tokens":10}), 0.3, None, json!({"max_tokens":3})),
+            ("never below 1", json!({"max_tokens":1}), 0.01, None, json!({"max_tokens":1})),
             (
                 "max_completion_tokens is scaled in place",
                 json!({"max_completion_tokens":2000}),
@@ -285,34 +231,10 @@ mod tests {
                 None,
                 json!({"max_completion_tokens":1000,"max_tokens":500}),
             ),
-            (
-                "default when the client sent none",
-                json!({}),
-                0.3,
-                Some(1024),
-                json!({"max_tokens":308}),
-            ),
-            (
-                "null counts as not sent",
-                json!({"max_tokens":null}),
-                0.5,
-                Some(100),
-                json!({"max_tokens":50}),
-            ),
-            (
-                "no max tokens and no default: leave unset",
-                json!({}),
-                0.3,
-                None,
-                json!({}),
-            ),
-            (
-                "non-integer left for upstream",
-                json!({"max_tokens":"lots"}),
-                0.3,
-                Some(9),
-                json!({"max_tokens":"lots"}),
-            ),
+            ("default when the client sent none", json!({}), 0.3, Some(1024), json!({"max_tokens":308})),
+            ("null counts as not sent", json!({"max_tokens":null}), 0.5, Some(100), json!({"max_tokens":50})),
+            ("no max tokens and no default: leave unset", json!({}), 0.3, None, json!({})),
+            ("non-integer left for upstream", json!({"max_tokens":"lots"}), 0.3, Some(9), json!({"max_tokens":"lots"})),
         ];
         for (what, req, factor, default, want) in cases {
             let got = apply(req.clone(), &profile(None, Some(*factor)), *default, true);
@@ -324,22 +246,15 @@ mod tests {
     fn profile_without_factor_or_prompt_changes_nothing() {
         let req = json!({"messages":[{"role":"user","content":"hi"}],"max_tokens":100});
         for factor in [None, Some(f64::NAN), Some(0.0), Some(-1.0)] {
-            assert_eq!(
-                apply(req.clone(), &profile(None, factor), Some(10), true),
-                req
-            );
+            assert_eq!(apply(req.clone(), &profile(None, factor), Some(10), true), req);
         }
         let req = json!({"messages":[]});
-        assert_eq!(
-            apply(req.clone(), &profile(None, None), Some(10), true),
-            req
-        );
+        assert_eq!(apply(req.clone(), &profile(None, None), Some(10), true), req);
     }
 
     #[test]
     fn prompt_and_factor_together() {
-        let req =
-            json!({"model":"t-lite","messages":[{"role":"user","content":"hi"}],"stream":true});
+        let req = json!({"model":"t-lite","messages":[{"role":"user","content":"hi"}],"stream":true});
         let got = apply(req, &profile(BRIEF, Some(0.7)), Some(1024), true);
         assert_eq!(
             got,

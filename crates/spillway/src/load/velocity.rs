@@ -29,10 +29,7 @@ impl VelocityMeter {
     pub fn new(window_ms: u64, buckets: usize) -> Self {
         let buckets = buckets.max(2);
         let bucket_ms = (window_ms / buckets as u64).max(1);
-        VelocityMeter {
-            bucket_ms,
-            slots: vec![(0, 0); buckets].into_boxed_slice(),
-        }
+        VelocityMeter { bucket_ms, slots: vec![(0, 0); buckets].into_boxed_slice() }
     }
 
     /// The window actually covered: `buckets × bucket_ms`.
@@ -65,12 +62,7 @@ impl VelocityMeter {
         let current = now_ms / self.bucket_ms;
         let len = self.slots.len() as u64;
         let oldest = current.saturating_add(1).saturating_sub(len);
-        let tokens: u64 = self
-            .slots
-            .iter()
-            .filter(|(b, _)| (oldest..=current).contains(b))
-            .map(|(_, t)| *t)
-            .sum();
+        let tokens: u64 = self.slots.iter().filter(|(b, _)| (oldest..=current).contains(b)).map(|(_, t)| *t).sum();
         // oldest <= current, so this never underflows.
         let span_ms = (now_ms - oldest * self.bucket_ms).saturating_add(1);
         tokens as f64 * 1000.0 / span_ms as f64
@@ -80,8 +72,7 @@ impl VelocityMeter {
     /// unknown) when the capacity is not a positive number, which config
     /// validation should already have rejected.
     pub fn load(&self, now_ms: u64, capacity: f64) -> Option<f64> {
-        (capacity.is_finite() && capacity > 0.0)
-            .then(|| (self.rate(now_ms) / capacity).clamp(0.0, 1.0))
+        (capacity.is_finite() && capacity > 0.0).then(|| (self.rate(now_ms) / capacity).clamp(0.0, 1.0))
     }
 }
 

@@ -53,14 +53,8 @@ impl ModelLoad {
     /// `max(kv_cache_usage, waiting / (running + waiting))`, clamped to `0..=1`.
     pub fn load(&self) -> f64 {
         let total = self.running + self.waiting;
-        let queue = if total > 0.0 {
-            self.waiting / total
-        } else {
-            0.0
-        };
-        queue
-            .max(self.kv_cache_usage.unwrap_or(0.0))
-            .clamp(0.0, 1.0)
+        let queue = if total > 0.0 { self.waiting / total } else { 0.0 };
+        queue.max(self.kv_cache_usage.unwrap_or(0.0)).clamp(0.0, 1.0)
     }
 }
 
@@ -125,10 +119,7 @@ pub fn vllm_model_loads(text: &str) -> Result<Vec<ModelLoad>, LoadError> {
 /// The provider's load from one scrape of vLLM's `/metrics`: the max of the
 /// per-model loads (see the module docs for why).
 pub fn vllm_load(text: &str) -> Result<f64, LoadError> {
-    Ok(vllm_model_loads(text)?
-        .iter()
-        .map(ModelLoad::load)
-        .fold(0.0, f64::max))
+    Ok(vllm_model_loads(text)?.iter().map(ModelLoad::load).fold(0.0, f64::max))
 }
 
 #[cfg(test)]
@@ -137,11 +128,7 @@ mod tests {
 
     macro_rules! fixture {
         ($name:literal) => {
-            include_str!(concat!(
-                env!("CARGO_MANIFEST_DIR"),
-                "/testdata/load/",
-                $name
-            ))
+            include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/testdata/load/", $name))
         };
     }
 
@@ -208,12 +195,7 @@ mod tests {
 
     #[test]
     fn load_is_clamped() {
-        let m = ModelLoad {
-            model: String::new(),
-            running: 0.0,
-            waiting: 0.0,
-            kv_cache_usage: Some(1.7),
-        };
+        let m = ModelLoad { model: String::new(), running: 0.0, waiting: 0.0, kv_cache_usage: Some(1.7) };
         assert_eq!(m.load(), 1.0);
     }
 }

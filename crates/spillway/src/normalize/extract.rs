@@ -14,9 +14,7 @@ use serde_json::Value;
 
 use crate::normalize::node::{into_value, write_compact, Node};
 use crate::normalize::repair::{parse_prefix, push_fix};
-use crate::normalize::{
-    rename, type_name, Expected, Fix, NormalizeError, NormalizeResult, Normalized,
-};
+use crate::normalize::{rename, type_name, Expected, Fix, NormalizeError, NormalizeResult, Normalized};
 
 /// Candidates tried per answer. Each costs one pass over (part of) the text,
 /// so this bounds the work a hostile answer can cause.
@@ -79,20 +77,9 @@ fn run_at(text: &str, expected: &Expected, unwraps: u8) -> Result<Normalized, No
 /// The whole text is strict JSON: pass it unchanged if it satisfies the
 /// request, else try the two repairs that apply to valid JSON (a string that
 /// holds the JSON, keys renamed toward the schema).
-fn strict_json(
-    text: &str,
-    value: Value,
-    expected: &Expected,
-    unwraps: u8,
-) -> Result<Normalized, NormalizeError> {
+fn strict_json(text: &str, value: Value, expected: &Expected, unwraps: u8) -> Result<Normalized, NormalizeError> {
     let err = match check(&value, expected) {
-        Ok(()) => {
-            return Ok(Normalized {
-                json: text.to_owned(),
-                result: NormalizeResult::Valid,
-                fixes: Vec::new(),
-            })
-        }
+        Ok(()) => return Ok(Normalized { json: text.to_owned(), result: NormalizeResult::Valid, fixes: Vec::new() }),
         Err(err) => err,
     };
     if let Value::String(inner) = &value {
@@ -120,15 +107,8 @@ fn candidate(
     expected: &Expected,
     unwraps: u8,
 ) -> Result<Normalized, (NormalizeError, usize)> {
-    let parsed = parse_prefix(src).map_err(|e| {
-        (
-            NormalizeError::Unrepairable {
-                reason: e.reason,
-                offset: e.offset,
-            },
-            e.offset,
-        )
-    })?;
+    let parsed = parse_prefix(src)
+        .map_err(|e| (NormalizeError::Unrepairable { reason: e.reason, offset: e.offset }, e.offset))?;
     let end = parsed.end;
     let mut fixes = Vec::new();
     if let Some(origin) = origin {
@@ -174,37 +154,24 @@ fn unwrap_string(inner: &str, expected: &Expected, unwraps: u8) -> Option<Normal
 }
 
 /// Renames, writes and checks a repaired tree.
-fn finish(
-    mut node: Node<'_>,
-    mut fixes: Vec<Fix>,
-    expected: &Expected,
-) -> Result<Normalized, NormalizeError> {
+fn finish(mut node: Node<'_>, mut fixes: Vec<Fix>, expected: &Expected) -> Result<Normalized, NormalizeError> {
     if let Expected::Schema { compiled, .. } = expected {
         rename::rename(&mut node, compiled.schema(), &mut fixes);
     }
     let mut json = String::new();
     write_compact(&node, &mut json);
-    let value = into_value(node).ok_or(NormalizeError::Unrepairable {
-        reason: "number out of range",
-        offset: 0,
-    })?;
+    let value = into_value(node).ok_or(NormalizeError::Unrepairable { reason: "number out of range", offset: 0 })?;
     check(&value, expected)?;
-    Ok(Normalized {
-        json,
-        result: NormalizeResult::Repaired,
-        fixes,
-    })
+    Ok(Normalized { json, result: NormalizeResult::Repaired, fixes })
 }
 
 fn check(value: &Value, expected: &Expected) -> Result<(), NormalizeError> {
     match expected {
         Expected::Object if value.is_object() => Ok(()),
-        Expected::Object => Err(NormalizeError::NotAnObject {
-            found: type_name(value),
-        }),
-        Expected::Schema { compiled, .. } => compiled
-            .check(value)
-            .map_err(|messages| NormalizeError::SchemaViolation { messages }),
+        Expected::Object => Err(NormalizeError::NotAnObject { found: type_name(value) }),
+        Expected::Schema { compiled, .. } => {
+            compiled.check(value).map_err(|messages| NormalizeError::SchemaViolation { messages })
+        }
     }
 }
 
@@ -237,9 +204,7 @@ fn fences(text: &str) -> Vec<&str> {
     let mut rest = text;
     while let Some(open) = rest.find("```") {
         let after = &rest[open + 3..];
-        let tag_len = after
-            .find(|c: char| !(c.is_alphanumeric() || c == '-' || c == '_'))
-            .unwrap_or(after.len());
+        let tag_len = after.find(|c: char| !(c.is_alphanumeric() || c == '-' || c == '_')).unwrap_or(after.len());
         let tag = &after[..tag_len];
         let body = &after[tag_len..];
         let (content, next) = match closing_fence(body) {

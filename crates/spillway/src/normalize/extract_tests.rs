@@ -7,10 +7,7 @@ use serde_json::json;
 
 fn schema(v: Value) -> Expected {
     let cache = SchemaCache::default();
-    Expected::Schema {
-        compiled: cache.get_or_compile(&v).unwrap(),
-        strict: false,
-    }
+    Expected::Schema { compiled: cache.get_or_compile(&v).unwrap(), strict: false }
 }
 
 #[test]
@@ -29,10 +26,7 @@ fn fences_json_tag_first() {
     assert_eq!(n.json, r#"{"a":1}"#);
     assert_eq!(n.fixes, vec![Fix::FencedBlock, Fix::TrailingComma]);
     assert_eq!(fences("```json{\"a\":1}```"), vec!["{\"a\":1}"]);
-    assert_eq!(
-        fences("```json\n{\"a\":\"```\"}\n```\n"),
-        vec!["\n{\"a\":\"```\"}\n"]
-    );
+    assert_eq!(fences("```json\n{\"a\":\"```\"}\n```\n"), vec!["\n{\"a\":\"```\"}\n"]);
 }
 
 #[test]
@@ -58,18 +52,9 @@ fn string_holding_json() {
 
 #[test]
 fn errors_say_why() {
-    assert_eq!(
-        normalize("Sorry, I cannot help.", &Expected::Object),
-        Err(NormalizeError::NoJson)
-    );
-    assert_eq!(
-        normalize("", &Expected::Object),
-        Err(NormalizeError::NoJson)
-    );
-    assert_eq!(
-        normalize("[1, 2]", &Expected::Object),
-        Err(NormalizeError::NotAnObject { found: "array" })
-    );
+    assert_eq!(normalize("Sorry, I cannot help.", &Expected::Object), Err(NormalizeError::NoJson));
+    assert_eq!(normalize("", &Expected::Object), Err(NormalizeError::NoJson));
+    assert_eq!(normalize("[1, 2]", &Expected::Object), Err(NormalizeError::NotAnObject { found: "array" }));
     let err = normalize("Here: {a b c}", &Expected::Object).unwrap_err();
     assert_eq!(err.metric_label(), "unrepairable");
     let s = schema(json!({"type": "object", "required": ["x"]}));
@@ -80,19 +65,11 @@ fn errors_say_why() {
 
 #[test]
 fn rename_on_valid_json() {
-    let s = schema(
-        json!({"type": "object", "properties": {"user_id": {"type": "integer"}},
-        "required": ["user_id"], "additionalProperties": false}),
-    );
+    let s = schema(json!({"type": "object", "properties": {"user_id": {"type": "integer"}},
+        "required": ["user_id"], "additionalProperties": false}));
     let n = normalize(r#"{"userId": 7}"#, &s).unwrap();
     assert_eq!(n.json, r#"{"user_id":7}"#);
-    assert_eq!(
-        n.fixes,
-        vec![Fix::RenamedField {
-            from: "userId".into(),
-            to: "user_id".into()
-        }]
-    );
+    assert_eq!(n.fixes, vec![Fix::RenamedField { from: "userId".into(), to: "user_id".into() }]);
 }
 
 #[test]

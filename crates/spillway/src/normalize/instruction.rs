@@ -54,24 +54,14 @@ fn schema_text(spec: &Value, schema: &Value) -> String {
              does not allow.",
         );
     }
-    let name = spec
-        .get("name")
-        .and_then(Value::as_str)
-        .filter(|n| !n.is_empty());
-    let description = spec
-        .get("description")
-        .and_then(Value::as_str)
-        .filter(|d| !d.is_empty());
+    let name = spec.get("name").and_then(Value::as_str).filter(|n| !n.is_empty());
+    let description = spec.get("description").and_then(Value::as_str).filter(|d| !d.is_empty());
     if let Some(name) = name {
         out.push_str("\n\nSchema name: ");
         out.push_str(name);
     }
     if let Some(description) = description {
-        out.push_str(if name.is_some() {
-            "\nPurpose: "
-        } else {
-            "\n\nPurpose: "
-        });
+        out.push_str(if name.is_some() { "\nPurpose: " } else { "\n\nPurpose: " });
         out.push_str(description);
     }
     out.push_str("\n\nJSON Schema:\n");

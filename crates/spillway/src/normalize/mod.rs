@@ -43,8 +43,7 @@ use std::fmt;
 
 pub use instruction::schema_instruction;
 pub use validate::{
-    expected_from_response_format, expected_from_tool, CompiledSchema, ResponseFormatError,
-    SchemaCache,
+    expected_from_response_format, expected_from_tool, CompiledSchema, ResponseFormatError, SchemaCache,
 };
 
 /// What the request asked for.

@@ -87,12 +87,7 @@ pub(crate) fn into_value(node: Node<'_>) -> Option<serde_json::Value> {
         Node::Bool(b) => Value::Bool(b),
         Node::Num(n) => Value::Number(n.parse().ok()?),
         Node::Str(s) => Value::String(s.into_owned()),
-        Node::Arr(items) => Value::Array(
-            items
-                .into_iter()
-                .map(into_value)
-                .collect::<Option<Vec<_>>>()?,
-        ),
+        Node::Arr(items) => Value::Array(items.into_iter().map(into_value).collect::<Option<Vec<_>>>()?),
         Node::Obj(members) => {
             let mut map = serde_json::Map::new();
             for (k, v) in members {

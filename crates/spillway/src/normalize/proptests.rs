@@ -25,17 +25,13 @@ fn arb_json() -> impl Strategy<Value = Value> {
 }
 
 fn arb_object() -> impl Strategy<Value = Value> {
-    prop::collection::btree_map("[a-z_]{1,8}", arb_json(), 0..5)
-        .prop_map(|m| Value::Object(m.into_iter().collect()))
+    prop::collection::btree_map("[a-z_]{1,8}", arb_json(), 0..5).prop_map(|m| Value::Object(m.into_iter().collect()))
 }
 
 /// Text that looks like what models produce: JSON-ish characters, prose,
 /// fences, typographic quotes.
 fn arb_jsonish() -> impl Strategy<Value = String> {
-    prop_oneof![
-        any::<String>(),
-        "[{}\\[\\]\"',:\\\\ \n\t0-9.eE+\\-#/*`“”‘’«»TtFfNnrulsaoe_а-я]{0,120}",
-    ]
+    prop_oneof![any::<String>(), "[{}\\[\\]\"',:\\\\ \n\t0-9.eE+\\-#/*`“”‘’«»TtFfNnrulsaoe_а-я]{0,120}",]
 }
 
 /// A small mutation model authors make: broken by one of the usual kinds of
@@ -80,14 +76,8 @@ fn expectations() -> Vec<Expected> {
             "type": "object", "properties": {"unit_price": {"type": "number"}}}}}});
     vec![
         Expected::Object,
-        Expected::Schema {
-            compiled: cache.get_or_compile(&json!({})).unwrap(),
-            strict: false,
-        },
-        Expected::Schema {
-            compiled: cache.get_or_compile(&schema).unwrap(),
-            strict: true,
-        },
+        Expected::Schema { compiled: cache.get_or_compile(&json!({})).unwrap(), strict: false },
+        Expected::Schema { compiled: cache.get_or_compile(&schema).unwrap(), strict: true },
     ]
 }
 
@@ -95,8 +85,7 @@ fn expectations() -> Vec<Expected> {
 fn assert_idempotent(text: &str, expected: &Expected) -> Result<(), TestCaseError> {
     if let Ok(first) = normalize(text, expected) {
         let second = normalize(&first.json, expected);
-        let second =
-            second.map_err(|e| TestCaseError::fail(format!("{text:?} -> {first:?} -> {e}")))?;
+        let second = second.map_err(|e| TestCaseError::fail(format!("{text:?} -> {first:?} -> {e}")))?;
         prop_assert_eq!(&second.json, &first.json, "input {:?}", text);
         prop_assert_eq!(second.result, NormalizeResult::Valid);
     }

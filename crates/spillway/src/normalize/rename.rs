@@ -58,11 +58,7 @@ impl<'s> Shape<'s> {
         collect(schema, root, 0, &mut branches);
         let props = branches.iter().filter_map(|s| properties(s)).collect();
         let extra = branches.iter().find_map(|s| s.get("additionalProperties"));
-        Shape {
-            branches,
-            props,
-            extra,
-        }
+        Shape { branches, props, extra }
     }
 
     fn member(&self, key: &str) -> Option<&'s Value> {
@@ -94,10 +90,7 @@ fn walk(node: &mut Node<'_>, shape: &Shape<'_>, root: &Value, fixes: &mut Vec<Fi
             // Items usually share one schema: build its shape once.
             let mut last: Option<(&Value, Shape<'_>)> = None;
             for (i, item) in items.iter_mut().enumerate() {
-                let Some(sub) = is_container(item)
-                    .then(|| item_schema(&shape.branches, i))
-                    .flatten()
-                else {
+                let Some(sub) = is_container(item).then(|| item_schema(&shape.branches, i)).flatten() else {
                     continue;
                 };
                 if !last.as_ref().is_some_and(|(s, _)| std::ptr::eq(*s, sub)) {
@@ -155,16 +148,8 @@ fn item_schema<'s>(shapes: &[&'s Value], index: usize) -> Option<&'s Value> {
     })
 }
 
-fn rename_members(
-    members: &mut [(Cow<'_, str>, Node<'_>)],
-    shape: &Shape<'_>,
-    fixes: &mut Vec<Fix>,
-) {
-    if shape
-        .branches
-        .iter()
-        .any(|s| s.get("patternProperties").is_some())
-    {
+fn rename_members(members: &mut [(Cow<'_, str>, Node<'_>)], shape: &Shape<'_>, fixes: &mut Vec<Fix>) {
+    if shape.branches.iter().any(|s| s.get("patternProperties").is_some()) {
         return;
     }
     let is_listed = |key: &str| shape.member(key).is_some();
@@ -173,10 +158,7 @@ fn rename_members(
     names.sort_unstable();
     names.dedup();
     // Property names already present, or claimed by an earlier rename.
-    let mut taken: Vec<bool> = names
-        .iter()
-        .map(|n| members.iter().any(|(k, _)| k == *n))
-        .collect();
+    let mut taken: Vec<bool> = names.iter().map(|n| members.iter().any(|(k, _)| k == *n)).collect();
     for (key, _) in members.iter_mut() {
         if is_listed(key) {
             continue;
@@ -186,25 +168,14 @@ fn rename_members(
         };
         taken[i] = true;
         let target = names[i].clone();
-        push_fix(
-            fixes,
-            Fix::RenamedField {
-                from: key.to_string(),
-                to: target.clone(),
-            },
-        );
+        push_fix(fixes, Fix::RenamedField { from: key.to_string(), to: target.clone() });
         *key = Cow::Owned(target);
     }
 }
 
 /// The index of the unique free property name `key` should become, if any.
 fn best_match(key: &str, names: &[&String], taken: &[bool]) -> Option<usize> {
-    let free = || {
-        names
-            .iter()
-            .enumerate()
-            .filter(|(i, _)| !taken.get(*i).copied().unwrap_or(true))
-    };
+    let free = || names.iter().enumerate().filter(|(i, _)| !taken.get(*i).copied().unwrap_or(true));
     // A key of separators only matches nothing.
     folded(key).next()?;
     let mut exact = free().filter(|(_, n)| fold_eq(key, n));
@@ -233,9 +204,7 @@ fn best_match(key: &str, names: &[&String], taken: &[bool]) -> Option<usize> {
 fn fold_eq(a: &str, b: &str) -> bool {
     if a.is_ascii() && b.is_ascii() {
         fn ascii(s: &str) -> impl Iterator<Item = u8> + '_ {
-            s.bytes()
-                .filter(|c| !matches!(c, b'_' | b'-' | b' ' | b'.'))
-                .map(|c| c.to_ascii_lowercase())
+            s.bytes().filter(|c| !matches!(c, b'_' | b'-' | b' ' | b'.')).map(|c| c.to_ascii_lowercase())
         }
         return ascii(a).eq(ascii(b));
     }
@@ -245,9 +214,7 @@ fn fold_eq(a: &str, b: &str) -> bool {
 /// Lowercase with separators removed: `userName`, `user_name`, `User-Name`
 /// and `USER NAME` all fold to `username`.
 fn folded(name: &str) -> impl Iterator<Item = char> + '_ {
-    name.chars()
-        .filter(|c| !matches!(c, '_' | '-' | ' ' | '.'))
-        .flat_map(char::to_lowercase)
+    name.chars().filter(|c| !matches!(c, '_' | '-' | ' ' | '.')).flat_map(char::to_lowercase)
 }
 
 /// Optimal-string-alignment distance ≤ 1, without building a matrix.
@@ -263,9 +230,7 @@ fn within_one_edit(a: &[char], b: &[char]) -> bool {
             }
         }
         1 => {
-            let first = (0..short.len())
-                .find(|&i| short[i] != long[i])
-                .unwrap_or(short.len());
+            let first = (0..short.len()).find(|&i| short[i] != long[i]).unwrap_or(short.len());
             short[first..] == long[first + 1..]
         }
         _ => false,
@@ -300,10 +265,7 @@ mod tests {
     #[test]
     fn one_edit_only_for_long_names() {
         let schema = json!({"properties": {"address": {}, "name": {}}});
-        assert_eq!(
-            renamed(r#"{"adress":1,"nmae":2}"#, &schema),
-            r#"{"address":1,"nmae":2}"#
-        );
+        assert_eq!(renamed(r#"{"adress":1,"nmae":2}"#, &schema), r#"{"address":1,"nmae":2}"#);
         assert_eq!(renamed(r#"{"addrses":1}"#, &schema), r#"{"address":1}"#);
         assert_eq!(renamed(r#"{"adres":1}"#, &schema), r#"{"adres":1}"#);
     }
@@ -311,10 +273,7 @@ mod tests {
     #[test]
     fn never_onto_a_present_or_ambiguous_name() {
         let schema = json!({"properties": {"user_name": {}}});
-        assert_eq!(
-            renamed(r#"{"userName":1,"user_name":2}"#, &schema),
-            r#"{"userName":1,"user_name":2}"#
-        );
+        assert_eq!(renamed(r#"{"userName":1,"user_name":2}"#, &schema), r#"{"userName":1,"user_name":2}"#);
         let schema = json!({"properties": {"user_name": {}, "UserName": {}}});
         assert_eq!(renamed(r#"{"username":1}"#, &schema), r#"{"username":1}"#);
         let schema = json!({"properties": {"field": {}}, "patternProperties": {"^x": {}}});
@@ -329,10 +288,7 @@ mod tests {
                            "owner": {"anyOf": [{"type": "null"}, {"properties": {"fullName": {}}}]}}
         });
         assert_eq!(
-            renamed(
-                r#"{"Items":[{"unitPrice":1},{"UNIT_PRICE":2}],"owner":{"full_name":"x"}}"#,
-                &schema
-            ),
+            renamed(r#"{"Items":[{"unitPrice":1},{"UNIT_PRICE":2}],"owner":{"full_name":"x"}}"#, &schema),
             r#"{"items":[{"unit_price":1},{"unit_price":2}],"owner":{"fullName":"x"}}"#
         );
     }

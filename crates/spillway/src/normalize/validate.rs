@@ -33,9 +33,7 @@ pub struct CompiledSchema {
 
 impl std::fmt::Debug for CompiledSchema {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("CompiledSchema")
-            .field("schema", &self.schema)
-            .finish_non_exhaustive()
+        f.debug_struct("CompiledSchema").field("schema", &self.schema).finish_non_exhaustive()
     }
 }
 
@@ -48,10 +46,7 @@ impl CompiledSchema {
             .with_draft(jsonschema::Draft::Draft202012)
             .build(schema)
             .map_err(|e| ResponseFormatError::InvalidSchema(e.to_string()))?;
-        Ok(CompiledSchema {
-            schema: schema.clone(),
-            validator,
-        })
+        Ok(CompiledSchema { schema: schema.clone(), validator })
     }
 
     /// The schema as the client sent it.
@@ -71,11 +66,7 @@ impl CompiledSchema {
             .take(MAX_MESSAGES)
             .map(|e| {
                 let path = e.instance_path.to_string();
-                let path = if path.is_empty() {
-                    "/".to_owned()
-                } else {
-                    path
-                };
+                let path = if path.is_empty() { "/".to_owned() } else { path };
                 format!("{path}: {e}")
             })
             .collect();
@@ -124,10 +115,7 @@ impl Default for SchemaCache {
 impl SchemaCache {
     /// A cache that keeps at most `capacity` compiled schemas (at least one).
     pub fn new(capacity: usize) -> Self {
-        SchemaCache {
-            capacity: capacity.max(1),
-            inner: Mutex::new(CacheInner::default()),
-        }
+        SchemaCache { capacity: capacity.max(1), inner: Mutex::new(CacheInner::default()) }
     }
 
     /// Number of compiled schemas held.
@@ -141,10 +129,7 @@ impl SchemaCache {
     }
 
     /// The compiled form of `schema`, compiling it on first sight.
-    pub fn get_or_compile(
-        &self,
-        schema: &Value,
-    ) -> Result<Arc<CompiledSchema>, ResponseFormatError> {
+    pub fn get_or_compile(&self, schema: &Value) -> Result<Arc<CompiledSchema>, ResponseFormatError> {
         // `serde_json::Map` is sorted, so the text is canonical: the same
         // schema with keys in another order hits the same entry.
         let text = schema.to_string();
@@ -163,22 +148,14 @@ impl SchemaCache {
         let compiled = Arc::new(CompiledSchema::compile(schema)?);
         let mut inner = self.lock();
         if inner.entries.len() >= self.capacity && !inner.entries.contains_key(&key) {
-            let oldest = inner
-                .entries
-                .iter()
-                .min_by_key(|(_, e)| e.last_used)
-                .map(|(k, _)| *k);
+            let oldest = inner.entries.iter().min_by_key(|(_, e)| e.last_used).map(|(k, _)| *k);
             if let Some(oldest) = oldest {
                 inner.entries.remove(&oldest);
             }
         }
         inner.tick += 1;
         let last_used = inner.tick;
-        let entry = Entry {
-            text,
-            compiled: Arc::clone(&compiled),
-            last_used,
-        };
+        let entry = Entry { text, compiled: Arc::clone(&compiled), last_used };
         inner.entries.insert(key, entry);
         Ok(compiled)
     }
@@ -186,9 +163,7 @@ impl SchemaCache {
     fn lock(&self) -> std::sync::MutexGuard<'_, CacheInner> {
         // Nothing panics while holding the lock, and the map stays consistent
         // at every step, so a poisoned lock is still safe to use.
-        self.inner
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
+        self.inner.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 }
 
@@ -227,10 +202,7 @@ pub fn expected_from_response_format(
     response_format: &Value,
     cache: &SchemaCache,
 ) -> Result<Option<Expected>, ResponseFormatError> {
-    let kind = response_format
-        .get("type")
-        .and_then(Value::as_str)
-        .ok_or(ResponseFormatError::Malformed)?;
+    let kind = response_format.get("type").and_then(Value::as_str).ok_or(ResponseFormatError::Malformed)?;
     match kind {
         "text" => Ok(None),
         "json_object" => Ok(Some(Expected::Object)),
@@ -252,21 +224,12 @@ pub fn expected_from_response_format(
 /// What a tool call's `arguments` must be: the tool's `parameters` schema,
 /// or any object when it has none. Accepts an entry of the request's `tools`
 /// (`{"type":"function","function":{...}}`) or the function object itself.
-pub fn expected_from_tool(
-    tool: &Value,
-    cache: &SchemaCache,
-) -> Result<Expected, ResponseFormatError> {
+pub fn expected_from_tool(tool: &Value, cache: &SchemaCache) -> Result<Expected, ResponseFormatError> {
     let function = tool.get("function").unwrap_or(tool);
-    let strict = function
-        .get("strict")
-        .and_then(Value::as_bool)
-        .unwrap_or(false);
+    let strict = function.get("strict").and_then(Value::as_bool).unwrap_or(false);
     match function.get("parameters") {
         None | Some(Value::Null) => Ok(Expected::Object),
-        Some(schema) => Ok(Expected::Schema {
-            compiled: cache.get_or_compile(schema)?,
-            strict,
-        }),
+        Some(schema) => Ok(Expected::Schema { compiled: cache.get_or_compile(schema)?, strict }),
     }
 }
 
@@ -293,18 +256,12 @@ mod tests {
     #[test]
     fn response_formats() {
         let cache = SchemaCache::default();
-        assert!(
-            expected_from_response_format(&json!({"type": "text"}), &cache)
-                .unwrap()
-                .is_none()
-        );
+        assert!(expected_from_response_format(&json!({"type": "text"}), &cache).unwrap().is_none());
         let obj = expected_from_response_format(&json!({"type": "json_object"}), &cache).unwrap();
         assert!(matches!(obj, Some(Expected::Object)));
         let rf = json!({"type": "json_schema", "json_schema": {"name": "x", "strict": true,
             "schema": {"type": "object", "properties": {"a": {"type": "integer"}}}}});
-        let Some(Expected::Schema { strict, compiled }) =
-            expected_from_response_format(&rf, &cache).unwrap()
-        else {
+        let Some(Expected::Schema { strict, compiled }) = expected_from_response_format(&rf, &cache).unwrap() else {
             panic!("expected a schema");
         };
         assert!(strict);
@@ -316,10 +273,7 @@ mod tests {
         let bad = json!({"type": "json_schema", "json_schema": {"schema": {"type": 12}}});
         let err = expected_from_response_format(&bad, &cache).unwrap_err();
         assert_eq!(err.metric_label(), "invalid_schema");
-        assert_eq!(
-            expected_from_response_format(&json!("json"), &cache).unwrap_err(),
-            ResponseFormatError::Malformed
-        );
+        assert_eq!(expected_from_response_format(&json!("json"), &cache).unwrap_err(), ResponseFormatError::Malformed);
     }
 
     #[test]
@@ -327,14 +281,8 @@ mod tests {
         let cache = SchemaCache::default();
         let tool = json!({"type": "function", "function": {"name": "f",
             "parameters": {"type": "object", "required": ["city"]}}});
-        assert!(matches!(
-            expected_from_tool(&tool, &cache).unwrap(),
-            Expected::Schema { .. }
-        ));
+        assert!(matches!(expected_from_tool(&tool, &cache).unwrap(), Expected::Schema { .. }));
         let bare = json!({"name": "g"});
-        assert!(matches!(
-            expected_from_tool(&bare, &cache).unwrap(),
-            Expected::Object
-        ));
+        assert!(matches!(expected_from_tool(&bare, &cache).unwrap(), Expected::Object));
     }
 }

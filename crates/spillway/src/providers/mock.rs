@@ -30,25 +30,14 @@ pub struct MockProvider {
 impl MockProvider {
     /// Builds it from the provider's static models.
     pub fn new(config: &ProviderConfig) -> Self {
-        let models = config
-            .models
-            .iter()
-            .map(|m| (m.id.clone(), m.behavior.clone().unwrap_or_default()))
-            .collect();
-        Self {
-            models,
-            started: Instant::now(),
-            window: Mutex::new(HashMap::new()),
-        }
+        let models = config.models.iter().map(|m| (m.id.clone(), m.behavior.clone().unwrap_or_default())).collect();
+        Self { models, started: Instant::now(), window: Mutex::new(HashMap::new()) }
     }
 
     /// Answers one attempt.
     pub async fn call(&self, req: AttemptRequest<'_>) -> Result<Reply, AttemptError> {
         let Some(b) = self.models.get(req.model_id) else {
-            return Err(AttemptError::new(
-                Failure::NotFound,
-                format!("mock has no model `{}`", req.model_id),
-            ));
+            return Err(AttemptError::new(Failure::NotFound, format!("mock has no model `{}`", req.model_id)));
         };
         let elapsed = self.started.elapsed();
         for o in &b.outages {
@@ -56,10 +45,7 @@ impl MockProvider {
                 if o.status == 0 {
                     std::future::pending::<()>().await;
                 }
-                return Err(AttemptError::new(
-                    classify(o.status),
-                    format!("HTTP {} (mock outage)", o.status),
-                ));
+                return Err(AttemptError::new(classify(o.status), format!("HTTP {} (mock outage)", o.status)));
             }
         }
         if b.hang {
@@ -68,9 +54,7 @@ impl MockProvider {
         if let Some(limit) = b.rate_limit_per_min {
             if let Some(wait) = self.take_rate_slot(req.model_id, limit) {
                 return Err(AttemptError::new(
-                    Failure::RateLimited {
-                        retry_after: Some(wait),
-                    },
+                    Failure::RateLimited { retry_after: Some(wait) },
                     format!("HTTP 429 (mock limit of {limit}/min)"),
                 ));
             }
@@ -83,11 +67,7 @@ impl MockProvider {
             ));
         }
         let empty = b.empty_rate > 0.0 && fastrand::f64() < b.empty_rate;
-        let text = if empty {
-            String::new()
-        } else {
-            reply_text(req.model_id, b, &req.body)
-        };
+        let text = if empty { String::new() } else { reply_text(req.model_id, b, &req.body) };
         let prompt_tokens = estimate_tokens(&req.body);
         if !req.stream {
             tokio::time::sleep(b.latency + b.first_token).await;
@@ -99,12 +79,7 @@ impl MockProvider {
                 "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens, "total_tokens": prompt_tokens + completion_tokens},
             })));
         }
-        Ok(Reply::Stream(stream(
-            text,
-            b.clone(),
-            prompt_tokens,
-            req.include_usage,
-        )))
+        Ok(Reply::Stream(stream(text, b.clone(), prompt_tokens, req.include_usage)))
     }
 
     /// Counts a request against the model's per-minute limit; `Some(wait)`
@@ -116,19 +91,12 @@ impl MockProvider {
             return None;
         };
         let times = window.entry(model.to_string()).or_default();
-        while times
-            .front()
-            .is_some_and(|t| now.duration_since(*t) >= minute)
-        {
+        while times.front().is_some_and(|t| now.duration_since(*t) >= minute) {
             times.pop_front();
         }
         if times.len() >= limit as usize {
             let oldest = times.front().copied().unwrap_or(now);
-            return Some(
-                minute
-                    .saturating_sub(now.duration_since(oldest))
-                    .max(Duration::from_secs(1)),
-            );
+            return Some(minute.saturating_sub(now.duration_since(oldest)).max(Duration::from_secs(1)));
         }
         times.push_back(now);
         None
@@ -144,11 +112,7 @@ fn estimate_tokens(body: &Map<String, Value>) -> u64 {
     let chars: usize = body
         .get("messages")
         .and_then(Value::as_array)
-        .map(|m| {
-            m.iter()
-                .map(|m| m.get("content").map(|c| c.to_string().len()).unwrap_or(0))
-                .sum()
-        })
+        .map(|m| m.iter().map(|m| m.get("content").map(|c| c.to_string().len()).unwrap_or(0)).sum())
         .unwrap_or(0);
     (chars as u64).div_ceil(4).max(1)
 }
@@ -156,11 +120,7 @@ fn estimate_tokens(body: &Map<String, Value>) -> u64 {
 fn last_user_text(body: &Map<String, Value>) -> String {
     body.get("messages")
         .and_then(Value::as_array)
-        .and_then(|m| {
-            m.iter()
-                .rev()
-                .find(|m| m.get("role").and_then(Value::as_str) == Some("user"))
-        })
+        .and_then(|m| m.iter().rev().find(|m| m.get("role").and_then(Value::as_str) == Some("user")))
         .and_then(|m| m.get("content"))
         .map(|c| match c {
             Value::String(s) => s.clone(),
@@ -173,9 +133,7 @@ fn reply_text(model: &str, b: &MockBehavior, body: &Map<String, Value>) -> Strin
     let format = body.get("response_format");
     let kind = format.and_then(|f| f.get("type")).and_then(Value::as_str);
     if matches!(kind, Some("json_object" | "json_schema")) {
-        let schema = format
-            .and_then(|f| f.get("json_schema"))
-            .and_then(|j| j.get("schema"));
+        let schema = format.and_then(|f| f.get("json_schema")).and_then(|j| j.get("schema"));
         let mut value = match schema {
             Some(s) => sample(s),
             None => json!({"answer": "mock", "model": model}),
@@ -185,7 +143,9 @@ fn reply_text(model: &str, b: &MockBehavior, body: &Map<String, Value>) -> Strin
         }
         let text = value.to_string();
         return match b.json {
-            MockJson::Fenced => format!("Sure! Here is the JSON you asked for:\n```json\n{text}\n```\nLet me know if you need anything else."),
+            MockJson::Fenced => format!(
+                "Sure! Here is the JSON you asked for:\n```json\n{text}\n```\nLet me know if you need anything else."
+            ),
             _ => text,
         };
     }
@@ -198,11 +158,7 @@ fn reply_text(model: &str, b: &MockBehavior, body: &Map<String, Value>) -> Strin
 
 /// A value that satisfies a simple JSON Schema.
 fn sample(schema: &Value) -> Value {
-    if let Some(first) = schema
-        .get("enum")
-        .and_then(Value::as_array)
-        .and_then(|e| e.first())
-    {
+    if let Some(first) = schema.get("enum").and_then(Value::as_array).and_then(|e| e.first()) {
         return first.clone();
     }
     match schema.get("type").and_then(Value::as_str) {
@@ -236,9 +192,7 @@ fn rename_keys(v: &mut Value) {
                     .split('_')
                     .map(|w| {
                         let mut c = w.chars();
-                        c.next()
-                            .map(|f| f.to_uppercase().chain(c).collect::<String>())
-                            .unwrap_or_default()
+                        c.next().map(|f| f.to_uppercase().chain(c).collect::<String>()).unwrap_or_default()
                     })
                     .collect();
                 map.insert(renamed, val);
@@ -255,31 +209,21 @@ fn chunk(delta: Value, finish: Option<&str>) -> StreamItem {
     )
 }
 
-fn stream(
-    text: String,
-    b: MockBehavior,
-    prompt_tokens: u64,
-    include_usage: bool,
-) -> super::ChunkStream {
+fn stream(text: String, b: MockBehavior, prompt_tokens: u64, include_usage: bool) -> super::ChunkStream {
     // Words keep their trailing space so the deltas concatenate to the text.
     let pieces: Vec<String> = text.split_inclusive(' ').map(str::to_string).collect();
     let completion_tokens = pieces.len() as u64;
-    let gap = if b.tokens_per_s > 0.0 {
-        Duration::from_secs_f64(1.0 / b.tokens_per_s)
-    } else {
-        Duration::ZERO
-    };
+    let gap = if b.tokens_per_s > 0.0 { Duration::from_secs_f64(1.0 / b.tokens_per_s) } else { Duration::ZERO };
     let head = futures_util::stream::once(async move {
         tokio::time::sleep(b.latency + b.first_token).await;
         Ok(chunk(json!({"role": "assistant", "content": ""}), None))
     });
-    let body =
-        futures_util::stream::iter(pieces.into_iter().enumerate()).then(move |(i, p)| async move {
-            if i > 0 && !gap.is_zero() {
-                tokio::time::sleep(gap).await;
-            }
-            Ok(chunk(json!({"content": p}), None))
-        });
+    let body = futures_util::stream::iter(pieces.into_iter().enumerate()).then(move |(i, p)| async move {
+        if i > 0 && !gap.is_zero() {
+            tokio::time::sleep(gap).await;
+        }
+        Ok(chunk(json!({"content": p}), None))
+    });
     let mut tail = vec![Ok(chunk(json!({}), Some("stop")))];
     if include_usage {
         tail.push(Ok(StreamItem::Chunk(json!({
@@ -289,14 +233,56 @@ fn stream(
         }))));
     }
     tail.push(Ok(StreamItem::Done));
-    head.chain(body)
-        .chain(futures_util::stream::iter(tail))
-        .boxed()
+    head.chain(body).chain(futures_util::stream::iter(tail)).boxed()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::config::{Outage, ProviderKind, StaticModel};
+    use crate::providers::UpstreamHints;
+
+    fn provider(b: MockBehavior) -> MockProvider {
+        let config = ProviderConfig {
+            name: "m".into(),
+            kind: ProviderKind::Mock,
+            base_url: None,
+            api_key: None,
+            headers: Vec::new(),
+            max_in_flight: None,
+            discovery_format: None,
+            auth_key: None,
+            scope: None,
+            auth_url: None,
+            ca_file: None,
+            folder_id: None,
+            iam_token: None,
+            api_version: None,
+            models: vec![StaticModel { id: "x".into(), context: None, price: None, quality: None, behavior: Some(b) }],
+            default_max_tokens: None,
+            skip_when_lazy: false,
+            native_json: true,
+            load: None,
+        };
+        MockProvider::new(&config)
+    }
+
+    async fn call(p: &MockProvider, body: Value, stream: bool) -> Result<Reply, AttemptError> {
+        let hints = UpstreamHints::default();
+        let body = body.as_object().cloned().unwrap_or_default();
+        p.call(AttemptRequest { model_id: "x", body, stream, include_usage: true, hints: &hints }).await
+    }
+
+    fn hello() -> Value {
+        json!({"messages": [{"role": "user", "content": "hello"}]})
+    }
+
+    fn text(r: Reply) -> String {
+        match r {
+            Reply::Complete(v) => v["choices"][0]["message"]["content"].as_str().unwrap().to_string(),
+            Reply::Stream(_) => panic!("expected a whole answer"),
+        }
+    }
 
     #[test]
     fn samples_satisfy_simple_schemas() {
@@ -305,5 +291,92 @@ mod tests {
         assert_eq!(v, json!({"first_name":"mock","age":1,"tags":["mock"]}));
         rename_keys(&mut v);
         assert_eq!(v, json!({"FirstName":"mock","Age":1,"Tags":["mock"]}));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn latency_is_waited() {
+        let p = provider(MockBehavior { latency: Duration::from_millis(300), ..Default::default() });
+        let t = Instant::now();
+        let answer = text(call(&p, hello(), false).await.unwrap());
+        assert!(answer.contains("hello"), "{answer}");
+        assert_eq!(t.elapsed(), Duration::from_millis(300));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn rate_limit_per_minute_answers_429_with_retry_after() {
+        let p = provider(MockBehavior { rate_limit_per_min: Some(2), ..Default::default() });
+        assert!(call(&p, hello(), false).await.is_ok());
+        tokio::time::advance(Duration::from_secs(20)).await;
+        assert!(call(&p, hello(), false).await.is_ok());
+        let err = call(&p, hello(), false).await.unwrap_err();
+        assert_eq!(err.failure, Failure::RateLimited { retry_after: Some(Duration::from_secs(40)) });
+        tokio::time::advance(Duration::from_secs(41)).await;
+        assert!(call(&p, hello(), false).await.is_ok(), "the window slid past the first request");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn injected_errors_empty_replies_and_outages() {
+        let p = provider(MockBehavior { error_rate: 1.0, error_status: 503, ..Default::default() });
+        assert_eq!(call(&p, hello(), false).await.unwrap_err().failure, Failure::Upstream { status: Some(503) });
+        let p = provider(MockBehavior { error_rate: 1.0, error_status: 404, ..Default::default() });
+        assert_eq!(call(&p, hello(), false).await.unwrap_err().failure, Failure::NotFound);
+        let p = provider(MockBehavior { empty_rate: 1.0, ..Default::default() });
+        assert_eq!(text(call(&p, hello(), false).await.unwrap()), "");
+        let outage = Outage { start: Duration::from_secs(10), duration: Duration::from_secs(5), status: 502 };
+        let p = provider(MockBehavior { outages: vec![outage], ..Default::default() });
+        assert!(call(&p, hello(), false).await.is_ok());
+        tokio::time::advance(Duration::from_secs(11)).await;
+        assert_eq!(call(&p, hello(), false).await.unwrap_err().failure, Failure::Upstream { status: Some(502) });
+        tokio::time::advance(Duration::from_secs(5)).await;
+        assert!(call(&p, hello(), false).await.is_ok(), "the outage is over");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn hang_never_answers() {
+        let p = provider(MockBehavior { hang: true, ..Default::default() });
+        let r = tokio::time::timeout(Duration::from_secs(3600), call(&p, hello(), false)).await;
+        assert!(r.is_err());
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn json_is_damaged_as_configured() {
+        let body = json!({"messages": [{"role": "user", "content": "x"}], "response_format": {"type": "json_schema", "json_schema": {"name": "p", "schema": {"type": "object", "properties": {"first_name": {"type": "string"}}}}}});
+        let plain = text(call(&provider(MockBehavior::default()), body.clone(), false).await.unwrap());
+        assert_eq!(plain, r#"{"first_name":"mock"}"#);
+        let fenced = text(
+            call(&provider(MockBehavior { json: MockJson::Fenced, ..Default::default() }), body.clone(), false)
+                .await
+                .unwrap(),
+        );
+        assert!(fenced.contains("```json\n{\"first_name\":\"mock\"}\n```"), "{fenced}");
+        let renamed = text(
+            call(&provider(MockBehavior { json: MockJson::Renamed, ..Default::default() }), body, false).await.unwrap(),
+        );
+        assert_eq!(renamed, r#"{"FirstName":"mock"}"#);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn streams_at_the_configured_speed() {
+        let b = MockBehavior {
+            first_token: Duration::from_millis(100),
+            tokens_per_s: 10.0,
+            reply: Some("one two three".into()),
+            ..Default::default()
+        };
+        let p = provider(b);
+        let Reply::Stream(mut s) = call(&p, hello(), true).await.unwrap() else { panic!("expected a stream") };
+        let t = Instant::now();
+        let mut arrivals = Vec::new();
+        let mut text = String::new();
+        while let Some(item) = s.next().await {
+            if let StreamItem::Chunk(v) = item.unwrap() {
+                if let Some(c) = v["choices"][0]["delta"]["content"].as_str().filter(|c| !c.is_empty()) {
+                    text.push_str(c);
+                    arrivals.push(t.elapsed().as_millis());
+                }
+            }
+        }
+        assert_eq!(text, "one two three");
+        assert_eq!(arrivals, [100, 200, 300], "first token after 100ms, then 10 tokens/s");
     }
 }

@@ -8,6 +8,7 @@
 pub mod anthropic;
 pub mod gigachat;
 pub mod mock;
+pub(crate) mod native;
 pub mod openai_compat;
 pub mod translate;
 pub mod yandex;
@@ -51,6 +52,31 @@ pub struct AttemptRequest<'a> {
     pub stream: bool,
     /// The client asked for a usage chunk.
     pub include_usage: bool,
+    /// Where the adapter reports what the upstream's headers said about its
+    /// limits (read by the runner after the call).
+    pub hints: &'a UpstreamHints,
+}
+
+/// What an upstream's answer said about its limits, beyond the answer.
+#[derive(Debug, Default)]
+pub struct UpstreamHints {
+    /// Milliseconds until the quota resets, when an answer said it is used
+    /// up (`x-ratelimit-remaining-*: 0`); 0 when not.
+    exhausted_ms: std::sync::atomic::AtomicU64,
+}
+
+impl UpstreamHints {
+    /// Records the quota reset an answer announced (`reset_hint`).
+    pub fn set_exhausted_for(&self, d: std::time::Duration) {
+        let ms = u64::try_from(d.as_millis()).unwrap_or(u64::MAX).max(1);
+        self.exhausted_ms.store(ms, Ordering::Release);
+    }
+
+    /// Reads it back.
+    pub fn exhausted_for(&self) -> Option<std::time::Duration> {
+        let ms = self.exhausted_ms.load(Ordering::Acquire);
+        (ms > 0).then(|| std::time::Duration::from_millis(ms))
+    }
 }
 
 /// The adapter of one provider, by wire format.
@@ -60,6 +86,12 @@ pub enum Adapter {
     OpenAi(openai_compat::OpenAiCompat),
     /// In-process mock.
     Mock(mock::MockProvider),
+    /// Anthropic Messages API.
+    Anthropic(anthropic::AnthropicAdapter),
+    /// GigaChat v1 chat (OAuth token cache).
+    GigaChat(gigachat::GigaChatAdapter),
+    /// Yandex Foundation Models native completion.
+    Yandex(yandex::YandexAdapter),
 }
 
 /// A configured provider: its adapter and bookkeeping.
@@ -85,27 +117,15 @@ pub struct BuildError {
 
 impl Provider {
     /// Builds the adapter for a compiled provider config.
-    pub fn build(
-        config: ProviderConfig,
-        health: &crate::config::HealthConfig,
-    ) -> Result<Arc<Self>, BuildError> {
+    pub fn build(config: ProviderConfig, health: &crate::config::HealthConfig) -> Result<Arc<Self>, BuildError> {
         let adapter = match config.kind {
             ProviderKind::Mock => Adapter::Mock(mock::MockProvider::new(&config)),
-            ProviderKind::OpenAi => {
-                Adapter::OpenAi(openai_compat::OpenAiCompat::new(&config, health)?)
-            }
-            other => {
-                return Err(BuildError {
-                    provider: config.name.clone(),
-                    message: format!("kind `{}` has no adapter in this build yet", other.as_str()),
-                })
-            }
+            ProviderKind::OpenAi => Adapter::OpenAi(openai_compat::OpenAiCompat::new(&config, health)?),
+            ProviderKind::Anthropic => Adapter::Anthropic(anthropic::AnthropicAdapter::new(&config, health)?),
+            ProviderKind::GigaChat => Adapter::GigaChat(gigachat::GigaChatAdapter::new(&config, health)?),
+            ProviderKind::Yandex => Adapter::Yandex(yandex::YandexAdapter::new(&config, health)?),
         };
-        Ok(Arc::new(Self {
-            config,
-            adapter,
-            in_flight: AtomicU64::new(0),
-        }))
+        Ok(Arc::new(Self { config, adapter, in_flight: AtomicU64::new(0) }))
     }
 
     /// Sends one attempt.
@@ -113,6 +133,9 @@ impl Provider {
         match &self.adapter {
             Adapter::OpenAi(a) => a.call(req).await,
             Adapter::Mock(m) => m.call(req).await,
+            Adapter::Anthropic(a) => a.call(req).await,
+            Adapter::GigaChat(g) => g.call(req).await,
+            Adapter::Yandex(y) => y.call(req).await,
         }
     }
 
@@ -144,30 +167,15 @@ impl Drop for InFlight {
 }
 
 /// Classifies a non-2xx OpenAI-style error (also used by the mock).
-pub fn classify_openai_error(
-    status: u16,
-    retry_after: Option<std::time::Duration>,
-    body: &[u8],
-) -> Failure {
+pub fn classify_openai_error(status: u16, retry_after: Option<std::time::Duration>, body: &[u8]) -> Failure {
     let parsed: Option<Value> = serde_json::from_slice(body).ok();
     let err = parsed.as_ref().and_then(|v| v.get("error"));
-    let code = err
-        .and_then(|e| e.get("code"))
-        .and_then(Value::as_str)
-        .unwrap_or("");
-    let kind = err
-        .and_then(|e| e.get("type"))
-        .and_then(Value::as_str)
-        .unwrap_or("");
+    let code = err.and_then(|e| e.get("code")).and_then(Value::as_str).unwrap_or("");
+    let kind = err.and_then(|e| e.get("type")).and_then(Value::as_str).unwrap_or("");
     let message = err
         .and_then(|e| e.get("message"))
         .and_then(Value::as_str)
-        .or_else(|| {
-            parsed
-                .as_ref()
-                .and_then(|v| v.get("message"))
-                .and_then(Value::as_str)
-        })
+        .or_else(|| parsed.as_ref().and_then(|v| v.get("message")).and_then(Value::as_str))
         .unwrap_or("")
         .to_ascii_lowercase();
     let context_words = [
@@ -178,8 +186,7 @@ pub fn classify_openai_error(
         "prompt is too long",
         "too many tokens",
     ];
-    let is_context =
-        code == "context_length_exceeded" || context_words.iter().any(|w| message.contains(w));
+    let is_context = code == "context_length_exceeded" || context_words.iter().any(|w| message.contains(w));
     match status {
         401 => Failure::AuthRejected,
         402 => Failure::QuotaExhausted,
@@ -188,9 +195,7 @@ pub fn classify_openai_error(
         404 => Failure::NotFound,
         408 => Failure::Timeout,
         // Groq: 413 is a tokens-per-minute limit, not the client's fault.
-        413 if code == "rate_limit_exceeded" || kind == "tokens" => {
-            Failure::RateLimited { retry_after }
-        }
+        413 if code == "rate_limit_exceeded" || kind == "tokens" => Failure::RateLimited { retry_after },
         413 => Failure::ContextLength,
         429 if code == "insufficient_quota"
             || kind == "insufficient_quota"
@@ -201,12 +206,7 @@ pub fn classify_openai_error(
         429 => Failure::RateLimited { retry_after },
         400 | 422 if code == "model_decommissioned" => Failure::NotFound,
         400 | 422 if is_context => Failure::ContextLength,
-        400 | 422
-            if matches!(
-                code,
-                "unsupported_parameter" | "unsupported_value" | "tool_use_failed"
-            ) =>
-        {
+        400 | 422 if matches!(code, "unsupported_parameter" | "unsupported_value" | "tool_use_failed") => {
             Failure::CapabilityMismatch
         }
         400..=499 if !matches!(status, 409 | 424 | 498 | 499) => {
@@ -214,9 +214,7 @@ pub fn classify_openai_error(
             let body = err.is_some().then(|| bytes::Bytes::copy_from_slice(body));
             Failure::InvalidRequest { status, body }
         }
-        _ => Failure::Upstream {
-            status: Some(status),
-        },
+        _ => Failure::Upstream { status: Some(status) },
     }
 }
 
@@ -239,8 +237,6 @@ pub fn failure_from_class(
         C::CapabilityMismatch => Failure::CapabilityMismatch,
         C::ContentFilter => Failure::ContentFilter,
         C::InvalidRequest => Failure::InvalidRequest { status, body },
-        C::Upstream => Failure::Upstream {
-            status: (status != 0).then_some(status),
-        },
+        C::Upstream => Failure::Upstream { status: (status != 0).then_some(status) },
     }
 }

@@ -30,46 +30,33 @@ pub struct OpenAiCompat {
 impl OpenAiCompat {
     /// Builds the pooled client and the fixed headers.
     pub fn new(config: &ProviderConfig, health: &HealthConfig) -> Result<Self, super::BuildError> {
-        let err = |message: String| super::BuildError {
-            provider: config.name.clone(),
-            message,
-        };
-        let base = config
-            .base_url
-            .clone()
-            .ok_or_else(|| err("no base_url".into()))?;
+        let err = |message: String| super::BuildError { provider: config.name.clone(), message };
+        let base = config.base_url.clone().ok_or_else(|| err("no base_url".into()))?;
         let mut headers = HeaderMap::new();
         headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
         if let Some(key) = &config.api_key {
-            let mut v =
-                HeaderValue::from_str(&format!("Bearer {}", key.expose())).map_err(|_| {
-                    err("the API key contains characters not allowed in a header".into())
-                })?;
+            let mut v = HeaderValue::from_str(&format!("Bearer {}", key.expose()))
+                .map_err(|_| err("the API key contains characters not allowed in a header".into()))?;
             v.set_sensitive(true);
             headers.insert(AUTHORIZATION, v);
         }
         for (name, value) in &config.headers {
-            let n = HeaderName::from_bytes(name.as_bytes())
-                .map_err(|_| err(format!("invalid header name `{name}`")))?;
-            let mut v = HeaderValue::from_str(value.expose())
-                .map_err(|_| err(format!("invalid value for header `{name}`")))?;
+            let n =
+                HeaderName::from_bytes(name.as_bytes()).map_err(|_| err(format!("invalid header name `{name}`")))?;
+            let mut v =
+                HeaderValue::from_str(value.expose()).map_err(|_| err(format!("invalid value for header `{name}`")))?;
             v.set_sensitive(true);
             headers.insert(n, v);
         }
         let client = build_client(config, health).map_err(err)?;
-        Ok(Self {
-            client,
-            url: format!("{base}/chat/completions"),
-            headers,
-        })
+        Ok(Self { client, url: format!("{base}/chat/completions"), headers })
     }
 
     /// Sends one attempt.
     pub async fn call(&self, req: AttemptRequest<'_>) -> Result<Reply, AttemptError> {
         let mut body = req.body;
         body.insert("model".into(), Value::String(req.model_id.to_string()));
-        let bytes = serde_json::to_vec(&body)
-            .map_err(|e| AttemptError::new(Failure::BrokenBody, e.to_string()))?;
+        let bytes = serde_json::to_vec(&body).map_err(|e| AttemptError::new(Failure::BrokenBody, e.to_string()))?;
         let resp = self
             .client
             .post(&self.url)
@@ -80,16 +67,13 @@ impl OpenAiCompat {
             .map_err(|e| transport_error(&e))?;
         let status = resp.status().as_u16();
         if !(200..300).contains(&status) {
-            let retry = crate::health::ratelimit::rate_limit_reset(
-                resp.headers(),
-                std::time::SystemTime::now(),
-            );
+            let retry = crate::health::ratelimit::rate_limit_reset(resp.headers(), std::time::SystemTime::now());
             let body = resp.bytes().await.unwrap_or_default();
             let failure = super::classify_openai_error(status, retry, &body);
-            return Err(AttemptError::new(
-                failure,
-                format!("HTTP {status}{}", short_message(&body)),
-            ));
+            return Err(AttemptError::new(failure, format!("HTTP {status}{}", short_message(&body))));
+        }
+        if let Some(reset) = crate::health::ratelimit::reset_hint(resp.headers(), std::time::SystemTime::now()) {
+            req.hints.set_exhausted_for(reset);
         }
         if req.stream {
             let is_sse = resp
@@ -106,9 +90,8 @@ impl OpenAiCompat {
             return Ok(Reply::Stream(sse_chunks(resp.bytes_stream())));
         }
         let body = resp.bytes().await.map_err(|e| transport_error(&e))?;
-        let value: Value = serde_json::from_slice(&body).map_err(|e| {
-            AttemptError::new(Failure::BrokenBody, format!("response is not JSON: {e}"))
-        })?;
+        let value: Value = serde_json::from_slice(&body)
+            .map_err(|e| AttemptError::new(Failure::BrokenBody, format!("response is not JSON: {e}")))?;
         if let Some(f) = in_band_error(&value) {
             return Err(f);
         }
@@ -123,17 +106,14 @@ fn build_client(config: &ProviderConfig, health: &HealthConfig) -> Result<reqwes
         .tcp_nodelay(true)
         .user_agent(concat!("spillway/", env!("CARGO_PKG_VERSION")));
     if let Some(path) = &config.ca_file {
-        let pem = std::fs::read(path)
-            .map_err(|e| format!("cannot read ca_file {}: {e}", path.display()))?;
+        let pem = std::fs::read(path).map_err(|e| format!("cannot read ca_file {}: {e}", path.display()))?;
         let certs = reqwest::Certificate::from_pem_bundle(&pem)
             .map_err(|e| format!("ca_file {} is not PEM: {e}", path.display()))?;
         for cert in certs {
             builder = builder.add_root_certificate(cert);
         }
     }
-    builder
-        .build()
-        .map_err(|e| format!("cannot build the HTTP client: {e}"))
+    builder.build().map_err(|e| format!("cannot build the HTTP client: {e}"))
 }
 
 /// Classifies a transport-level error of the HTTP client.
@@ -156,16 +136,8 @@ fn short_message(body: &[u8]) -> String {
     let v: Option<Value> = serde_json::from_slice(body).ok();
     let msg = v
         .as_ref()
-        .and_then(|v| {
-            v.get("error")
-                .and_then(|e| e.get("message").or(Some(e)))
-                .or_else(|| v.get("message"))
-        })
-        .map(|m| {
-            m.as_str()
-                .map(str::to_string)
-                .unwrap_or_else(|| m.to_string())
-        });
+        .and_then(|v| v.get("error").and_then(|e| e.get("message").or(Some(e))).or_else(|| v.get("message")))
+        .map(|m| m.as_str().map(str::to_string).unwrap_or_else(|| m.to_string()));
     match msg {
         Some(m) => format!(": {}", m.chars().take(200).collect::<String>()),
         None => String::new(),
@@ -174,38 +146,21 @@ fn short_message(body: &[u8]) -> String {
 
 /// The in-band error forms of OpenAI-compatible bodies and chunks.
 pub fn in_band_error(v: &Value) -> Option<AttemptError> {
-    let describe = |e: &Value| {
-        e.get("message")
-            .and_then(Value::as_str)
-            .map(str::to_string)
-            .unwrap_or_else(|| e.to_string())
-    };
+    let describe =
+        |e: &Value| e.get("message").and_then(Value::as_str).map(str::to_string).unwrap_or_else(|| e.to_string());
     if let Some(e) = v.get("error").filter(|e| !e.is_null()) {
-        return Some(AttemptError::new(
-            Failure::Upstream { status: None },
-            describe(e),
-        ));
+        return Some(AttemptError::new(Failure::Upstream { status: None }, describe(e)));
     }
     if v.get("object").and_then(Value::as_str) == Some("error") {
-        return Some(AttemptError::new(
-            Failure::Upstream { status: None },
-            describe(v),
-        ));
+        return Some(AttemptError::new(Failure::Upstream { status: None }, describe(v)));
     }
-    if let Some(e) = v
-        .get("x_groq")
-        .and_then(|x| x.get("error"))
-        .filter(|e| !e.is_null())
-    {
-        return Some(AttemptError::new(
-            Failure::Upstream { status: None },
-            describe(e),
-        ));
+    if let Some(e) = v.get("x_groq").and_then(|x| x.get("error")).filter(|e| !e.is_null()) {
+        return Some(AttemptError::new(Failure::Upstream { status: None }, describe(e)));
     }
-    let errored = v.get("choices").and_then(Value::as_array).is_some_and(|c| {
-        c.iter()
-            .any(|c| c.get("finish_reason").and_then(Value::as_str) == Some("error"))
-    });
+    let errored = v
+        .get("choices")
+        .and_then(Value::as_array)
+        .is_some_and(|c| c.iter().any(|c| c.get("finish_reason").and_then(Value::as_str) == Some("error")));
     errored.then(|| AttemptError::new(Failure::Upstream { status: None }, "finish_reason: error"))
 }
 
@@ -250,10 +205,7 @@ where
             match st.bytes.next().await {
                 Some(Ok(chunk)) => {
                     if st.parser.feed(&chunk, &mut st.events).is_err() {
-                        st.pending.push_back(Err(AttemptError::new(
-                            Failure::BrokenBody,
-                            "an SSE line was too long",
-                        )));
+                        st.pending.push_back(Err(AttemptError::new(Failure::BrokenBody, "an SSE line was too long")));
                     }
                 }
                 Some(Err(e)) => {
@@ -298,20 +250,13 @@ fn decode_event(ev: &SseEvent) -> Result<StreamItem, AttemptError> {
     if data == "[DONE]" {
         return Ok(StreamItem::Done);
     }
-    let v: Value = serde_json::from_str(data).map_err(|e| {
-        AttemptError::new(
-            Failure::BrokenBody,
-            format!("a stream event is not JSON: {e}"),
-        )
-    })?;
+    let v: Value = serde_json::from_str(data)
+        .map_err(|e| AttemptError::new(Failure::BrokenBody, format!("a stream event is not JSON: {e}")))?;
     if let Some(err) = in_band_error(&v) {
         return Err(err);
     }
     if !v.is_object() {
-        return Err(AttemptError::new(
-            Failure::BrokenBody,
-            "a stream event is not a JSON object",
-        ));
+        return Err(AttemptError::new(Failure::BrokenBody, "a stream event is not a JSON object"));
     }
     Ok(StreamItem::Chunk(v))
 }
@@ -323,9 +268,7 @@ mod tests {
 
     async fn collect(parts: Vec<&'static str>) -> Vec<Result<StreamItem, AttemptError>> {
         let s = stream::iter(
-            parts
-                .into_iter()
-                .map(|p| Ok::<_, std::convert::Infallible>(Bytes::from_static(p.as_bytes()))),
+            parts.into_iter().map(|p| Ok::<_, std::convert::Infallible>(Bytes::from_static(p.as_bytes()))),
         );
         sse_chunks(s).collect().await
     }

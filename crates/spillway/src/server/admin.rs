@@ -14,14 +14,13 @@ use std::sync::Arc;
 pub fn router(state: Arc<AppState>) -> Router<Arc<AppState>> {
     Router::new()
         .merge(crate::server::admin_state::routes())
+        .merge(crate::server::admin_load::routes())
+        .merge(crate::server::admin_discovery::routes())
+        .merge(crate::server::handoff_routes::admin_routes())
         .layer(axum::middleware::from_fn_with_state(state, require_token))
 }
 
-async fn require_token(
-    State(state): State<Arc<AppState>>,
-    request: Request,
-    next: Next,
-) -> Response {
+async fn require_token(State(state): State<Arc<AppState>>, request: Request, next: Next) -> Response {
     let gw = state.gateway.load();
     let Some(token) = &gw.config.server.admin_token else {
         return ApiError::NotFound.into_response();

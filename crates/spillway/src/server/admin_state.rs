@@ -1,30 +1,113 @@
 //! `GET /admin/state` and `POST /admin/models/{provider}/{model}/revive`.
+//!
+//! The state view is what an operator needs in one look: every cascade
+//! with its models in order, and per model whether it is alive, dead until
+//! when and why, its breaker state and trip reason, and its TTFT.
 
 use super::AppState;
-use axum::extract::State;
-use axum::routing::get;
+use crate::api::ApiError;
+use crate::health::breaker::State;
+use crate::health::clock::now_ms;
+use crate::runtime::Gateway;
+use axum::extract::{Path, State as AxumState};
+use axum::routing::{get, post};
 use axum::{Json, Router};
 use serde_json::{json, Value};
 use std::sync::Arc;
 
 /// Routes of this file.
 pub fn routes() -> Router<Arc<AppState>> {
-    Router::new().route("/admin/state", get(state))
+    Router::new().route("/admin/state", get(state)).route("/admin/models/{*model_ref}", post(revive))
 }
 
-async fn state(State(state): State<Arc<AppState>>) -> Json<Value> {
-    let gw = state.gateway.load();
+/// The health of one model ref as JSON.
+pub fn model_view(gw: &Gateway, model_ref: &str) -> Value {
+    let now = now_ms();
+    let provider = model_ref.split('/').next().unwrap_or_default();
+    let p = gw.health.provider(provider);
+    let h = gw.health.model(model_ref);
+    let dead = p
+        .dead
+        .get(now)
+        .or_else(|| model_ref.ends_with(":free").then(|| p.free_dead.get(now)).flatten())
+        .or_else(|| h.dead.get(now));
+    let breaker = match h.breaker_state() {
+        State::Closed => json!({"state": "closed"}),
+        State::Open { until_ms, reason } => json!({
+            "state": "open",
+            "reason": reason.to_string(),
+            "until_unix_ms": until_ms,
+            "seconds_left": until_ms.saturating_sub(now) / 1000,
+        }),
+        State::HalfOpen { probing, reason } => {
+            json!({"state": "half_open", "probing": probing, "reason": reason.to_string()})
+        }
+    };
+    json!({
+        "model": model_ref,
+        "alive": dead.is_none() && matches!(h.breaker_state(), State::Closed | State::HalfOpen { .. }),
+        "dead": dead.map(|m| json!({
+            "reason": m.reason.as_str(),
+            "until_unix_ms": m.until_ms,
+            "seconds_left": m.until_ms.saturating_sub(now) / 1000,
+        })),
+        "breaker": breaker,
+        "ttft_ms": h.ttft_ms().map(|t| (t * 10.0).round() / 10.0),
+    })
+}
+
+async fn state(AxumState(state): AxumState<Arc<AppState>>) -> Json<Value> {
+    let gw = state.gateway.load_full();
+    let round = gw.shared.discovery.current();
     let cascades: Vec<Value> = gw
         .cascades
         .values()
         .map(|plan| {
+            let built = round.cascades.get(&plan.name);
             let models: Vec<Value> = plan
                 .targets
                 .iter()
-                .map(|t| json!({"model": t.name, "tier": t.tier.as_str(), "in_flight": t.provider.in_flight()}))
+                .map(|t| {
+                    let mut v = model_view(&gw, &t.name);
+                    v["tier"] = json!(t.tier.as_str());
+                    // Why discovery put it there (discovered cascades only).
+                    if let Some(e) = built.and_then(|b| b.entries.iter().find(|e| e.model_ref == t.name)) {
+                        v["reason"] = json!(e.reason.to_string());
+                    }
+                    v["in_flight"] = json!(t.provider.in_flight());
+                    v
+                })
                 .collect();
             json!({"name": plan.name, "models": models})
         })
         .collect();
-    Json(json!({"cascades": cascades, "state": {"backend": "memory", "degraded": false}}))
+    Json(json!({
+        "cascades": cascades,
+        "state": gw.shared.state.view(),
+        "in_flight_requests": state.in_flight.load(std::sync::atomic::Ordering::Relaxed),
+        "load": gw.load.snapshot(),
+    }))
+}
+
+/// `POST /admin/models/{provider}/{model}/revive`: the model id may itself
+/// contain `/`, so the path is taken whole and the suffix stripped.
+async fn revive(AxumState(state): AxumState<Arc<AppState>>, Path(path): Path<String>) -> Result<Json<Value>, ApiError> {
+    let Some(model_ref) = path.strip_suffix("/revive") else {
+        return Err(ApiError::NotFound);
+    };
+    let gw = state.gateway.load_full();
+    if crate::config::ModelRef::parse(model_ref).is_none() {
+        return Err(ApiError::InvalidField {
+            param: "model".into(),
+            message: "expected /admin/models/{provider}/{model}/revive".into(),
+        });
+    }
+    let provider = model_ref.split('/').next().unwrap_or_default();
+    if !gw.providers.contains_key(provider) {
+        return Err(ApiError::ModelNotFound(model_ref.to_string()));
+    }
+    gw.health.model(model_ref).revive();
+    gw.health.revive_provider(provider);
+    tracing::info!(model = model_ref, "Model revived by an operator.");
+    Ok(Json(model_view(&gw, model_ref)))
 }

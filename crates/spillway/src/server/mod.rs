@@ -7,7 +7,10 @@
 //! `server.shutdown_grace` to finish.
 
 pub mod admin;
+pub mod admin_discovery;
+pub mod admin_load;
 pub mod admin_state;
+pub mod handoff_routes;
 pub mod routes;
 
 use crate::metrics::Metrics;
@@ -37,32 +40,19 @@ impl AppState {
     /// Wraps a built gateway.
     pub fn new(gateway: Gateway) -> Arc<Self> {
         let metrics = gateway.metrics.clone();
-        Arc::new(Self {
-            gateway: ArcSwap::from_pointee(gateway),
-            metrics,
-            in_flight: AtomicUsize::new(0),
-        })
+        Arc::new(Self { gateway: ArcSwap::from_pointee(gateway), metrics, in_flight: AtomicUsize::new(0) })
     }
 }
 
 /// Serves until `shutdown` is cancelled, then drains within the grace period.
-pub async fn serve(
-    listener: TcpListener,
-    state: Arc<AppState>,
-    shutdown: CancellationToken,
-) -> std::io::Result<()> {
+pub async fn serve(listener: TcpListener, state: Arc<AppState>, shutdown: CancellationToken) -> std::io::Result<()> {
     let (header_timeout, grace) = {
         let gw = state.gateway.load();
-        (
-            gw.config.server.header_read_timeout,
-            gw.config.server.shutdown_grace,
-        )
+        (gw.config.server.header_read_timeout, gw.config.server.shutdown_grace)
     };
     let router = routes::router(state.clone());
     let mut http = hyper::server::conn::http1::Builder::new();
-    http.timer(TokioTimer::new())
-        .header_read_timeout(header_timeout)
-        .keep_alive(true);
+    http.timer(TokioTimer::new()).header_read_timeout(header_timeout).keep_alive(true);
     let graceful = GracefulShutdown::new();
     let tasks = TaskTracker::new();
     tracing::info!(addr = %listener.local_addr()?, "Spillway is listening.");

@@ -28,6 +28,7 @@ pub fn router(state: Arc<AppState>) -> Router {
         .route("/readyz", get(readyz))
         .route("/metrics", get(metrics))
         .merge(super::admin::router(state.clone()))
+        .merge(super::handoff_routes::client_routes())
         .fallback(|| async { ApiError::NotFound })
         // The handler enforces `max_body_bytes` itself (413 in OpenAI shape).
         .layer(DefaultBodyLimit::disable())
@@ -44,21 +45,12 @@ impl Drop for Permit {
 }
 
 fn bearer(headers: &HeaderMap) -> Option<&str> {
-    headers
-        .get(header::AUTHORIZATION)?
-        .to_str()
-        .ok()?
-        .strip_prefix("Bearer ")
-        .map(str::trim)
+    headers.get(header::AUTHORIZATION)?.to_str().ok()?.strip_prefix("Bearer ").map(str::trim)
 }
 
 /// Compares in time independent of where the strings differ.
 pub(crate) fn same(a: &str, b: &str) -> bool {
-    a.len() == b.len()
-        && a.bytes()
-            .zip(b.bytes())
-            .fold(0u8, |acc, (x, y)| acc | (x ^ y))
-            == 0
+    a.len() == b.len() && a.bytes().zip(b.bytes()).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
 async fn chat(State(state): State<Arc<AppState>>, request: Request) -> Response {
@@ -71,12 +63,15 @@ async fn chat(State(state): State<Arc<AppState>>, request: Request) -> Response 
 async fn chat_inner(state: Arc<AppState>, request: Request) -> Result<Response, ApiError> {
     let gw = state.gateway.load_full();
     let server = &gw.config.server;
+    let mut key_id = None;
     if !server.api_keys.is_empty() {
         let key = bearer(request.headers()).ok_or(ApiError::Unauthorized)?;
         if !server.api_keys.iter().any(|k| same(k.expose(), key)) {
             return Err(ApiError::Unauthorized);
         }
+        key_id = Some(crate::handoff::key_id(key));
     }
+    let escalate = crate::escalation::rules::forced(request.headers());
     if state.in_flight.fetch_add(1, Ordering::AcqRel) >= server.max_concurrent_requests {
         state.in_flight.fetch_sub(1, Ordering::AcqRel);
         return Err(ApiError::Overloaded);
@@ -91,14 +86,14 @@ async fn chat_inner(state: Arc<AppState>, request: Request) -> Result<Response, 
     if declared.is_some_and(|n| n > limit) {
         return Err(ApiError::BodyTooLarge(limit));
     }
-    let bytes = axum::body::to_bytes(request.into_body(), limit)
-        .await
-        .map_err(|_| ApiError::BodyTooLarge(limit))?;
+    let bytes = axum::body::to_bytes(request.into_body(), limit).await.map_err(|_| ApiError::BodyTooLarge(limit))?;
     let req = ChatRequest::parse(&bytes)?;
-    let plan = gw
-        .resolve(&req.model)
-        .ok_or_else(|| ApiError::ModelNotFound(req.model.clone()))?;
-    let served = cascade::run(&gw, &plan, req).await?;
+    let plan = gw.resolve(&req.model).ok_or_else(|| ApiError::ModelNotFound(req.model.clone()))?;
+    let (plan, escalated) = crate::escalation::rules::choose(&gw, plan, &req, escalate);
+    let plan = gw.shared.usage.budget_plan(&gw, plan, crate::health::clock::now_ms());
+    let mut served = crate::handoff::with_caller(key_id, cascade::run(&gw, &plan, req)).await?;
+    served.escalated = escalated;
+    crate::usage::observe(&gw, &plan, &served);
     Ok(respond(served, permit))
 }
 
@@ -107,23 +102,13 @@ fn header_value(s: &str) -> HeaderValue {
 }
 
 fn respond(served: Served, permit: Permit) -> Response {
-    let Served {
-        cascade,
-        model,
-        tier,
-        attempts,
-        load_profile,
-        body,
-    } = served;
+    let Served { cascade, model, tier, attempts, load_profile, handoff_id, escalated, body } = served;
     let mut resp = match body {
         ServedBody::Complete(v) => {
             drop(permit);
             let bytes = serde_json::to_vec(&v).unwrap_or_default();
             let mut r = Response::new(Body::from(bytes));
-            r.headers_mut().insert(
-                header::CONTENT_TYPE,
-                HeaderValue::from_static("application/json"),
-            );
+            r.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
             r
         }
         ServedBody::Stream(s) => {
@@ -134,53 +119,33 @@ fn respond(served: Served, permit: Permit) -> Response {
             });
             let mut r = Response::new(Body::from_stream(s));
             let h = r.headers_mut();
-            h.insert(
-                header::CONTENT_TYPE,
-                HeaderValue::from_static("text/event-stream"),
-            );
+            h.insert(header::CONTENT_TYPE, HeaderValue::from_static("text/event-stream"));
             h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
-            h.insert(
-                HeaderName::from_static("x-accel-buffering"),
-                HeaderValue::from_static("no"),
-            );
+            h.insert(HeaderName::from_static("x-accel-buffering"), HeaderValue::from_static("no"));
             r
         }
     };
     let h = resp.headers_mut();
-    h.insert(
-        HeaderName::from_static("x-spillway-cascade"),
-        header_value(&cascade),
-    );
-    h.insert(
-        HeaderName::from_static("x-spillway-model"),
-        header_value(&model),
-    );
-    h.insert(
-        HeaderName::from_static("x-spillway-tier"),
-        HeaderValue::from_static(tier.as_str()),
-    );
-    h.insert(
-        HeaderName::from_static("x-spillway-attempts"),
-        HeaderValue::from(attempts),
-    );
+    h.insert(HeaderName::from_static("x-spillway-cascade"), header_value(&cascade));
+    h.insert(HeaderName::from_static("x-spillway-model"), header_value(&model));
+    h.insert(HeaderName::from_static("x-spillway-tier"), HeaderValue::from_static(tier.as_str()));
+    h.insert(HeaderName::from_static("x-spillway-attempts"), HeaderValue::from(attempts));
     if let Some(profile) = load_profile {
-        h.insert(
-            HeaderName::from_static("x-spillway-load-profile"),
-            header_value(&profile),
-        );
+        h.insert(HeaderName::from_static("x-spillway-load-profile"), header_value(&profile));
+    }
+    if let Some(id) = handoff_id {
+        h.insert(HeaderName::from_static("x-spillway-handoff-id"), header_value(&id));
+    }
+    if escalated {
+        h.insert(HeaderName::from_static("x-spillway-escalated"), HeaderValue::from_static("true"));
     }
     resp
 }
 
-async fn models(
-    State(state): State<Arc<AppState>>,
-    headers: HeaderMap,
-) -> Result<Response, ApiError> {
+async fn models(State(state): State<Arc<AppState>>, headers: HeaderMap) -> Result<Response, ApiError> {
     let gw = state.gateway.load_full();
     let keys = &gw.config.server.api_keys;
-    if !keys.is_empty()
-        && !bearer(&headers).is_some_and(|k| keys.iter().any(|s| same(s.expose(), k)))
-    {
+    if !keys.is_empty() && !bearer(&headers).is_some_and(|k| keys.iter().any(|s| same(s.expose(), k))) {
         return Err(ApiError::Unauthorized);
     }
     let created = crate::api::wire::now_unix();
@@ -188,12 +153,16 @@ async fn models(
     let mut seen = std::collections::HashSet::new();
     for (name, plan) in &gw.cascades {
         let refs: Vec<&str> = plan.targets.iter().map(|t| t.name.as_str()).collect();
-        data.push(json!({"id": name, "object": "model", "created": created, "owned_by": "spillway", "spillway_models": refs}));
+        data.push(
+            json!({"id": name, "object": "model", "created": created, "owned_by": "spillway", "spillway_models": refs}),
+        );
     }
     for plan in gw.cascades.values() {
         for t in &plan.targets {
             if seen.insert(t.name.clone()) {
-                data.push(json!({"id": t.name, "object": "model", "created": created, "owned_by": t.model_ref.provider}));
+                data.push(
+                    json!({"id": t.name, "object": "model", "created": created, "owned_by": t.model_ref.provider}),
+                );
             }
         }
     }
@@ -202,11 +171,14 @@ async fn models(
 
 async fn readyz(State(state): State<Arc<AppState>>) -> Response {
     let gw = state.gateway.load();
-    let body = json!({"status": "ready", "cascades": gw.cascades.len(), "state": {"backend": "memory", "degraded": false}});
+    // Degraded (Redis unreachable) still serves from local state: 200, and the body says so.
+    let status = if gw.shared.state.degraded() { "degraded" } else { "ready" };
+    let body = json!({"status": status, "cascades": gw.cascades.len(), "state": gw.shared.state.view()});
     (StatusCode::OK, axum::Json(body)).into_response()
 }
 
 async fn metrics(State(state): State<Arc<AppState>>) -> Response {
+    crate::health::registry::export_gauges(&state.gateway.load().health, &state.metrics);
     let mut r = Response::new(Body::from(Bytes::from(state.metrics.render())));
     r.headers_mut().insert(
         header::CONTENT_TYPE,

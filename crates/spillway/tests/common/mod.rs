@@ -2,21 +2,15 @@
 //! `127.0.0.1:0` from a YAML string, talk to it over real HTTP.
 
 // Helpers of tests: failures must be loud, and tests may spawn freely.
-#![allow(
-    dead_code,
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::disallowed_methods
-)]
+#![allow(dead_code, clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::disallowed_methods)]
 
 use serde_json::{json, Value};
-use spillway::metrics::Metrics;
-use spillway::runtime::Gateway;
+use spillway::runtime::{Gateway, Shared};
 use spillway::server::{self, AppState};
 use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 
+#[allow(unused_imports)] // not every test file uses every helper
 pub use test_upstreams::{schema::assert_valid, FakeUpstream, Reply};
 
 /// A running gateway.
@@ -42,28 +36,21 @@ health:
 
 /// Starts a gateway from YAML.
 pub async fn start(yaml: &str) -> TestGateway {
-    let config = spillway::config::load_str(yaml, None, &|_| None)
-        .unwrap_or_else(|e| panic!("config:\n{e}"));
-    let gateway = Gateway::build(config, Arc::new(Metrics::new())).unwrap();
+    let config = spillway::config::load_str(yaml, None, &|_| None).unwrap_or_else(|e| panic!("config:\n{e}"));
+    let gateway = Gateway::build(config, &Shared::default()).unwrap();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}", listener.local_addr().unwrap());
-    let state = AppState::new(gateway);
     let shutdown = CancellationToken::new();
+    // Background jobs (load monitors) stop with the test gateway.
+    gateway.start_background(&spillway::supervisor::Supervisor::new(shutdown.clone()));
+    let state = AppState::new(gateway);
     let task = tokio::spawn(server::serve(listener, state.clone(), shutdown.clone()));
-    TestGateway {
-        url,
-        state,
-        shutdown,
-        task: Some(task),
-    }
+    TestGateway { url, state, shutdown, task: Some(task) }
 }
 
 /// A provider block pointing at a fake upstream.
 pub fn openai_provider(name: &str, up: &FakeUpstream) -> String {
-    format!(
-        "  {name}:\n    kind: openai\n    base_url: {}\n    api_key: test-key-{name}\n",
-        up.base_url()
-    )
+    format!("  {name}:\n    kind: openai\n    base_url: {}\n    api_key: test-key-{name}\n", up.base_url())
 }
 
 /// A minimal chat body.
@@ -79,37 +66,22 @@ impl TestGateway {
     /// Waits for the server task to end (after `shutdown` was cancelled).
     pub async fn stopped(&mut self, limit: std::time::Duration) -> std::io::Result<()> {
         let task = self.task.take().expect("already stopped");
-        tokio::time::timeout(limit, task)
-            .await
-            .expect("server did not stop in time")
-            .expect("server task panicked")
+        tokio::time::timeout(limit, task).await.expect("server did not stop in time").expect("server task panicked")
     }
 
     pub async fn post(&self, body: &Value) -> reqwest::Response {
-        client()
-            .post(format!("{}/v1/chat/completions", self.url))
-            .json(body)
-            .send()
-            .await
-            .unwrap()
+        client().post(format!("{}/v1/chat/completions", self.url)).json(body).send().await.unwrap()
     }
 
     pub async fn get(&self, path: &str) -> reqwest::Response {
-        client()
-            .get(format!("{}{path}", self.url))
-            .send()
-            .await
-            .unwrap()
+        client().get(format!("{}{path}", self.url)).send().await.unwrap()
     }
 }
 
 /// Reads a whole SSE response into its `data:` payloads.
 pub async fn sse_events(resp: reqwest::Response) -> Vec<String> {
     let text = resp.text().await.unwrap();
-    text.split("\n\n")
-        .filter_map(|e| e.strip_prefix("data: "))
-        .map(str::to_string)
-        .collect()
+    text.split("\n\n").filter_map(|e| e.strip_prefix("data: ")).map(str::to_string).collect()
 }
 
 /// The text of a streamed answer.
@@ -118,17 +90,10 @@ pub fn streamed_text(events: &[String]) -> String {
         .iter()
         .filter(|e| e.as_str() != "[DONE]")
         .filter_map(|e| serde_json::from_str::<Value>(e).ok())
-        .filter_map(|v| {
-            v["choices"][0]["delta"]["content"]
-                .as_str()
-                .map(str::to_string)
-        })
+        .filter_map(|v| v["choices"][0]["delta"]["content"].as_str().map(str::to_string))
         .collect()
 }
 
 pub fn header<'a>(resp: &'a reqwest::Response, name: &str) -> &'a str {
-    resp.headers()
-        .get(name)
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or("")
+    resp.headers().get(name).and_then(|v| v.to_str().ok()).unwrap_or("")
 }

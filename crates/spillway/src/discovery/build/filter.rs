@@ -87,27 +87,16 @@ pub(super) struct Patterns<'a> {
 
 impl<'a> Patterns<'a> {
     pub(super) fn new(patterns: &'a [String]) -> Self {
-        let lowered = patterns
-            .iter()
-            .filter(|p| !p.is_empty())
-            .map(|p| (p.to_ascii_lowercase(), p.as_str()))
-            .collect();
+        let lowered = patterns.iter().filter(|p| !p.is_empty()).map(|p| (p.to_ascii_lowercase(), p.as_str())).collect();
         Self { lowered }
     }
 
     fn matching(&self, id: &str) -> Option<&'a str> {
-        self.lowered
-            .iter()
-            .find(|(lower, _)| contains_ignore_ascii_case(id, lower))
-            .map(|(_, original)| *original)
+        self.lowered.iter().find(|(lower, _)| contains_ignore_ascii_case(id, lower)).map(|(_, original)| *original)
     }
 }
 
-pub(super) fn check(
-    filters: &Filters,
-    patterns: &Patterns<'_>,
-    m: &ModelMeta,
-) -> Result<(), Rejection> {
+pub(super) fn check(filters: &Filters, patterns: &Patterns<'_>, m: &ModelMeta) -> Result<(), Rejection> {
     if !m.active {
         return Err(Rejection::Inactive);
     }
@@ -117,9 +106,7 @@ pub(super) fn check(
     if let Some(min) = filters.min_context {
         match m.context {
             None => return Err(Rejection::ContextUnknown),
-            Some(context) if context < min => {
-                return Err(Rejection::ContextTooSmall { context, min })
-            }
+            Some(context) if context < min => return Err(Rejection::ContextTooSmall { context, min }),
             Some(_) => {}
         }
     }
@@ -134,9 +121,7 @@ pub(super) fn check(
         return Err(Rejection::NotFree);
     }
     if let Some(pattern) = patterns.matching(&m.id) {
-        return Err(Rejection::Excluded {
-            pattern: pattern.to_owned(),
-        });
+        return Err(Rejection::Excluded { pattern: pattern.to_owned() });
     }
     Ok(())
 }
@@ -145,7 +130,5 @@ pub(super) fn check(
 /// practice; non-ASCII bytes simply have to match exactly.
 fn contains_ignore_ascii_case(haystack: &str, needle: &str) -> bool {
     let (h, n) = (haystack.as_bytes(), needle.as_bytes());
-    n.is_empty()
-        || h.windows(n.len())
-            .any(|w| w.iter().zip(n).all(|(a, b)| a.to_ascii_lowercase() == *b))
+    n.is_empty() || h.windows(n.len()).any(|w| w.iter().zip(n).all(|(a, b)| a.to_ascii_lowercase() == *b))
 }

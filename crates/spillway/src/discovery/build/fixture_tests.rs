@@ -7,11 +7,7 @@ use crate::discovery::listing::{parse_listing, ListingFormat};
 use crate::discovery::{apply_hints, diff, StaticHint};
 
 fn fixture(name: &str) -> Vec<u8> {
-    std::fs::read(format!(
-        "{}/testdata/discovery/{name}",
-        env!("CARGO_MANIFEST_DIR")
-    ))
-    .unwrap()
+    std::fs::read(format!("{}/testdata/discovery/{name}", env!("CARGO_MANIFEST_DIR"))).unwrap()
 }
 
 /// The SPEC §4 `extraction` cascade over the Groq and OpenRouter fixtures.
@@ -20,20 +16,12 @@ fn extraction() -> CascadeSpec {
         name: "extraction".into(),
         strategy: Strategy::SpeedFirst,
         providers: vec!["groq".into(), "openrouter".into()],
-        preferred: vec![
-            "groq/llama-3.3-70b-versatile".into(),
-            "openrouter/google/gemma-3-27b-it".into(),
-        ],
+        preferred: vec!["groq/llama-3.3-70b-versatile".into(), "openrouter/google/gemma-3-27b-it".into()],
         filters: Filters {
             min_context: Some(8000),
             max_cost_per_1m: Some(0.5),
             free_only: false,
-            exclude_patterns: vec![
-                "vision".into(),
-                "guard".into(),
-                "whisper".into(),
-                "embed".into(),
-            ],
+            exclude_patterns: vec!["vision".into(), "guard".into(), "whisper".into(), "embed".into()],
         },
         size: 10,
         min_other_providers: 3,
@@ -60,47 +48,20 @@ fn groq_with_prices(body: &[u8]) -> Vec<ModelMeta> {
 fn extraction_over_fixtures() {
     let mut models = groq_with_prices(&fixture("groq-models.json"));
     models.extend(
-        parse_listing(
-            ListingFormat::Openrouter,
-            "openrouter",
-            &fixture("openrouter-models.json"),
-        )
-        .unwrap()
-        .models,
+        parse_listing(ListingFormat::Openrouter, "openrouter", &fixture("openrouter-models.json")).unwrap().models,
     );
     let ttft = |r: &str| (r == "groq/llama-3.1-8b-instant").then_some(150.0);
     let spec = extraction();
     let built = build_cascade(&spec, &models, &ttft);
 
     assert_eq!(built.entries.len(), 10);
-    assert_eq!(
-        refs(&built)[..2],
-        [
-            "groq/llama-3.3-70b-versatile",
-            "openrouter/google/gemma-3-27b-it"
-        ]
-    );
-    assert_eq!(
-        refs(&built)[2],
-        "groq/llama-3.1-8b-instant",
-        "the only measured model leads the rest"
-    );
+    assert_eq!(refs(&built)[..2], ["groq/llama-3.3-70b-versatile", "openrouter/google/gemma-3-27b-it"]);
+    assert_eq!(refs(&built)[2], "groq/llama-3.1-8b-instant", "the only measured model leads the rest");
     for e in &built.entries {
-        assert_eq!(
-            check_filters(&spec.filters, &e.meta),
-            Ok(()),
-            "{}",
-            e.model_ref
-        );
-        assert!(
-            e.meta.active && !e.model_ref.contains("guard") && !e.model_ref.contains("whisper")
-        );
+        assert_eq!(check_filters(&spec.filters, &e.meta), Ok(()), "{}", e.model_ref);
+        assert!(e.meta.active && !e.model_ref.contains("guard") && !e.model_ref.contains("whisper"));
     }
-    let others = built
-        .entries
-        .iter()
-        .filter(|e| e.meta.provider != "groq")
-        .count();
+    let others = built.entries.iter().filter(|e| e.meta.provider != "groq").count();
     assert!(others >= 3, "{others}");
     // Free before paid among the ranked (not preferred, not swapped) entries.
     let ranked: Vec<bool> = built
@@ -115,11 +76,7 @@ fn extraction_over_fixtures() {
 
 #[test]
 fn a_refresh_that_removes_a_model_drops_it_and_yields_the_diff() {
-    let spec = CascadeSpec {
-        min_other_providers: 0,
-        providers: vec!["groq".into()],
-        ..extraction()
-    };
+    let spec = CascadeSpec { min_other_providers: 0, providers: vec!["groq".into()], ..extraction() };
     let before_models = groq_with_prices(&fixture("groq-models.json"));
     let before = build_cascade(&spec, &before_models, &no_ttft);
     assert!(refs(&before).contains(&"groq/qwen/qwen3-32b"));
@@ -161,29 +118,17 @@ fn chat_escalated_over_paged_anthropic_and_openrouter() {
         price_out_per_1m: Some(output),
         context: None,
     };
-    let hints = [
-        hint("claude-3-5-haiku-20241022", 7.0, 0.8, 4.0),
-        hint("claude-sonnet-4-5-20250929", 9.0, 3.0, 15.0),
-    ];
+    let hints = [hint("claude-3-5-haiku-20241022", 7.0, 0.8, 4.0), hint("claude-sonnet-4-5-20250929", 9.0, 3.0, 15.0)];
     let mut models = apply_hints("anthropic", Some(anthropic), &hints).models;
     models.extend(
-        parse_listing(
-            ListingFormat::Openrouter,
-            "openrouter",
-            &fixture("openrouter-models.json"),
-        )
-        .unwrap()
-        .models,
+        parse_listing(ListingFormat::Openrouter, "openrouter", &fixture("openrouter-models.json")).unwrap().models,
     );
     let spec = CascadeSpec {
         name: "chat_escalated".into(),
         strategy: Strategy::QualityFirst,
         providers: vec!["openrouter".into(), "anthropic".into()],
         preferred: vec!["openrouter/anthropic/claude-sonnet-4".into()],
-        filters: Filters {
-            max_cost_per_1m: Some(5.0),
-            ..Filters::default()
-        },
+        filters: Filters { max_cost_per_1m: Some(5.0), ..Filters::default() },
         size: 3,
         min_other_providers: 0,
     };
@@ -193,14 +138,7 @@ fn chat_escalated_over_paged_anthropic_and_openrouter() {
         ["preferred openrouter/anthropic/claude-sonnet-4 is left out: price $15/1M > max_cost_per_1m 5"]
     );
     // Free before paid holds for quality_first too: the largest free models.
-    assert_eq!(
-        reasons(&built),
-        [
-            "free, by quality 405b",
-            "free, by quality 253b",
-            "free, by quality 253b"
-        ]
-    );
+    assert_eq!(reasons(&built), ["free, by quality 405b", "free, by quality 253b", "free, by quality 253b"]);
 
     // An operator who wants paid quality here excludes `:free`: then the
     // hinted Haiku leads (hints rank above parameter counts), Sonnet 4.5 is
@@ -210,15 +148,8 @@ fn chat_escalated_over_paged_anthropic_and_openrouter() {
     let built = build_cascade(&paid, &models, &no_ttft);
     assert_eq!(refs(&built)[0], "anthropic/claude-3-5-haiku-20241022");
     assert_eq!(reasons(&built)[0], "rank by quality hint 7");
-    assert!(matches!(
-        built.entries[1].reason,
-        Reason::Ranked {
-            key: RankKey::Params { .. }
-        }
-    ));
-    assert!(!refs(&built)
-        .iter()
-        .any(|r| r.contains("opus") || r.contains("sonnet-4-5")));
+    assert!(matches!(built.entries[1].reason, Reason::Ranked { key: RankKey::Params { .. } }));
+    assert!(!refs(&built).iter().any(|r| r.contains("opus") || r.contains("sonnet-4-5")));
     // Round-trips through JSON, as the state store caches it.
     let json = serde_json::to_string(&built).unwrap();
     assert_eq!(serde_json::from_str::<BuiltCascade>(&json).unwrap(), built);

@@ -140,11 +140,7 @@ impl BuiltCascade {
 /// - models swapped in for diversity go after the others, in rank order;
 /// - ties within a strategy fall back to provider order, then listing order,
 ///   so the same input always builds the same cascade (no spurious diffs).
-pub fn build_cascade(
-    spec: &CascadeSpec,
-    models: &[ModelMeta],
-    ttft_ms: &dyn Fn(&str) -> Option<f64>,
-) -> BuiltCascade {
+pub fn build_cascade(spec: &CascadeSpec, models: &[ModelMeta], ttft_ms: &dyn Fn(&str) -> Option<f64>) -> BuiltCascade {
     let mut notes = Vec::new();
     let patterns = filter::Patterns::new(&spec.filters.exclude_patterns);
     let in_pool = |m: &ModelMeta| spec.providers.is_empty() || spec.providers.contains(&m.provider);
@@ -225,8 +221,8 @@ fn swap_for_diversity<'a>(
         return Vec::new();
     };
     let is_other = |m: &ModelMeta| m.provider != *primary;
-    let have = preferred.iter().filter(|e| is_other(&e.meta)).count()
-        + chosen.iter().filter(|r| is_other(r.meta)).count();
+    let have =
+        preferred.iter().filter(|e| is_other(&e.meta)).count() + chosen.iter().filter(|r| is_other(r.meta)).count();
     let mut missing = spec.min_other_providers.saturating_sub(have);
     let mut others = rest.iter().filter(|r| is_other(r.meta));
     let mut swapped_in: Vec<&rank::Ranked<'_>> = Vec::new();
@@ -234,12 +230,7 @@ fn swap_for_diversity<'a>(
         let Some(out) = chosen.iter().rposition(|r| !is_other(r.meta)) else {
             break;
         };
-        let duplicate = |r: &&rank::Ranked<'_>| {
-            chosen
-                .iter()
-                .chain(&swapped_in)
-                .any(|c| same_model(c.meta, r.meta))
-        };
+        let duplicate = |r: &&rank::Ranked<'_>| chosen.iter().chain(&swapped_in).any(|c| same_model(c.meta, r.meta));
         let Some(incoming) = others.by_ref().find(|r| !duplicate(r)) else {
             break;
         };

@@ -123,11 +123,7 @@ impl Ranked<'_> {
         } else {
             Reason::Ranked { key }
         };
-        CascadeEntry {
-            model_ref: self.meta.model_ref(),
-            reason,
-            meta: self.meta.clone(),
-        }
+        CascadeEntry { model_ref: self.meta.model_ref(), reason, meta: self.meta.clone() }
     }
 }
 
@@ -170,21 +166,9 @@ pub(super) fn rank<'a>(
         .into_iter()
         .enumerate()
         .map(|(listed, meta)| {
-            let provider = spec
-                .providers
-                .iter()
-                .position(|p| *p == meta.provider)
-                .unwrap_or(spec.providers.len());
-            let (tier, primary, secondary, key) =
-                strategy_key(spec.strategy, meta, ttft_ms, &mut model_ref);
-            let sort = SortKey {
-                paid: !meta.free,
-                tier,
-                primary,
-                secondary,
-                provider,
-                listed,
-            };
+            let provider = spec.providers.iter().position(|p| *p == meta.provider).unwrap_or(spec.providers.len());
+            let (tier, primary, secondary, key) = strategy_key(spec.strategy, meta, ttft_ms, &mut model_ref);
+            let sort = SortKey { paid: !meta.free, tier, primary, secondary, provider, listed };
             (sort, Ranked { meta, key })
         })
         .collect();
@@ -212,23 +196,14 @@ fn strategy_key(
                 None => (1, 0.0, 0.0, RankKey::Unmeasured),
             }
         }
-        Strategy::QualityFirst => {
-            match (m.quality.filter(|q| q.is_finite()), m.params_b, m.context) {
-                (Some(score), ..) => (0, -score, neg_context, RankKey::Quality { score }),
-                (None, Some(billions), _) => {
-                    (1, -billions, neg_context, RankKey::Params { billions })
-                }
-                (None, None, Some(tokens)) => (2, neg_context, 0.0, RankKey::Context { tokens }),
-                (None, None, None) => (3, 0.0, 0.0, RankKey::QualityUnknown),
-            }
-        }
+        Strategy::QualityFirst => match (m.quality.filter(|q| q.is_finite()), m.params_b, m.context) {
+            (Some(score), ..) => (0, -score, neg_context, RankKey::Quality { score }),
+            (None, Some(billions), _) => (1, -billions, neg_context, RankKey::Params { billions }),
+            (None, None, Some(tokens)) => (2, neg_context, 0.0, RankKey::Context { tokens }),
+            (None, None, None) => (3, 0.0, 0.0, RankKey::QualityUnknown),
+        },
         Strategy::CheapestFirst => match (m.price_in_per_1m, m.price_out_per_1m) {
-            (Some(input), Some(output)) => (
-                0,
-                input + output,
-                neg_context,
-                RankKey::Price { input, output },
-            ),
+            (Some(input), Some(output)) => (0, input + output, neg_context, RankKey::Price { input, output }),
             _ => (1, 0.0, neg_context, RankKey::PriceUnknown),
         },
     }

@@ -41,18 +41,11 @@ pub(super) fn reasons(built: &BuiltCascade) -> Vec<String> {
 
 #[test]
 fn min_context_drops_small_and_unknown() {
-    let models = [
-        m("g/a", Some(8000), None),
-        m("g/b", Some(7999), None),
-        m("g/c", None, None),
-    ];
+    let models = [m("g/a", Some(8000), None), m("g/b", Some(7999), None), m("g/c", None, None)];
     let mut s = spec(Strategy::SpeedFirst, &["g"]);
     s.filters.min_context = Some(8000);
     assert_eq!(refs(&build_cascade(&s, &models, &no_ttft)), ["g/a"]);
-    assert_eq!(
-        check_filters(&s.filters, &models[2]),
-        Err(Rejection::ContextUnknown)
-    );
+    assert_eq!(check_filters(&s.filters, &models[2]), Err(Rejection::ContextUnknown));
 }
 
 #[test]
@@ -68,21 +61,9 @@ fn max_cost_bounds_input_and_output_and_drops_unknown() {
     ];
     let mut s = spec(Strategy::CheapestFirst, &["g"]);
     s.filters.max_cost_per_1m = Some(0.5);
-    assert_eq!(
-        refs(&build_cascade(&s, &models, &no_ttft)),
-        ["g/free", "g/a"]
-    );
-    assert_eq!(
-        check_filters(&s.filters, &models[1]),
-        Err(Rejection::TooExpensive {
-            price: 0.6,
-            max: 0.5
-        })
-    );
-    assert_eq!(
-        check_filters(&s.filters, &models[3]),
-        Err(Rejection::PriceUnknown)
-    );
+    assert_eq!(refs(&build_cascade(&s, &models, &no_ttft)), ["g/free", "g/a"]);
+    assert_eq!(check_filters(&s.filters, &models[1]), Err(Rejection::TooExpensive { price: 0.6, max: 0.5 }));
+    assert_eq!(check_filters(&s.filters, &models[3]), Err(Rejection::PriceUnknown));
 }
 
 #[test]
@@ -99,16 +80,8 @@ fn free_only_and_exclude_patterns() {
     s.filters.exclude_patterns = vec!["GUARD".into(), "whisper".into(), String::new()];
     let built = build_cascade(&s, &models, &no_ttft);
     assert_eq!(refs(&built), ["g/llama-3.3-70b"]);
-    assert_eq!(
-        check_filters(&s.filters, &models[1]),
-        Err(Rejection::Excluded {
-            pattern: "GUARD".into()
-        })
-    );
-    assert_eq!(
-        check_filters(&s.filters, &models[4]),
-        Err(Rejection::NotFree)
-    );
+    assert_eq!(check_filters(&s.filters, &models[1]), Err(Rejection::Excluded { pattern: "GUARD".into() }));
+    assert_eq!(check_filters(&s.filters, &models[4]), Err(Rejection::NotFree));
 }
 
 #[test]
@@ -120,10 +93,7 @@ fn inactive_and_non_text_models_never_qualify() {
     let mut mixed = m("g/both", Some(8192), None);
     mixed.output_modalities = vec!["image".into(), "text".into()];
     let s = spec(Strategy::SpeedFirst, &["g"]);
-    assert_eq!(
-        refs(&build_cascade(&s, &[inactive, image, mixed], &no_ttft)),
-        ["g/both"]
-    );
+    assert_eq!(refs(&build_cascade(&s, &[inactive, image, mixed], &no_ttft)), ["g/both"]);
 }
 
 #[test]
@@ -143,21 +113,9 @@ fn speed_first_by_ttft_then_provider_order() {
     };
     let s = spec(Strategy::SpeedFirst, &["g", "or"]);
     let built = build_cascade(&s, &models, &ttft);
-    assert_eq!(
-        refs(&built),
-        [
-            "g/fast",
-            "g/slow",
-            "or/slow",
-            "g/unmeasured",
-            "or/unmeasured"
-        ]
-    );
+    assert_eq!(refs(&built), ["g/fast", "g/slow", "or/slow", "g/unmeasured", "or/unmeasured"]);
     assert_eq!(reasons(&built)[0], "rank by ttft 120ms");
-    assert_eq!(
-        reasons(&built)[3],
-        "rank by ttft unmeasured, provider order"
-    );
+    assert_eq!(reasons(&built)[3], "rank by ttft unmeasured, provider order");
 }
 
 #[test]
@@ -216,17 +174,11 @@ fn cheapest_first_by_price_unknown_last() {
 
 #[test]
 fn free_before_paid_whatever_the_strategy() {
-    let models = [
-        m("g/paid-fast", None, Some((0.1, 0.1))),
-        m("g/free-slow", None, Some((0.0, 0.0))),
-    ];
+    let models = [m("g/paid-fast", None, Some((0.1, 0.1))), m("g/free-slow", None, Some((0.0, 0.0)))];
     let ttft = |r: &str| Some(if r == "g/paid-fast" { 100.0 } else { 2000.0 });
     let built = build_cascade(&spec(Strategy::SpeedFirst, &["g"]), &models, &ttft);
     assert_eq!(refs(&built), ["g/free-slow", "g/paid-fast"]);
-    assert_eq!(
-        reasons(&built),
-        ["free, by ttft 2000ms", "rank by ttft 100ms"]
-    );
+    assert_eq!(reasons(&built), ["free, by ttft 2000ms", "rank by ttft 100ms"]);
 }
 
 #[test]
@@ -249,10 +201,7 @@ fn preferred_first_in_order_when_present_and_passing() {
     ];
     let built = build_cascade(&s, &models, &no_ttft);
     // A preferred model need not come from `providers`; duplicates count once.
-    assert_eq!(
-        refs(&built),
-        ["or/google/gemma-3-27b-it", "x/outside", "g/a", "g/b"]
-    );
+    assert_eq!(refs(&built), ["or/google/gemma-3-27b-it", "x/outside", "g/a", "g/b"]);
     assert_eq!(reasons(&built)[..2], ["preferred #1", "preferred #2"]);
     assert_eq!(
         built.notes,
@@ -268,15 +217,9 @@ fn size_cuts_everything_including_preferred() {
     let models: Vec<ModelMeta> = (0..20).map(|i| m(&format!("g/m{i}"), None, None)).collect();
     let mut s = spec(Strategy::SpeedFirst, &["g"]);
     s.size = 3;
-    assert_eq!(
-        refs(&build_cascade(&s, &models, &no_ttft)),
-        ["g/m0", "g/m1", "g/m2"]
-    );
+    assert_eq!(refs(&build_cascade(&s, &models, &no_ttft)), ["g/m0", "g/m1", "g/m2"]);
     s.preferred = vec!["g/m9".into(), "g/m8".into(), "g/m7".into(), "g/m6".into()];
-    assert_eq!(
-        refs(&build_cascade(&s, &models, &no_ttft)),
-        ["g/m9", "g/m8", "g/m7"]
-    );
+    assert_eq!(refs(&build_cascade(&s, &models, &no_ttft)), ["g/m9", "g/m8", "g/m7"]);
     s.size = 0;
     assert!(build_cascade(&s, &models, &no_ttft).entries.is_empty());
 }
@@ -299,46 +242,28 @@ fn min_other_providers_swaps_lowest_primary_for_best_others() {
     s.min_other_providers = 2;
     let built = build_cascade(&s, &models, &ttft);
     assert_eq!(refs(&built), ["g/400", "g/100", "or/500", "or/600"]);
-    assert_eq!(
-        reasons(&built)[2],
-        "other provider (min_other_providers), by ttft 500ms"
-    );
+    assert_eq!(reasons(&built)[2], "other provider (min_other_providers), by ttft 500ms");
     assert!(built.notes.is_empty());
 }
 
 #[test]
 fn min_other_providers_when_there_are_not_enough_others() {
-    let models = [
-        m("g/a", None, None),
-        m("g/b", None, None),
-        m("g/c", None, None),
-        m("or/x", None, None),
-    ];
+    let models = [m("g/a", None, None), m("g/b", None, None), m("g/c", None, None), m("or/x", None, None)];
     let mut s = spec(Strategy::SpeedFirst, &["g", "or"]);
     s.size = 3;
     s.min_other_providers = 3;
     let built = build_cascade(&s, &models, &no_ttft);
     assert_eq!(refs(&built), ["g/a", "g/b", "or/x"]);
-    assert_eq!(
-        built.notes,
-        ["min_other_providers is 3 but only 1 models from providers other than g could be placed"]
-    );
+    assert_eq!(built.notes, ["min_other_providers is 3 but only 1 models from providers other than g could be placed"]);
     // Already enough others inside the cut: nothing is swapped.
     s.min_other_providers = 1;
     s.size = 4;
-    assert_eq!(
-        refs(&build_cascade(&s, &models, &no_ttft)),
-        ["g/a", "g/b", "g/c", "or/x"]
-    );
+    assert_eq!(refs(&build_cascade(&s, &models, &no_ttft)), ["g/a", "g/b", "g/c", "or/x"]);
 }
 
 #[test]
 fn strategy_names() {
-    for st in [
-        Strategy::SpeedFirst,
-        Strategy::QualityFirst,
-        Strategy::CheapestFirst,
-    ] {
+    for st in [Strategy::SpeedFirst, Strategy::QualityFirst, Strategy::CheapestFirst] {
         assert_eq!(st.as_str().parse::<Strategy>(), Ok(st));
     }
     assert!("fastest".parse::<Strategy>().is_err());

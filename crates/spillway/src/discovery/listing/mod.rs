@@ -46,15 +46,8 @@ pub enum ListingFormat {
 
 impl ListingFormat {
     /// Every format, for help texts and config errors.
-    pub const ALL: [ListingFormat; 7] = [
-        Self::Openai,
-        Self::Groq,
-        Self::Openrouter,
-        Self::Anthropic,
-        Self::Gigachat,
-        Self::Ollama,
-        Self::Vllm,
-    ];
+    pub const ALL: [ListingFormat; 7] =
+        [Self::Openai, Self::Groq, Self::Openrouter, Self::Anthropic, Self::Gigachat, Self::Ollama, Self::Vllm];
 
     /// The config spelling.
     pub fn as_str(self) -> &'static str {
@@ -84,10 +77,7 @@ pub struct UnknownFormat(pub String);
 impl FromStr for ListingFormat {
     type Err = UnknownFormat;
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        Self::ALL
-            .into_iter()
-            .find(|f| f.as_str() == s)
-            .ok_or_else(|| UnknownFormat(s.to_owned()))
+        Self::ALL.into_iter().find(|f| f.as_str() == s).ok_or_else(|| UnknownFormat(s.to_owned()))
     }
 }
 
@@ -184,21 +174,10 @@ impl ListingError {
 }
 
 /// Reads one listing body of `format` for the provider named `provider`.
-pub fn parse_listing(
-    format: ListingFormat,
-    provider: &str,
-    body: &[u8],
-) -> Result<Listing, ListingError> {
+pub fn parse_listing(format: ListingFormat, provider: &str, body: &[u8]) -> Result<Listing, ListingError> {
     let root: Value = serde_json::from_slice(body)?;
-    let field = if format == ListingFormat::Ollama {
-        "models"
-    } else {
-        "data"
-    };
-    let entries = root
-        .get(field)
-        .and_then(Value::as_array)
-        .ok_or(ListingError::NoModelArray { field })?;
+    let field = if format == ListingFormat::Ollama { "models" } else { "data" };
+    let entries = root.get(field).and_then(Value::as_array).ok_or(ListingError::NoModelArray { field })?;
 
     let mut out = Listing::default();
     let mut seen = std::collections::HashSet::with_capacity(entries.len());
@@ -218,10 +197,7 @@ pub fn parse_listing(
                 if seen.insert(m.id.clone()) {
                     out.models.push(m);
                 } else {
-                    out.warnings.push(format!(
-                        "{provider}/{}: listed twice; the first entry is kept",
-                        m.id
-                    ));
+                    out.warnings.push(format!("{provider}/{}: listed twice; the first entry is kept", m.id));
                 }
             }
             Entry::Skipped => {}
@@ -230,9 +206,7 @@ pub fn parse_listing(
         }
     }
     if out.models.is_empty() && entries.len() > ignored {
-        return Err(ListingError::NoUsableModels {
-            skipped: entries.len() - ignored,
-        });
+        return Err(ListingError::NoUsableModels { skipped: entries.len() - ignored });
     }
     if format == ListingFormat::Anthropic {
         out.next_page = anthropic::next_page(&root, &out.models, &mut out.warnings);

@@ -19,10 +19,7 @@ pub(super) fn model(provider: &str, entry: &Value, warnings: &mut Vec<String>) -
     let mut m = ModelMeta::new(provider, &id);
     let details = entry.get("details");
     // `parameter_size` ("7.6B") is more exact than the tag ("7b").
-    if let Some(size) = details
-        .and_then(|d| d.get("parameter_size"))
-        .and_then(Value::as_str)
-        .and_then(parse_size_token)
+    if let Some(size) = details.and_then(|d| d.get("parameter_size")).and_then(Value::as_str).and_then(parse_size_token)
     {
         m.params_b = Some(size);
     }

@@ -25,12 +25,7 @@ pub(super) fn groq(provider: &str, entry: &Value, warnings: &mut Vec<String>) ->
     };
     let mut m = ModelMeta::new(provider, &id);
     let model_ref = m.model_ref();
-    m.context = read::context(
-        entry.get("context_window"),
-        &model_ref,
-        "context_window",
-        warnings,
-    );
+    m.context = read::context(entry.get("context_window"), &model_ref, "context_window", warnings);
     // Absent means active: older responses did not carry the flag.
     m.active = read::flag(entry.get("active"), &model_ref, "active", warnings).unwrap_or(true);
     Entry::Model(m)
@@ -56,11 +51,6 @@ pub(super) fn vllm(provider: &str, entry: &Value, warnings: &mut Vec<String>) ->
     };
     let mut m = ModelMeta::new(provider, &id);
     let model_ref = m.model_ref();
-    m.context = read::context(
-        entry.get("max_model_len"),
-        &model_ref,
-        "max_model_len",
-        warnings,
-    );
+    m.context = read::context(entry.get("max_model_len"), &model_ref, "max_model_len", warnings);
     Entry::Model(m)
 }

@@ -16,17 +16,10 @@ pub(super) fn model(provider: &str, entry: &Value, warnings: &mut Vec<String>) -
 
     // `top_provider.context_length` is the fallback some entries need when
     // the top-level one is null.
-    let top_context = entry
-        .get("top_provider")
-        .and_then(|t| t.get("context_length"));
+    let top_context = entry.get("top_provider").and_then(|t| t.get("context_length"));
     m.context = match entry.get("context_length").filter(|v| !v.is_null()) {
         Some(v) => read::context(Some(v), &model_ref, "context_length", warnings),
-        None => read::context(
-            top_context,
-            &model_ref,
-            "top_provider.context_length",
-            warnings,
-        ),
+        None => read::context(top_context, &model_ref, "top_provider.context_length", warnings),
     };
 
     let pricing = entry.get("pricing").filter(|p| p.is_object());
@@ -48,10 +41,8 @@ pub(super) fn model(provider: &str, entry: &Value, warnings: &mut Vec<String>) -
     m.output_modalities = read::strings(arch.and_then(|a| a.get("output_modalities")));
     if m.input_modalities.is_empty() && m.output_modalities.is_empty() {
         // Older entries only have `"modality": "text+image->text"`.
-        if let Some((inputs, outputs)) = arch
-            .and_then(|a| a.get("modality"))
-            .and_then(Value::as_str)
-            .and_then(|s| s.split_once("->"))
+        if let Some((inputs, outputs)) =
+            arch.and_then(|a| a.get("modality")).and_then(Value::as_str).and_then(|s| s.split_once("->"))
         {
             m.input_modalities = split_modalities(inputs);
             m.output_modalities = split_modalities(outputs);
@@ -70,28 +61,14 @@ pub(super) fn model(provider: &str, entry: &Value, warnings: &mut Vec<String>) -
 /// The reference says missing pricing keys default to 0; that is right for
 /// the auxiliary keys (`image`, `request`, …) we do not read, but a missing
 /// `prompt` or `completion` must not make a model look free, so it is unknown.
-fn price(
-    pricing: Option<&Value>,
-    key: &str,
-    model_ref: &str,
-    warnings: &mut Vec<String>,
-) -> Option<f64> {
+fn price(pricing: Option<&Value>, key: &str, model_ref: &str, warnings: &mut Vec<String>) -> Option<f64> {
     let pricing = pricing?;
-    match read::price_per_token(
-        pricing.get(key),
-        model_ref,
-        &format!("pricing.{key}"),
-        warnings,
-    ) {
+    match read::price_per_token(pricing.get(key), model_ref, &format!("pricing.{key}"), warnings) {
         PriceRead::Known(p) => Some(p),
         PriceRead::Unknown | PriceRead::Missing => None,
     }
 }
 
 fn split_modalities(s: &str) -> Vec<String> {
-    s.split('+')
-        .map(str::trim)
-        .filter(|s| !s.is_empty())
-        .map(str::to_owned)
-        .collect()
+    s.split('+').map(str::trim).filter(|s| !s.is_empty()).map(str::to_owned).collect()
 }

@@ -17,16 +17,9 @@ pub(super) const MAX_PRICE_PER_1M: f64 = 100_000.0;
 
 /// The entry's id from the first of `fields` that is a usable string.
 /// Skips entries that are not objects or have no usable id.
-pub(super) fn id(
-    entry: &Value,
-    fields: &[&str],
-    provider: &str,
-    warnings: &mut Vec<String>,
-) -> Option<String> {
+pub(super) fn id(entry: &Value, fields: &[&str], provider: &str, warnings: &mut Vec<String>) -> Option<String> {
     let Some(obj) = entry.as_object() else {
-        warnings.push(format!(
-            "{provider}: a listing entry is not an object; skipped"
-        ));
+        warnings.push(format!("{provider}: a listing entry is not an object; skipped"));
         return None;
     };
     for field in fields {
@@ -46,31 +39,19 @@ pub(super) fn id(
 }
 
 /// A context length: an integer, an integral float or a numeric string.
-pub(super) fn context(
-    v: Option<&Value>,
-    model_ref: &str,
-    field: &str,
-    warnings: &mut Vec<String>,
-) -> Option<u32> {
+pub(super) fn context(v: Option<&Value>, model_ref: &str, field: &str, warnings: &mut Vec<String>) -> Option<u32> {
     let v = v.filter(|v| !v.is_null())?;
     let n = match v {
-        Value::Number(n) => n.as_u64().or_else(|| {
-            n.as_f64()
-                .filter(|f| f.fract() == 0.0 && *f >= 0.0)
-                .map(|f| f as u64)
-        }),
+        Value::Number(n) => {
+            n.as_u64().or_else(|| n.as_f64().filter(|f| f.fract() == 0.0 && *f >= 0.0).map(|f| f as u64))
+        }
         Value::String(s) => s.trim().parse::<u64>().ok(),
         _ => None,
     };
-    match n
-        .filter(|n| CONTEXT_RANGE.contains(n))
-        .and_then(|n| u32::try_from(n).ok())
-    {
+    match n.filter(|n| CONTEXT_RANGE.contains(n)).and_then(|n| u32::try_from(n).ok()) {
         Some(n) => Some(n),
         None => {
-            warnings.push(format!(
-                "{model_ref}: `{field}` is {v}, not a plausible context; treated as unknown"
-            ));
+            warnings.push(format!("{model_ref}: `{field}` is {v}, not a plausible context; treated as unknown"));
             None
         }
     }
@@ -96,9 +77,7 @@ pub(super) fn price_per_token(
         _ => None,
     };
     let Some(per_token) = per_token.filter(|p| p.is_finite()) else {
-        warnings.push(format!(
-            "{model_ref}: `{field}` is {v}, not a price; treated as unknown"
-        ));
+        warnings.push(format!("{model_ref}: `{field}` is {v}, not a price; treated as unknown"));
         return PriceRead::Unknown;
     };
     if per_token < 0.0 {
@@ -107,9 +86,7 @@ pub(super) fn price_per_token(
     }
     let per_1m = round_micro(per_token * 1e6);
     if per_1m > MAX_PRICE_PER_1M {
-        warnings.push(format!(
-            "{model_ref}: `{field}` is {v} per token, not a plausible price; treated as unknown"
-        ));
+        warnings.push(format!("{model_ref}: `{field}` is {v} per token, not a plausible price; treated as unknown"));
         return PriceRead::Unknown;
     }
     PriceRead::Known(per_1m)
@@ -132,11 +109,7 @@ pub(super) enum PriceRead {
 fn parse_decimal(s: &str) -> Option<f64> {
     let s = s.trim();
     // `f64::from_str` also takes "inf" and "NaN"; prices are digits.
-    if s.is_empty()
-        || !s
-            .bytes()
-            .all(|b| b.is_ascii_digit() || matches!(b, b'.' | b'-' | b'+' | b'e' | b'E'))
-    {
+    if s.is_empty() || !s.bytes().all(|b| b.is_ascii_digit() || matches!(b, b'.' | b'-' | b'+' | b'e' | b'E')) {
         return None;
     }
     s.parse().ok()
@@ -148,19 +121,12 @@ fn round_micro(x: f64) -> f64 {
 }
 
 /// A boolean field; absent or `null` is `None`, anything else odd warns.
-pub(super) fn flag(
-    v: Option<&Value>,
-    model_ref: &str,
-    field: &str,
-    warnings: &mut Vec<String>,
-) -> Option<bool> {
+pub(super) fn flag(v: Option<&Value>, model_ref: &str, field: &str, warnings: &mut Vec<String>) -> Option<bool> {
     match v? {
         Value::Null => None,
         Value::Bool(b) => Some(*b),
         other => {
-            warnings.push(format!(
-                "{model_ref}: `{field}` is {other}, not a boolean; ignored"
-            ));
+            warnings.push(format!("{model_ref}: `{field}` is {other}, not a boolean; ignored"));
             None
         }
     }
@@ -169,12 +135,7 @@ pub(super) fn flag(
 /// An array of strings; non-string items are dropped.
 pub(super) fn strings(v: Option<&Value>) -> Vec<String> {
     v.and_then(Value::as_array)
-        .map(|a| {
-            a.iter()
-                .filter_map(Value::as_str)
-                .map(str::to_owned)
-                .collect()
-        })
+        .map(|a| a.iter().filter_map(Value::as_str).map(str::to_owned).collect())
         .unwrap_or_default()
 }
 

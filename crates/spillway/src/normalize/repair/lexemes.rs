@@ -71,9 +71,7 @@ impl<'a> Parser<'a> {
             let run_start = self.pos;
             let mut end = self.pos;
             loop {
-                let hit = bytes[end..]
-                    .iter()
-                    .position(|&b| b == b'\\' || b < 0x20 || leads.contains(&b));
+                let hit = bytes[end..].iter().position(|&b| b == b'\\' || b < 0x20 || leads.contains(&b));
                 let Some(i) = hit else {
                     end = bytes.len();
                     break;
@@ -144,9 +142,7 @@ impl<'a> Parser<'a> {
                             }
                         })
                         .flatten();
-                    let ch = lo.and_then(|lo| {
-                        char::from_u32(0x10000 + ((hi - 0xD800) << 10) + (lo - 0xDC00))
-                    });
+                    let ch = lo.and_then(|lo| char::from_u32(0x10000 + ((hi - 0xD800) << 10) + (lo - 0xDC00)));
                     out.push(ch.unwrap_or('\u{fffd}'));
                 }
                 Some(cp) => out.push(char::from_u32(cp).unwrap_or('\u{fffd}')),
@@ -239,9 +235,7 @@ pub(super) fn normalize_number(token: &str) -> Option<(String, bool)> {
         changed = true;
         rest = r;
     }
-    let int_len = rest
-        .find(|c: char| !c.is_ascii_digit())
-        .unwrap_or(rest.len());
+    let int_len = rest.find(|c: char| !c.is_ascii_digit()).unwrap_or(rest.len());
     let (int, r) = rest.split_at(int_len);
     rest = r;
     let trimmed = int.trim_start_matches('0');

@@ -56,22 +56,11 @@ pub(crate) fn push_fix(fixes: &mut Vec<Fix>, fix: Fix) {
 
 /// Parses one value at the start of `src` (after whitespace and comments).
 pub(crate) fn parse_prefix(src: &str) -> Result<Parsed<'_>, ParseError> {
-    let mut p = Parser {
-        src,
-        pos: 0,
-        fixes: Vec::new(),
-    };
+    let mut p = Parser { src, pos: 0, fixes: Vec::new() };
     p.skip_ws();
     match p.value(0)? {
-        Some(node) => Ok(Parsed {
-            node,
-            end: p.pos,
-            fixes: p.fixes,
-        }),
-        None => Err(ParseError {
-            reason: "no value before the end of the text",
-            offset: p.pos,
-        }),
+        Some(node) => Ok(Parsed { node, end: p.pos, fixes: p.fixes }),
+        None => Err(ParseError { reason: "no value before the end of the text", offset: p.pos }),
     }
 }
 
@@ -114,10 +103,7 @@ impl<'a> Parser<'a> {
     }
 
     fn err(&self, reason: &'static str) -> ParseError {
-        ParseError {
-            reason,
-            offset: self.pos,
-        }
+        ParseError { reason, offset: self.pos }
     }
 
     fn fix(&mut self, fix: Fix) {
@@ -311,9 +297,7 @@ impl<'a> Parser<'a> {
     fn number(&mut self) -> Result<Option<Node<'a>>, ParseError> {
         let start = self.pos;
         let rest = &self.src[start..];
-        let len = rest
-            .find(|c: char| !matches!(c, '0'..='9' | '+' | '-' | '.' | 'e' | 'E'))
-            .unwrap_or(rest.len());
+        let len = rest.find(|c: char| !matches!(c, '0'..='9' | '+' | '-' | '.' | 'e' | 'E')).unwrap_or(rest.len());
         let token = &rest[..len];
         self.pos += len;
         let at_end = self.pos >= self.src.len();
@@ -339,10 +323,7 @@ impl<'a> Parser<'a> {
                 self.truncated();
                 Ok(None)
             }
-            None => Err(ParseError {
-                reason: "malformed number",
-                offset: start,
-            }),
+            None => Err(ParseError { reason: "malformed number", offset: start }),
         }
     }
 
@@ -362,18 +343,11 @@ impl<'a> Parser<'a> {
             "None" | "undefined" | "NaN" | "Infinity" => Node::Null,
             _ => {
                 let cut = self.pos >= self.src.len();
-                if cut
-                    && ["true", "false", "null", "True", "False", "None"]
-                        .iter()
-                        .any(|lit| lit.starts_with(word))
-                {
+                if cut && ["true", "false", "null", "True", "False", "None"].iter().any(|lit| lit.starts_with(word)) {
                     self.truncated();
                     return Ok(None);
                 }
-                return Err(ParseError {
-                    reason: "unknown bare word",
-                    offset: start,
-                });
+                return Err(ParseError { reason: "unknown bare word", offset: start });
             }
         };
         if !matches!(word, "true" | "false" | "null") {

@@ -20,6 +20,7 @@
 //! The mapping follows the wire-format reference, §4 (Anthropic) and §9
 //! (finish reasons, usage, tool-call ids).
 
+mod client;
 mod request;
 mod response;
 mod stream;
@@ -27,6 +28,7 @@ mod stream;
 #[cfg(test)]
 mod test_support;
 
+pub use client::AnthropicAdapter;
 pub use request::{to_anthropic, RAW_ARGUMENTS_KEY};
 pub use response::{classify_error, from_anthropic};
 pub use stream::StreamDecoder;

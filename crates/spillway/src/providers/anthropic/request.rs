@@ -21,22 +21,11 @@ use tools::{tool, tool_choice, tool_result_block, tool_use_block};
 ///
 /// `default_max_tokens` is used when the client set neither
 /// `max_completion_tokens` nor `max_tokens`: Anthropic requires one.
-pub fn to_anthropic(
-    req: &Value,
-    model_id: &str,
-    default_max_tokens: u32,
-) -> Result<Value, TranslateError> {
-    let req = req
-        .as_object()
-        .ok_or_else(|| unsupported("the request is not a JSON object"))?;
-    let messages = req
-        .get("messages")
-        .and_then(Value::as_array)
-        .ok_or_else(|| unsupported("`messages` is not an array"))?;
-    if field(req, "n")
-        .and_then(Value::as_u64)
-        .is_some_and(|n| n > 1)
-    {
+pub fn to_anthropic(req: &Value, model_id: &str, default_max_tokens: u32) -> Result<Value, TranslateError> {
+    let req = req.as_object().ok_or_else(|| unsupported("the request is not a JSON object"))?;
+    let messages =
+        req.get("messages").and_then(Value::as_array).ok_or_else(|| unsupported("`messages` is not an array"))?;
+    if field(req, "n").and_then(Value::as_u64).is_some_and(|n| n > 1) {
         return Err(unsupported("`n` > 1: Anthropic returns a single choice"));
     }
     if field(req, "functions").is_some() || field(req, "function_call").is_some() {
@@ -77,9 +66,7 @@ pub fn to_anthropic(
     }
     if let Some(t) = field(req, "temperature") {
         // OpenAI allows 0..2, Anthropic 0..1: clamp rather than fail.
-        let t = t
-            .as_f64()
-            .map_or_else(|| t.clone(), |t| json!(t.clamp(0.0, 1.0)));
+        let t = t.as_f64().map_or_else(|| t.clone(), |t| json!(t.clamp(0.0, 1.0)));
         out.insert("temperature".into(), t);
     }
     if let Some(p) = field(req, "top_p") {
@@ -142,10 +129,7 @@ impl Turns {
     }
 
     fn into_value(self) -> Value {
-        let turns = self
-            .0
-            .into_iter()
-            .map(|(role, content)| json!({ "role": role, "content": content }));
+        let turns = self.0.into_iter().map(|(role, content)| json!({ "role": role, "content": content }));
         Value::Array(turns.collect())
     }
 }
@@ -187,10 +171,7 @@ fn stop_sequences(stop: Option<&Value>) -> Option<Value> {
         Value::Array(items) => items.clone(),
         _ => return None,
     };
-    let stops: Vec<Value> = stops
-        .into_iter()
-        .filter(|s| s.as_str().is_some_and(|s| !s.is_empty()))
-        .collect();
+    let stops: Vec<Value> = stops.into_iter().filter(|s| s.as_str().is_some_and(|s| !s.is_empty())).collect();
     (!stops.is_empty()).then_some(Value::Array(stops))
 }
 
@@ -203,16 +184,10 @@ fn text_pieces(content: Option<&Value>, at: usize) -> Result<Vec<String>, Transl
             .iter()
             .map(|part| match part_type(part) {
                 "text" => Ok(part_text(part)),
-                other => Err(unsupported(format!(
-                    "messages[{at}]: `{other}` part in a system message"
-                ))),
+                other => Err(unsupported(format!("messages[{at}]: `{other}` part in a system message"))),
             })
             .collect::<Result<_, _>>()?,
-        Some(_) => {
-            return Err(unsupported(format!(
-                "messages[{at}]: content is not a string or parts"
-            )))
-        }
+        Some(_) => return Err(unsupported(format!("messages[{at}]: content is not a string or parts"))),
     };
     Ok(pieces.into_iter().filter(|s| !is_blank(s)).collect())
 }
@@ -222,10 +197,7 @@ fn part_type(part: &Value) -> &str {
 }
 
 fn part_text(part: &Value) -> String {
-    part.get("text")
-        .and_then(Value::as_str)
-        .unwrap_or("")
-        .to_owned()
+    part.get("text").and_then(Value::as_str).unwrap_or("").to_owned()
 }
 
 /// Content of a user or assistant message as Anthropic blocks.
@@ -248,17 +220,13 @@ fn content_blocks(content: Option<&Value>, at: usize) -> Result<Vec<Value>, Tran
                     }
                     "image_url" => blocks.push(image_block(part, at)?),
                     other => {
-                        return Err(unsupported(format!(
-                            "messages[{at}]: content part type `{other}`"
-                        )));
+                        return Err(unsupported(format!("messages[{at}]: content part type `{other}`")));
                     }
                 }
             }
             Ok(blocks)
         }
-        Some(_) => Err(unsupported(format!(
-            "messages[{at}]: content is not a string or parts"
-        ))),
+        Some(_) => Err(unsupported(format!("messages[{at}]: content is not a string or parts"))),
     }
 }
 
@@ -273,9 +241,8 @@ fn image_block(part: &Value, at: usize) -> Result<Value, TranslateError> {
         .and_then(Value::as_str)
         .ok_or_else(|| unsupported(format!("messages[{at}]: image_url without a url")))?;
     if let Some(rest) = url.strip_prefix("data:") {
-        let (header, data) = rest
-            .split_once(',')
-            .ok_or_else(|| unsupported(format!("messages[{at}]: malformed data URL")))?;
+        let (header, data) =
+            rest.split_once(',').ok_or_else(|| unsupported(format!("messages[{at}]: malformed data URL")))?;
         let media_type = header
             .strip_suffix(";base64")
             .ok_or_else(|| unsupported(format!("messages[{at}]: data URL is not base64")))?;
@@ -287,9 +254,7 @@ fn image_block(part: &Value, at: usize) -> Result<Value, TranslateError> {
     if url.starts_with("https://") || url.starts_with("http://") {
         return Ok(json!({ "type": "image", "source": { "type": "url", "url": url } }));
     }
-    Err(unsupported(format!(
-        "messages[{at}]: image URL scheme not supported"
-    )))
+    Err(unsupported(format!("messages[{at}]: image URL scheme not supported")))
 }
 
 /// Assistant message → text blocks followed by one `tool_use` per call.
@@ -312,16 +277,11 @@ fn response_format_instruction(format: Option<&Value>) -> Result<Option<String>,
     };
     match format.get("type").and_then(Value::as_str) {
         None | Some("text") => Ok(None),
-        Some("json_object") => Ok(Some(
-            "Respond with a single valid JSON object and nothing else: no prose, no code fences."
-                .to_owned(),
-        )),
+        Some("json_object") => {
+            Ok(Some("Respond with a single valid JSON object and nothing else: no prose, no code fences.".to_owned()))
+        }
         Some("json_schema") => {
-            let schema = format
-                .get("json_schema")
-                .and_then(|s| s.get("schema"))
-                .cloned()
-                .unwrap_or(Value::Null);
+            let schema = format.get("json_schema").and_then(|s| s.get("schema")).cloned().unwrap_or(Value::Null);
             Ok(Some(format!(
                 "Respond with a single valid JSON value that conforms to this JSON Schema, and nothing else: \
                  no prose, no code fences.\n{schema}"

@@ -59,8 +59,7 @@ fn max_tokens_prefers_max_completion_tokens_then_max_tokens() {
     let msgs = json!([{"role": "user", "content": "x"}]);
     let both = translate(json!({"messages": msgs, "max_completion_tokens": 10, "max_tokens": 20}));
     assert_eq!(both["max_tokens"], 10);
-    let legacy =
-        translate(json!({"messages": msgs, "max_tokens": 20, "max_completion_tokens": null}));
+    let legacy = translate(json!({"messages": msgs, "max_tokens": 20, "max_completion_tokens": null}));
     assert_eq!(legacy["max_tokens"], 20);
 }
 
@@ -77,19 +76,10 @@ fn sampling_stop_stream_and_user_are_mapped() {
     assert_eq!(out["stop_sequences"], json!(["END"]));
     assert_eq!(out["stream"], true);
     assert_eq!(out["metadata"], json!({"user_id": "u-1"}));
-    for dropped in [
-        "n",
-        "seed",
-        "presence_penalty",
-        "logit_bias",
-        "stream_options",
-        "stop",
-        "user",
-    ] {
+    for dropped in ["n", "seed", "presence_penalty", "logit_bias", "stream_options", "stop", "user"] {
         assert!(out.get(dropped).is_none(), "{dropped} should be dropped");
     }
-    let arr =
-        translate(json!({"messages": [{"role": "user", "content": "x"}], "stop": ["a", "", "b"]}));
+    let arr = translate(json!({"messages": [{"role": "user", "content": "x"}], "stop": ["a", "", "b"]}));
     assert_eq!(arr["stop_sequences"], json!(["a", "b"]));
 }
 
@@ -150,16 +140,10 @@ fn broken_arguments_are_wrapped_not_fatal() {
         ]}));
         out["messages"][1]["content"][0]["input"].clone()
     };
-    assert_eq!(
-        call(json!("{\"a\": 1")),
-        json!({RAW_ARGUMENTS_KEY: "{\"a\": 1"})
-    );
+    assert_eq!(call(json!("{\"a\": 1")), json!({RAW_ARGUMENTS_KEY: "{\"a\": 1"}));
     assert_eq!(call(json!("[1,2]")), json!({RAW_ARGUMENTS_KEY: "[1,2]"}));
     assert_eq!(call(json!("  ")), json!({}));
-    assert_eq!(
-        call(json!({"already": "object"})),
-        json!({"already": "object"})
-    );
+    assert_eq!(call(json!({"already": "object"})), json!({"already": "object"}));
 }
 
 #[test]
@@ -213,9 +197,7 @@ fn tools_and_tool_choice_are_mapped() {
     });
     let with = |extra: Value| {
         let mut req = base.clone();
-        req.as_object_mut()
-            .unwrap()
-            .extend(extra.as_object().unwrap().clone());
+        req.as_object_mut().unwrap().extend(extra.as_object().unwrap().clone());
         translate(req)
     };
     let out = with(json!({}));
@@ -228,22 +210,12 @@ fn tools_and_tool_choice_are_mapped() {
         ])
     );
     assert!(out.get("tool_choice").is_none());
+    assert_eq!(with(json!({"tool_choice": "auto"}))["tool_choice"], json!({"type": "auto"}));
+    assert_eq!(with(json!({"tool_choice": "none"}))["tool_choice"], json!({"type": "none"}));
+    assert_eq!(with(json!({"tool_choice": "required"}))["tool_choice"], json!({"type": "any"}));
     assert_eq!(
-        with(json!({"tool_choice": "auto"}))["tool_choice"],
-        json!({"type": "auto"})
-    );
-    assert_eq!(
-        with(json!({"tool_choice": "none"}))["tool_choice"],
-        json!({"type": "none"})
-    );
-    assert_eq!(
-        with(json!({"tool_choice": "required"}))["tool_choice"],
-        json!({"type": "any"})
-    );
-    assert_eq!(
-        with(
-            json!({"tool_choice": {"type": "function", "function": {"name": "now"}}, "parallel_tool_calls": false})
-        )["tool_choice"],
+        with(json!({"tool_choice": {"type": "function", "function": {"name": "now"}}, "parallel_tool_calls": false}))
+            ["tool_choice"],
         json!({"type": "tool", "name": "now", "disable_parallel_tool_use": true})
     );
     assert_eq!(
@@ -254,9 +226,7 @@ fn tools_and_tool_choice_are_mapped() {
 
 #[test]
 fn tool_choice_without_tools_is_dropped() {
-    let out = translate(
-        json!({"messages": [{"role": "user", "content": "x"}], "tools": [], "tool_choice": "none"}),
-    );
+    let out = translate(json!({"messages": [{"role": "user", "content": "x"}], "tools": [], "tool_choice": "none"}));
     assert!(out.get("tools").is_none());
     assert!(out.get("tool_choice").is_none());
 }
@@ -269,13 +239,8 @@ fn response_format_becomes_a_system_instruction() {
     }));
     let system = out["system"].as_array().unwrap();
     assert_eq!(system[0]["text"], "Be brief.");
-    assert!(system[1]["text"]
-        .as_str()
-        .unwrap()
-        .contains("{\"type\":\"object\"}"));
-    let text = translate(
-        json!({"messages": [{"role": "user", "content": "x"}], "response_format": {"type": "text"}}),
-    );
+    assert!(system[1]["text"].as_str().unwrap().contains("{\"type\":\"object\"}"));
+    let text = translate(json!({"messages": [{"role": "user", "content": "x"}], "response_format": {"type": "text"}}));
     assert!(text.get("system").is_none());
 }
 
@@ -284,18 +249,13 @@ fn inexpressible_requests_are_unsupported() {
     let user = json!({"role": "user", "content": "x"});
     assert!(unsupported_detail(json!({"messages": [user], "n": 2})).contains("`n`"));
     assert!(unsupported_detail(json!({"messages": "nope"})).contains("messages"));
+    assert!(unsupported_detail(json!({"messages": [{"role": "system", "content": "only"}]})).contains("no user"));
     assert!(
-        unsupported_detail(json!({"messages": [{"role": "system", "content": "only"}]}))
-            .contains("no user")
+        unsupported_detail(json!({"messages": [{"role": "function", "name": "f", "content": "1"}]})).contains("role")
     );
-    assert!(unsupported_detail(
-        json!({"messages": [{"role": "function", "name": "f", "content": "1"}]})
-    )
-    .contains("role"));
     let audio = json!({"messages": [{"role": "user", "content": [{"type": "input_audio", "input_audio": {}}]}]});
     assert!(unsupported_detail(audio).contains("input_audio"));
-    let custom =
-        json!({"messages": [user], "tools": [{"type": "custom", "custom": {"name": "x"}}]});
+    let custom = json!({"messages": [user], "tools": [{"type": "custom", "custom": {"name": "x"}}]});
     assert!(unsupported_detail(custom).contains("custom"));
     assert!(unsupported_detail(json!([1, 2])).contains("JSON object"));
 }

@@ -16,10 +16,7 @@ use crate::providers::translate::{ErrorClass, TranslateError};
 pub(crate) const FORMAT: &str = "anthropic";
 
 pub(crate) fn malformed(detail: impl Into<String>) -> TranslateError {
-    TranslateError::Malformed {
-        format: FORMAT,
-        detail: detail.into(),
-    }
+    TranslateError::Malformed { format: FORMAT, detail: detail.into() }
 }
 
 /// Translates a 2xx Anthropic `message` body into an OpenAI
@@ -28,16 +25,13 @@ pub(crate) fn malformed(detail: impl Into<String>) -> TranslateError {
 /// An error body that arrived with a 2xx status is returned as
 /// [`TranslateError::Upstream`].
 pub fn from_anthropic(body: &[u8]) -> Result<Value, TranslateError> {
-    let body: Value = serde_json::from_slice(body)
-        .map_err(|e| malformed(format!("response is not JSON: {e}")))?;
+    let body: Value = serde_json::from_slice(body).map_err(|e| malformed(format!("response is not JSON: {e}")))?;
     if body.get("type").and_then(Value::as_str) == Some("error") {
         let (class, message) = classify_value(None, &body);
         return Err(TranslateError::Upstream { class, message });
     }
-    let blocks = body
-        .get("content")
-        .and_then(Value::as_array)
-        .ok_or_else(|| malformed("response has no `content` array"))?;
+    let blocks =
+        body.get("content").and_then(Value::as_array).ok_or_else(|| malformed("response has no `content` array"))?;
 
     let mut text = String::new();
     let mut tool_calls = Vec::new();
@@ -51,11 +45,7 @@ pub fn from_anthropic(body: &[u8]) -> Result<Value, TranslateError> {
             _ => {}
         }
     }
-    let content = if text.is_empty() && !tool_calls.is_empty() {
-        Value::Null
-    } else {
-        Value::from(text)
-    };
+    let content = if text.is_empty() && !tool_calls.is_empty() { Value::Null } else { Value::from(text) };
     let mut message = json!({ "role": "assistant", "content": content, "refusal": null });
     if !tool_calls.is_empty() {
         message["tool_calls"] = Value::Array(tool_calls);
@@ -79,20 +69,10 @@ pub fn from_anthropic(body: &[u8]) -> Result<Value, TranslateError> {
 /// `tool_use` block → OpenAI tool call; `input` is re-encoded as the JSON
 /// string OpenAI clients expect, the id passes through unchanged (§9.4).
 fn tool_call(block: &Value) -> Result<Value, TranslateError> {
-    let id = block
-        .get("id")
-        .and_then(Value::as_str)
-        .ok_or_else(|| malformed("tool_use block without id"))?;
-    let name = block
-        .get("name")
-        .and_then(Value::as_str)
-        .ok_or_else(|| malformed("tool_use block without name"))?;
-    let arguments = block
-        .get("input")
-        .map_or_else(|| "{}".to_owned(), Value::to_string);
-    Ok(
-        json!({ "id": id, "type": "function", "function": { "name": name, "arguments": arguments } }),
-    )
+    let id = block.get("id").and_then(Value::as_str).ok_or_else(|| malformed("tool_use block without id"))?;
+    let name = block.get("name").and_then(Value::as_str).ok_or_else(|| malformed("tool_use block without name"))?;
+    let arguments = block.get("input").map_or_else(|| "{}".to_owned(), Value::to_string);
+    Ok(json!({ "id": id, "type": "function", "function": { "name": name, "arguments": arguments } }))
 }
 
 /// Anthropic `stop_reason` → OpenAI `finish_reason` (reference §9.2).
@@ -140,10 +120,7 @@ impl UsageTally {
     /// OpenAI `usage` (reference §9.3): Anthropic's `input_tokens` leaves out
     /// cached tokens, OpenAI's `prompt_tokens` includes them.
     pub(crate) fn to_openai(self) -> Value {
-        let prompt = self
-            .input
-            .saturating_add(self.cache_creation)
-            .saturating_add(self.cache_read);
+        let prompt = self.input.saturating_add(self.cache_creation).saturating_add(self.cache_read);
         json!({
             "prompt_tokens": prompt,
             "completion_tokens": self.output,
@@ -158,13 +135,8 @@ impl UsageTally {
 /// by status alone. The message is meant for the attempt log.
 pub fn classify_error(status: u16, body: &[u8]) -> (ErrorClass, String) {
     match serde_json::from_slice::<Value>(body) {
-        Ok(value) if value.get("error").is_some_and(Value::is_object) => {
-            classify_value(Some(status), &value)
-        }
-        _ => (
-            class_from_status(Some(status)),
-            format!("HTTP {status}: {}", snippet(body)),
-        ),
+        Ok(value) if value.get("error").is_some_and(Value::is_object) => classify_value(Some(status), &value),
+        _ => (class_from_status(Some(status)), format!("HTTP {status}: {}", snippet(body))),
     }
 }
 
@@ -172,52 +144,37 @@ pub fn classify_error(status: u16, body: &[u8]) -> (ErrorClass, String) {
 /// `None` for errors that arrive inside a 2xx stream or body.
 pub(crate) fn classify_value(status: Option<u16>, body: &Value) -> (ErrorClass, String) {
     let error = body.get("error");
-    let kind = error
-        .and_then(|e| e.get("type"))
-        .and_then(Value::as_str)
-        .unwrap_or("");
-    let text = error
-        .and_then(|e| e.get("message"))
-        .and_then(Value::as_str)
-        .unwrap_or("");
-    let code = error
-        .and_then(|e| e.get("details"))
-        .and_then(|d| d.get("error_code"))
-        .and_then(Value::as_str)
-        .unwrap_or("");
-    let message = if kind.is_empty() {
-        text.to_owned()
-    } else {
-        format!("{kind}: {text}")
-    };
+    let kind = error.and_then(|e| e.get("type")).and_then(Value::as_str).unwrap_or("");
+    let text = error.and_then(|e| e.get("message")).and_then(Value::as_str).unwrap_or("");
+    let code =
+        error.and_then(|e| e.get("details")).and_then(|d| d.get("error_code")).and_then(Value::as_str).unwrap_or("");
+    let message = if kind.is_empty() { text.to_owned() } else { format!("{kind}: {text}") };
     let lower = text.to_ascii_lowercase();
 
-    let class =
-        if code == "enforced_spend_limit_reached" || kind == "billing_error" || status == Some(402)
-        {
-            // A monthly cap or unpaid bill: retrying within hours is pointless.
-            ErrorClass::QuotaExhausted
-        } else if lower.contains("prompt is too long") || lower.contains("exceed context limit") {
-            // Anthropic signals context overflow only in the message (§9.5);
-            // the second form is its "input length and `max_tokens` exceed
-            // context limit" variant.
-            ErrorClass::ContextLength
-        } else {
-            match kind {
-                "overloaded_error" | "api_error" | "timeout_error" => ErrorClass::Upstream,
-                "rate_limit_error" => ErrorClass::RateLimited,
-                "authentication_error" => ErrorClass::AuthRejected,
-                "permission_error" => ErrorClass::Forbidden,
-                "not_found_error" => ErrorClass::NotFound,
-                // Anthropic uses invalid_request_error for several 4xx codes, so
-                // a telling status still wins (e.g. 429 with this type).
-                "invalid_request_error" | "request_too_large" => match class_from_status(status) {
-                    ErrorClass::Upstream => ErrorClass::InvalidRequest,
-                    other => other,
-                },
-                _ => class_from_status(status),
-            }
-        };
+    let class = if code == "enforced_spend_limit_reached" || kind == "billing_error" || status == Some(402) {
+        // A monthly cap or unpaid bill: retrying within hours is pointless.
+        ErrorClass::QuotaExhausted
+    } else if lower.contains("prompt is too long") || lower.contains("exceed context limit") {
+        // Anthropic signals context overflow only in the message (§9.5);
+        // the second form is its "input length and `max_tokens` exceed
+        // context limit" variant.
+        ErrorClass::ContextLength
+    } else {
+        match kind {
+            "overloaded_error" | "api_error" | "timeout_error" => ErrorClass::Upstream,
+            "rate_limit_error" => ErrorClass::RateLimited,
+            "authentication_error" => ErrorClass::AuthRejected,
+            "permission_error" => ErrorClass::Forbidden,
+            "not_found_error" => ErrorClass::NotFound,
+            // Anthropic uses invalid_request_error for several 4xx codes, so
+            // a telling status still wins (e.g. 429 with this type).
+            "invalid_request_error" | "request_too_large" => match class_from_status(status) {
+                ErrorClass::Upstream => ErrorClass::InvalidRequest,
+                other => other,
+            },
+            _ => class_from_status(status),
+        }
+    };
     (class, message)
 }
 

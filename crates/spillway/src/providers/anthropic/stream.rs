@@ -56,11 +56,7 @@ impl StreamDecoder {
     /// Unknown event and delta types are ignored, since Anthropic adds new
     /// ones over time; a known event whose data is not the expected JSON is
     /// [`TranslateError::Malformed`].
-    pub fn on_event(
-        &mut self,
-        event: Option<&str>,
-        data: &str,
-    ) -> Result<Vec<StreamItem>, TranslateError> {
+    pub fn on_event(&mut self, event: Option<&str>, data: &str) -> Result<Vec<StreamItem>, TranslateError> {
         if self.done {
             return Ok(Vec::new());
         }
@@ -97,14 +93,8 @@ impl StreamDecoder {
     }
 
     fn on_message_start(&mut self, event: &Value) -> Vec<StreamItem> {
-        if let Some(usage) = event
-            .get("message")
-            .and_then(|m| m.get("usage"))
-            .and_then(Value::as_object)
-        {
-            self.usage
-                .get_or_insert_with(UsageTally::default)
-                .update(usage);
+        if let Some(usage) = event.get("message").and_then(|m| m.get("usage")).and_then(Value::as_object) {
+            self.usage.get_or_insert_with(UsageTally::default).update(usage);
         }
         // OpenAI's first chunk: the role, with empty content.
         vec![self.chunk(json!({ "content": "" }), None)]
@@ -123,14 +113,9 @@ impl StreamDecoder {
                 Ok(self.text_chunk(text))
             }
             Some("tool_use") => {
-                let id = block
-                    .get("id")
-                    .and_then(Value::as_str)
-                    .ok_or_else(|| malformed("tool_use without id"))?;
-                let name = block
-                    .get("name")
-                    .and_then(Value::as_str)
-                    .ok_or_else(|| malformed("tool_use without name"))?;
+                let id = block.get("id").and_then(Value::as_str).ok_or_else(|| malformed("tool_use without id"))?;
+                let name =
+                    block.get("name").and_then(Value::as_str).ok_or_else(|| malformed("tool_use without name"))?;
                 let k = self.next_tool_index;
                 self.next_tool_index += 1;
                 self.blocks.insert(index, Some(k));
@@ -138,9 +123,7 @@ impl StreamDecoder {
                 // the start carries `{}`; should a full input come up front,
                 // it is the whole argument string.
                 let arguments = match block.get("input") {
-                    Some(Value::Object(input)) if !input.is_empty() => {
-                        Value::Object(input.clone()).to_string()
-                    }
+                    Some(Value::Object(input)) if !input.is_empty() => Value::Object(input.clone()).to_string(),
                     _ => String::new(),
                 };
                 let call = json!({
@@ -165,10 +148,8 @@ impl StreamDecoder {
             .ok_or_else(|| malformed("content_block_delta without delta"))?;
         match delta.get("type").and_then(Value::as_str) {
             Some("text_delta") => {
-                let text = delta
-                    .get("text")
-                    .and_then(Value::as_str)
-                    .ok_or_else(|| malformed("text_delta without text"))?;
+                let text =
+                    delta.get("text").and_then(Value::as_str).ok_or_else(|| malformed("text_delta without text"))?;
                 Ok(self.text_chunk(text))
             }
             Some("input_json_delta") => {
@@ -180,11 +161,7 @@ impl StreamDecoder {
                     Some(Some(k)) => *k,
                     // A server tool's input, say: not a client tool call.
                     Some(None) => return Ok(Vec::new()),
-                    None => {
-                        return Err(malformed(format!(
-                            "input_json_delta for block {index}, which never started"
-                        )))
-                    }
+                    None => return Err(malformed(format!("input_json_delta for block {index}, which never started"))),
                 };
                 // Anthropic often opens with an empty piece; it adds nothing.
                 if piece.is_empty() {
@@ -199,18 +176,12 @@ impl StreamDecoder {
     }
 
     fn on_message_delta(&mut self, event: &Value) -> Vec<StreamItem> {
-        if let Some(reason) = event
-            .get("delta")
-            .and_then(|d| d.get("stop_reason"))
-            .and_then(Value::as_str)
-        {
+        if let Some(reason) = event.get("delta").and_then(|d| d.get("stop_reason")).and_then(Value::as_str) {
             self.stop_reason = Some(reason.to_owned());
         }
         // Cumulative counts: the last value wins (reference §4.3).
         if let Some(usage) = event.get("usage").and_then(Value::as_object) {
-            self.usage
-                .get_or_insert_with(UsageTally::default)
-                .update(usage);
+            self.usage.get_or_insert_with(UsageTally::default).update(usage);
         }
         Vec::new()
     }
@@ -285,10 +256,7 @@ fn parse(name: &str, data: &str) -> Result<Value, TranslateError> {
 }
 
 fn block_index(event: &Value) -> Result<u64, TranslateError> {
-    event
-        .get("index")
-        .and_then(Value::as_u64)
-        .ok_or_else(|| malformed("content block event without index"))
+    event.get("index").and_then(Value::as_u64).ok_or_else(|| malformed("content block event without index"))
 }
 
 #[cfg(test)]

@@ -58,9 +58,7 @@ fn text_stream_translates_chunk_by_chunk() {
 fn include_usage_adds_null_usage_and_a_final_usage_chunk() {
     let items = run(&fixture("stream_text.sse"), true).unwrap();
     let all = chunks(&items);
-    assert!(all[..all.len() - 1]
-        .iter()
-        .all(|c| c["usage"].is_null() && c.get("usage").is_some()));
+    assert!(all[..all.len() - 1].iter().all(|c| c["usage"].is_null() && c.get("usage").is_some()));
     assert_eq!(
         *all[all.len() - 1],
         json!({
@@ -77,10 +75,7 @@ fn include_usage_adds_null_usage_and_a_final_usage_chunk() {
 #[test]
 fn tool_use_stream_yields_indexed_tool_call_deltas() {
     let items = run(&fixture("stream_tool_use.sse"), false).unwrap();
-    let deltas: Vec<Value> = chunks(&items)
-        .iter()
-        .map(|c| c["choices"][0]["delta"].clone())
-        .collect();
+    let deltas: Vec<Value> = chunks(&items).iter().map(|c| c["choices"][0]["delta"].clone()).collect();
     assert_eq!(
         deltas,
         vec![
@@ -107,53 +102,29 @@ fn error_event_after_200_is_a_classified_upstream_error() {
     let err = run(&fixture("stream_error_overloaded.sse"), false).unwrap_err();
     assert_eq!(
         err,
-        TranslateError::Upstream {
-            class: ErrorClass::Upstream,
-            message: "overloaded_error: Overloaded".into()
-        }
+        TranslateError::Upstream { class: ErrorClass::Upstream, message: "overloaded_error: Overloaded".into() }
     );
     let mut decoder = StreamDecoder::new(false);
     let rate = r#"{"type":"error","error":{"type":"rate_limit_error","message":"slow"}}"#;
     assert!(matches!(
         decoder.on_event(Some("error"), rate),
-        Err(TranslateError::Upstream {
-            class: ErrorClass::RateLimited,
-            ..
-        })
+        Err(TranslateError::Upstream { class: ErrorClass::RateLimited, .. })
     ));
 }
 
 #[test]
 fn unknown_events_and_deltas_are_ignored_but_known_garbage_is_malformed() {
     let mut decoder = StreamDecoder::new(false);
-    assert_eq!(
-        decoder.on_event(Some("future_event"), "not even json"),
-        Ok(vec![])
-    );
-    assert_eq!(
-        decoder.on_event(None, r#"{"type":"future_event"}"#),
-        Ok(vec![])
-    );
-    assert_eq!(
-        decoder.on_event(Some("ping"), r#"{"type": "ping"}"#),
-        Ok(vec![])
-    );
+    assert_eq!(decoder.on_event(Some("future_event"), "not even json"), Ok(vec![]));
+    assert_eq!(decoder.on_event(None, r#"{"type":"future_event"}"#), Ok(vec![]));
+    assert_eq!(decoder.on_event(Some("ping"), r#"{"type": "ping"}"#), Ok(vec![]));
     let citations = r#"{"type":"content_block_delta","index":0,"delta":{"type":"citations_delta","citation":{}}}"#;
-    assert_eq!(
-        decoder.on_event(Some("content_block_delta"), citations),
-        Ok(vec![])
-    );
+    assert_eq!(decoder.on_event(Some("content_block_delta"), citations), Ok(vec![]));
     for (name, data) in [
         ("message_start", "{\"type\":\"message_start\""),
         ("content_block_delta", "[]"),
-        (
-            "content_block_delta",
-            r#"{"type":"content_block_delta","delta":{"type":"text_delta","text":"x"}}"#,
-        ),
-        (
-            "content_block_delta",
-            r#"{"type":"content_block_delta","index":0,"delta":{"type":"text_delta"}}"#,
-        ),
+        ("content_block_delta", r#"{"type":"content_block_delta","delta":{"type":"text_delta","text":"x"}}"#),
+        ("content_block_delta", r#"{"type":"content_block_delta","index":0,"delta":{"type":"text_delta"}}"#),
         (
             "content_block_delta",
             r#"{"type":"content_block_delta","index":5,"delta":{"type":"input_json_delta","partial_json":"{"}}"#,
@@ -166,13 +137,7 @@ fn unknown_events_and_deltas_are_ignored_but_known_garbage_is_malformed() {
         ("ping", ""),
     ] {
         assert!(
-            matches!(
-                decoder.on_event(Some(name), data),
-                Err(TranslateError::Malformed {
-                    format: "anthropic",
-                    ..
-                })
-            ),
+            matches!(decoder.on_event(Some(name), data), Err(TranslateError::Malformed { format: "anthropic", .. })),
             "{name}: {data}"
         );
     }
@@ -180,20 +145,14 @@ fn unknown_events_and_deltas_are_ignored_but_known_garbage_is_malformed() {
 
 #[test]
 fn unnamed_events_fall_back_to_the_data_type() {
-    let transcript = fixture("stream_text.sse")
-        .lines()
-        .filter(|l| !l.starts_with("event:"))
-        .collect::<Vec<_>>()
-        .join("\n");
+    let transcript =
+        fixture("stream_text.sse").lines().filter(|l| !l.starts_with("event:")).collect::<Vec<_>>().join("\n");
     let named = run(&fixture("stream_text.sse"), true).unwrap();
     assert_eq!(run(&transcript, true).unwrap(), named);
     let mut decoder = StreamDecoder::new(false);
     assert!(matches!(
         decoder.on_event(None, r#"{"error":{"type":"api_error","message":"boom"}}"#),
-        Err(TranslateError::Upstream {
-            class: ErrorClass::Upstream,
-            ..
-        })
+        Err(TranslateError::Upstream { class: ErrorClass::Upstream, .. })
     ));
 }
 
@@ -213,9 +172,7 @@ fn role_comes_first_even_without_message_start() {
             "choices": [{"index": 0, "delta": {"content": "Hi", "role": "assistant"}, "logprobs": null, "finish_reason": null}]
         }))]
     );
-    let end = decoder
-        .on_event(Some("message_stop"), r#"{"type":"message_stop"}"#)
-        .unwrap();
+    let end = decoder.on_event(Some("message_stop"), r#"{"type":"message_stop"}"#).unwrap();
     // No usage was ever reported: no invented usage chunk, even if asked.
     assert_eq!(end.len(), 2);
     assert_eq!(end[1], StreamItem::Done);
@@ -226,14 +183,8 @@ fn role_comes_first_even_without_message_start() {
 fn usage_takes_the_last_cumulative_counts_and_events_after_stop_are_ignored() {
     let mut decoder = StreamDecoder::new(true);
     let events = [
-        (
-            "message_start",
-            r#"{"type":"message_start","message":{"usage":{"input_tokens":5,"output_tokens":1}}}"#,
-        ),
-        (
-            "message_delta",
-            r#"{"type":"message_delta","delta":{"stop_reason":null},"usage":{"output_tokens":3}}"#,
-        ),
+        ("message_start", r#"{"type":"message_start","message":{"usage":{"input_tokens":5,"output_tokens":1}}}"#),
+        ("message_delta", r#"{"type":"message_delta","delta":{"stop_reason":null},"usage":{"output_tokens":3}}"#),
         (
             "message_delta",
             r#"{"type":"message_delta","delta":{"stop_reason":"max_tokens"},"usage":{"input_tokens":6,"output_tokens":7}}"#,
@@ -242,16 +193,10 @@ fn usage_takes_the_last_cumulative_counts_and_events_after_stop_are_ignored() {
     for (name, data) in events {
         decoder.on_event(Some(name), data).unwrap();
     }
-    let end = decoder
-        .on_event(Some("message_stop"), "{\"type\":\"message_stop\"}")
-        .unwrap();
-    let StreamItem::Chunk(finish) = &end[0] else {
-        panic!("expected a chunk")
-    };
+    let end = decoder.on_event(Some("message_stop"), "{\"type\":\"message_stop\"}").unwrap();
+    let StreamItem::Chunk(finish) = &end[0] else { panic!("expected a chunk") };
     assert_eq!(finish["choices"][0]["finish_reason"], "length");
-    let StreamItem::Chunk(usage) = &end[1] else {
-        panic!("expected the usage chunk")
-    };
+    let StreamItem::Chunk(usage) = &end[1] else { panic!("expected the usage chunk") };
     assert_eq!(usage["usage"]["prompt_tokens"], 6);
     assert_eq!(usage["usage"]["completion_tokens"], 7);
     assert_eq!(end[2], StreamItem::Done);
@@ -262,13 +207,7 @@ fn usage_takes_the_last_cumulative_counts_and_events_after_stop_are_ignored() {
 
 #[test]
 fn arbitrary_input_never_panics() {
-    let names = [
-        None,
-        Some("message_start"),
-        Some("content_block_start"),
-        Some("content_block_delta"),
-        Some("x"),
-    ];
+    let names = [None, Some("message_start"), Some("content_block_start"), Some("content_block_delta"), Some("x")];
     let datas = [
         "",
         "null",
@@ -292,12 +231,6 @@ fn json_deltas_of_server_tool_blocks_are_not_client_tool_calls() {
     let mut decoder = StreamDecoder::new(false);
     let start = r#"{"type":"content_block_start","index":0,"content_block":{"type":"server_tool_use","id":"srvtoolu_1","name":"web_search","input":{}}}"#;
     let delta = r#"{"type":"content_block_delta","index":0,"delta":{"type":"input_json_delta","partial_json":"{\"query\":\"x\"}"}}"#;
-    assert_eq!(
-        decoder.on_event(Some("content_block_start"), start),
-        Ok(vec![])
-    );
-    assert_eq!(
-        decoder.on_event(Some("content_block_delta"), delta),
-        Ok(vec![])
-    );
+    assert_eq!(decoder.on_event(Some("content_block_start"), start), Ok(vec![]));
+    assert_eq!(decoder.on_event(Some("content_block_delta"), delta), Ok(vec![]));
 }

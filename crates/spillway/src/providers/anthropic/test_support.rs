@@ -6,10 +6,7 @@ use serde_json::{json, Value};
 
 /// Where the official OpenAI chat schemas may live: a copy in the crate's
 /// testdata first, else the project's shared reference.
-const SCHEMA_PATHS: [&str; 1] = [concat!(
-    env!("CARGO_MANIFEST_DIR"),
-    "/testdata/openai-chat-schemas.json"
-)];
+const SCHEMA_PATHS: [&str; 1] = [concat!(env!("CARGO_MANIFEST_DIR"), "/testdata/openai-chat-schemas.json")];
 
 /// Reads a fixture from `testdata/anthropic/`.
 pub(crate) fn fixture(name: &str) -> String {
@@ -63,20 +60,15 @@ pub(crate) fn assert_valid(schema_name: &str, value: &Value) {
     });
     let validator = jsonschema::draft202012::new(&schema).unwrap();
     let stamped = stamp(value);
-    let errors: Vec<String> = validator
-        .iter_errors(&stamped)
-        .map(|e| format!("{e} at {}", e.instance_path))
-        .collect();
-    assert!(
-        errors.is_empty(),
-        "{schema_name} violations: {errors:#?}\nin {stamped:#}"
-    );
+    let errors: Vec<String> = validator.iter_errors(&stamped).map(|e| format!("{e} at {}", e.instance_path)).collect();
+    assert!(errors.is_empty(), "{schema_name} violations: {errors:#?}\nin {stamped:#}");
 }
 
 #[test]
 #[should_panic(expected = "violations")]
 fn schema_check_rejects_a_bad_chunk() {
-    let bad = json!({"object": "chat.completion.chunk", "choices": [{"index": 0, "delta": {}, "finish_reason": "done"}]});
+    let bad =
+        json!({"object": "chat.completion.chunk", "choices": [{"index": 0, "delta": {}, "finish_reason": "done"}]});
     assert_valid("CreateChatCompletionStreamResponse", &bad);
 }
 

@@ -1,8 +1,9 @@
 //! GigaChat (Sber) v1 chat contract: pure translation to and from the
 //! OpenAI shapes Spillway carries internally.
 //!
-//! The adapter's I/O (OAuth token cache, HTTP client with the Russian root CA,
-//! SSE splitting) lives in the gateway core; it calls in here:
+//! The adapter's I/O lives in `client.rs` ([`GigaChatAdapter`]: HTTP client
+//! with the Russian root CA, SSE splitting) and `auth.rs` (the OAuth token
+//! cache); they call into the pure translation here:
 //! - [`to_gigachat`] builds the `/api/v1/chat/completions` body for an attempt;
 //! - [`from_gigachat`] reads a 2xx body, [`classify_error`] a non-2xx one;
 //! - [`StreamDecoder`] turns SSE events into OpenAI chunks;
@@ -13,6 +14,8 @@
 //! `tool` results are matched back to function names through the ids in the
 //! same request's assistant messages.
 
+mod auth;
+mod client;
 mod request;
 mod response;
 pub(crate) mod shared;
@@ -22,6 +25,7 @@ mod token;
 #[cfg(test)]
 pub(crate) mod test_support;
 
+pub use client::GigaChatAdapter;
 pub use request::to_gigachat;
 pub use response::{classify_error, from_gigachat};
 pub use stream::StreamDecoder;

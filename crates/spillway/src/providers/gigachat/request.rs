@@ -143,8 +143,8 @@ fn convert_messages(messages: &[Value]) -> Result<Vec<Value>, TranslateError> {
                         "function_call": {"name": call.name, "arguments": call.arguments},
                     }));
                     for (r, result) in results.iter().enumerate() {
-                        let answers = call.id.is_some()
-                            && result.get("tool_call_id").and_then(Value::as_str) == call.id;
+                        let answers =
+                            call.id.is_some() && result.get("tool_call_id").and_then(Value::as_str) == call.id;
                         if answers && !used[r] {
                             used[r] = true;
                             out.push(function_message(call.name, result)?);
@@ -158,16 +158,13 @@ fn convert_messages(messages: &[Value]) -> Result<Vec<Value>, TranslateError> {
             }
             "tool" => out.push(function_message(tool_name(message, &names)?, message)?),
             "function" => {
-                let name = message.get("name").and_then(Value::as_str).ok_or_else(|| {
-                    TranslateError::Unsupported("a `function` message without a name".into())
-                })?;
+                let name = message
+                    .get("name")
+                    .and_then(Value::as_str)
+                    .ok_or_else(|| TranslateError::Unsupported("a `function` message without a name".into()))?;
                 out.push(function_message(name, message)?);
             }
-            other => {
-                return Err(TranslateError::Unsupported(format!(
-                    "messages with role `{other}`"
-                )))
-            }
+            other => return Err(TranslateError::Unsupported(format!("messages with role `{other}`"))),
         }
     }
     if let Some(system) = leading_system {
@@ -207,14 +204,8 @@ fn function_name(function: &Value) -> Result<&str, TranslateError> {
 }
 
 /// The function name a `tool` message answers, from its `tool_call_id`.
-fn tool_name<'a>(
-    message: &Value,
-    names: &'a HashMap<String, String>,
-) -> Result<&'a str, TranslateError> {
-    let id = message
-        .get("tool_call_id")
-        .and_then(Value::as_str)
-        .unwrap_or("");
+fn tool_name<'a>(message: &Value, names: &'a HashMap<String, String>) -> Result<&'a str, TranslateError> {
+    let id = message.get("tool_call_id").and_then(Value::as_str).unwrap_or("");
     names.get(id).map(String::as_str).ok_or_else(|| {
         TranslateError::Unsupported(format!(
             "a tool result for `{id}`, which no assistant message in the request calls"
@@ -226,11 +217,7 @@ fn tool_name<'a>(
 /// (reference §5.2); plain text is encoded as a JSON string, as converters do.
 fn function_message(name: &str, message: &Value) -> Result<Value, TranslateError> {
     let text = flatten_text(message.get("content"))?;
-    let content = if serde_json::from_str::<Value>(&text).is_ok() {
-        text
-    } else {
-        Value::String(text).to_string()
-    };
+    let content = if serde_json::from_str::<Value>(&text).is_ok() { text } else { Value::String(text).to_string() };
     Ok(json!({"role": "function", "name": name, "content": content}))
 }
 

@@ -78,9 +78,8 @@ fn tools_become_functions() {
 #[test]
 fn tool_choice_variants() {
     let base = |choice: Value, n: usize| {
-        let tools: Vec<Value> = (0..n)
-            .map(|i| json!({"type": "function", "function": {"name": format!("f{i}")}}))
-            .collect();
+        let tools: Vec<Value> =
+            (0..n).map(|i| json!({"type": "function", "function": {"name": format!("f{i}")}})).collect();
         let req = json!({"messages": [{"role": "user", "content": "x"}], "tools": tools, "tool_choice": choice});
         to_gigachat(&req, "GigaChat").unwrap()["function_call"].clone()
     };
@@ -88,10 +87,7 @@ fn tool_choice_variants() {
     assert_eq!(base(json!("auto"), 2), "auto");
     assert_eq!(base(json!("required"), 1), json!({"name": "f0"}));
     assert_eq!(base(json!("required"), 2), "auto");
-    assert_eq!(
-        base(json!({"type": "function", "function": {"name": "f1"}}), 2),
-        json!({"name": "f1"})
-    );
+    assert_eq!(base(json!({"type": "function", "function": {"name": "f1"}}), 2), json!({"name": "f1"}));
 }
 
 #[test]
@@ -150,10 +146,7 @@ fn unknown_tool_call_id_is_unsupported() {
         {"role": "user", "content": "x"},
         {"role": "tool", "tool_call_id": "call_missing", "content": "1"},
     ]});
-    assert!(matches!(
-        to_gigachat(&req, "GigaChat"),
-        Err(TranslateError::Unsupported(_))
-    ));
+    assert!(matches!(to_gigachat(&req, "GigaChat"), Err(TranslateError::Unsupported(_))));
 }
 
 #[test]
@@ -169,14 +162,8 @@ fn legacy_functions_and_function_messages() {
     });
     let body = to_gigachat(&req, "GigaChat").unwrap();
     assert_eq!(body["function_call"], json!({"name": "f"}));
-    assert_eq!(
-        messages(&body)[1]["function_call"]["arguments"],
-        json!({"a": 1})
-    );
-    assert_eq!(
-        messages(&body)[2],
-        json!({"role": "function", "name": "f", "content": "{\"ok\":true}"})
-    );
+    assert_eq!(messages(&body)[1]["function_call"]["arguments"], json!({"a": 1}));
+    assert_eq!(messages(&body)[2], json!({"role": "function", "name": "f", "content": "{\"ok\":true}"}));
 }
 
 #[test]

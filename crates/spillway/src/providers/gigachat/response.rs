@@ -19,8 +19,8 @@ const FORMAT: &str = "gigachat";
 /// answer, so the runner tries the next model instead of returning the
 /// canned refusal; `error` is an `Upstream` failure.
 pub fn from_gigachat(body: &[u8]) -> Result<Value, TranslateError> {
-    let parsed: Value = serde_json::from_slice(body)
-        .map_err(|e| malformed(FORMAT, format!("response is not JSON: {e}")))?;
+    let parsed: Value =
+        serde_json::from_slice(body).map_err(|e| malformed(FORMAT, format!("response is not JSON: {e}")))?;
     let choices = parsed
         .get("choices")
         .and_then(Value::as_array)
@@ -34,11 +34,8 @@ pub fn from_gigachat(body: &[u8]) -> Result<Value, TranslateError> {
             .ok_or_else(|| malformed(FORMAT, "choice without `message`"))?;
         let content = message.get("content").and_then(Value::as_str).unwrap_or("");
         let function_call = message.get("function_call").filter(|f| f.is_object());
-        let finish = finish_reason(
-            choice.get("finish_reason").and_then(Value::as_str),
-            function_call.is_some(),
-            content,
-        )?;
+        let finish =
+            finish_reason(choice.get("finish_reason").and_then(Value::as_str), function_call.is_some(), content)?;
 
         let mut out = Map::new();
         out.insert("role".into(), "assistant".into());
@@ -51,11 +48,7 @@ pub fn from_gigachat(body: &[u8]) -> Result<Value, TranslateError> {
                     .ok_or_else(|| malformed(FORMAT, "function_call without `name`"))?;
                 // OpenAI clients expect null content next to tool calls;
                 // GigaChat sends "" there.
-                let content = if content.is_empty() {
-                    Value::Null
-                } else {
-                    content.into()
-                };
+                let content = if content.is_empty() { Value::Null } else { content.into() };
                 out.insert("content".into(), content);
                 out.insert(
                     "tool_calls".into(),
@@ -88,18 +81,11 @@ pub fn from_gigachat(body: &[u8]) -> Result<Value, TranslateError> {
 /// Maps a GigaChat finish reason to OpenAI's (reference §9.2). An unknown or
 /// missing reason reads as `stop` (or `tool_calls` when a call is present):
 /// the body itself was complete, and OpenAI clients reject unknown values.
-pub(super) fn finish_reason(
-    reason: Option<&str>,
-    has_call: bool,
-    text: &str,
-) -> Result<&'static str, TranslateError> {
+pub(super) fn finish_reason(reason: Option<&str>, has_call: bool, text: &str) -> Result<&'static str, TranslateError> {
     match reason {
         Some("blacklist") => Err(TranslateError::Upstream {
             class: ErrorClass::ContentFilter,
-            message: format!(
-                "GigaChat refused the topic (blacklist): {}",
-                snippet(text.as_bytes())
-            ),
+            message: format!("GigaChat refused the topic (blacklist): {}", snippet(text.as_bytes())),
         }),
         Some("error") => Err(TranslateError::Upstream {
             class: ErrorClass::Upstream,
@@ -119,10 +105,7 @@ pub(super) fn map_usage(u: &Value) -> Option<Value> {
     let completion = as_count(u.get("completion_tokens")).unwrap_or(0);
     let mut usage = usage(prompt, completion, as_count(u.get("total_tokens")));
     if let Some(cached) = as_count(u.get("precached_prompt_tokens")) {
-        usage.insert(
-            "prompt_tokens_details".into(),
-            json!({ "cached_tokens": cached }),
-        );
+        usage.insert("prompt_tokens_details".into(), json!({ "cached_tokens": cached }));
     }
     Some(Value::Object(usage))
 }
@@ -168,10 +151,7 @@ mod tests {
     fn text_answer() {
         let out = from_gigachat(&fixture("gigachat/response_text.json")).unwrap();
         validate_response(&out);
-        assert_eq!(
-            out["choices"][0]["message"]["content"],
-            "Привет! Чем могу помочь?"
-        );
+        assert_eq!(out["choices"][0]["message"]["content"], "Привет! Чем могу помочь?");
         assert_eq!(out["choices"][0]["finish_reason"], "stop");
         assert_eq!(out["usage"]["prompt_tokens"], 12);
         assert_eq!(out["usage"]["total_tokens"], 22);
@@ -189,38 +169,22 @@ mod tests {
         let call = &message["tool_calls"][0];
         assert!(call["id"].as_str().unwrap().starts_with("call_"));
         assert_eq!(call["function"]["name"], "get_weather");
-        let args: Value =
-            serde_json::from_str(call["function"]["arguments"].as_str().unwrap()).unwrap();
+        let args: Value = serde_json::from_str(call["function"]["arguments"].as_str().unwrap()).unwrap();
         assert_eq!(args, json!({"city": "Москва"}));
     }
 
     #[test]
     fn blacklist_is_a_content_filter_error() {
         let err = from_gigachat(&fixture("gigachat/response_blacklist.json")).unwrap_err();
-        assert!(matches!(
-            err,
-            TranslateError::Upstream {
-                class: ErrorClass::ContentFilter,
-                ..
-            }
-        ));
+        assert!(matches!(err, TranslateError::Upstream { class: ErrorClass::ContentFilter, .. }));
         let body = br#"{"choices":[{"index":0,"finish_reason":"error","message":{"role":"assistant","content":""}}]}"#;
-        assert!(matches!(
-            from_gigachat(body),
-            Err(TranslateError::Upstream {
-                class: ErrorClass::Upstream,
-                ..
-            })
-        ));
+        assert!(matches!(from_gigachat(body), Err(TranslateError::Upstream { class: ErrorClass::Upstream, .. })));
     }
 
     #[test]
     fn broken_bodies_are_malformed() {
         for body in [&b"<html>"[..], b"{}", br#"{"choices":[{"index":0}]}"#] {
-            assert!(matches!(
-                from_gigachat(body),
-                Err(TranslateError::Malformed { .. })
-            ));
+            assert!(matches!(from_gigachat(body), Err(TranslateError::Malformed { .. })));
         }
     }
 

@@ -23,10 +23,7 @@ pub(crate) fn new_call_id() -> String {
 
 /// A `Malformed` error for the given wire format.
 pub(crate) fn malformed(format: &'static str, detail: impl Into<String>) -> TranslateError {
-    TranslateError::Malformed {
-        format,
-        detail: detail.into(),
-    }
+    TranslateError::Malformed { format, detail: detail.into() }
 }
 
 /// Flattens an OpenAI message `content` (string, null or an array of parts)
@@ -47,19 +44,15 @@ pub(crate) fn flatten_text(content: Option<&Value>) -> Result<String, TranslateE
                 let text = match kind {
                     "text" => part.get("text").and_then(Value::as_str),
                     "refusal" => part.get("refusal").and_then(Value::as_str),
-                    other => {
-                        return Err(TranslateError::Unsupported(format!(
-                            "content part of type `{other}`"
-                        )))
-                    }
+                    other => return Err(TranslateError::Unsupported(format!("content part of type `{other}`"))),
                 };
                 texts.push(text.unwrap_or_default());
             }
             Ok(texts.join("\n"))
         }
-        Some(_) => Err(TranslateError::Unsupported(
-            "message content that is neither a string nor an array of parts".into(),
-        )),
+        Some(_) => {
+            Err(TranslateError::Unsupported("message content that is neither a string nor an array of parts".into()))
+        }
     }
 }
 
@@ -89,20 +82,13 @@ pub(crate) enum ToolChoice {
 /// become `Auto`/`Required`, which is as close as a provider without that
 /// feature gets. When tools are present and no choice is given the result is
 /// `Auto`, OpenAI's default; without tools it is `None` (nothing to send).
-pub(crate) fn functions_and_choice(
-    req: &Value,
-) -> Result<(Vec<FunctionSpec>, Option<ToolChoice>), TranslateError> {
+pub(crate) fn functions_and_choice(req: &Value) -> Result<(Vec<FunctionSpec>, Option<ToolChoice>), TranslateError> {
     let mut specs = Vec::new();
     if let Some(tools) = req.get("tools").and_then(Value::as_array) {
         for tool in tools {
-            let kind = tool
-                .get("type")
-                .and_then(Value::as_str)
-                .unwrap_or("function");
+            let kind = tool.get("type").and_then(Value::as_str).unwrap_or("function");
             if kind != "function" {
-                return Err(TranslateError::Unsupported(format!(
-                    "tools of type `{kind}`"
-                )));
+                return Err(TranslateError::Unsupported(format!("tools of type `{kind}`")));
             }
             specs.push(spec_from(tool.get("function").unwrap_or(&Value::Null))?);
         }
@@ -118,11 +104,7 @@ pub(crate) fn functions_and_choice(
             "none" => Some(ToolChoice::None),
             "auto" => Some(ToolChoice::Auto),
             "required" => Some(ToolChoice::Required),
-            other => {
-                return Err(TranslateError::Unsupported(format!(
-                    "tool_choice `{other}`"
-                )))
-            }
+            other => return Err(TranslateError::Unsupported(format!("tool_choice `{other}`"))),
         },
         Some(obj) if obj.get("type").and_then(Value::as_str) == Some("allowed_tools") => {
             let allowed = obj.get("allowed_tools").unwrap_or(obj);
@@ -139,11 +121,7 @@ pub(crate) fn functions_and_choice(
         }
         Some(obj) => match tool_name(obj) {
             Some(name) => Some(ToolChoice::Named(name.to_owned())),
-            None => {
-                return Err(TranslateError::Unsupported(
-                    "tool_choice without a name".into(),
-                ))
-            }
+            None => return Err(TranslateError::Unsupported("tool_choice without a name".into())),
         },
     };
     if specs.is_empty() {
@@ -155,10 +133,7 @@ pub(crate) fn functions_and_choice(
 /// The function name of `{"type":"function","function":{"name"}}` or of the
 /// legacy `{"name"}`.
 fn tool_name(v: &Value) -> Option<&str> {
-    v.get("function")
-        .and_then(|f| f.get("name"))
-        .or_else(|| v.get("name"))
-        .and_then(Value::as_str)
+    v.get("function").and_then(|f| f.get("name")).or_else(|| v.get("name")).and_then(Value::as_str)
 }
 
 fn spec_from(function: &Value) -> Result<FunctionSpec, TranslateError> {
@@ -173,10 +148,7 @@ fn spec_from(function: &Value) -> Result<FunctionSpec, TranslateError> {
     };
     Ok(FunctionSpec {
         name: name.to_owned(),
-        description: function
-            .get("description")
-            .and_then(Value::as_str)
-            .map(str::to_owned),
+        description: function.get("description").and_then(Value::as_str).map(str::to_owned),
         parameters,
     })
 }
@@ -190,10 +162,7 @@ pub(crate) fn call_names(messages: &[Value]) -> HashMap<String, String> {
         let calls = message.get("tool_calls").and_then(Value::as_array);
         for call in calls.into_iter().flatten() {
             let id = call.get("id").and_then(Value::as_str);
-            let name = call
-                .get("function")
-                .and_then(|f| f.get("name"))
-                .and_then(Value::as_str);
+            let name = call.get("function").and_then(|f| f.get("name")).and_then(Value::as_str);
             if let (Some(id), Some(name)) = (id, name) {
                 names.insert(id.to_owned(), name.to_owned());
             }
@@ -215,9 +184,7 @@ pub(crate) fn arguments_object(arguments: Option<&Value>) -> Result<Value, Trans
     };
     match parsed {
         Some(obj @ Value::Object(_)) => Ok(obj),
-        _ => Err(TranslateError::Unsupported(
-            "tool-call arguments in the history are not a JSON object".into(),
-        )),
+        _ => Err(TranslateError::Unsupported("tool-call arguments in the history are not a JSON object".into())),
     }
 }
 
@@ -246,10 +213,7 @@ pub(crate) fn usage(prompt: u64, completion: u64, total: Option<u64>) -> Map<Str
     let mut usage = Map::new();
     usage.insert("prompt_tokens".into(), prompt.into());
     usage.insert("completion_tokens".into(), completion.into());
-    usage.insert(
-        "total_tokens".into(),
-        total.unwrap_or(prompt + completion).into(),
-    );
+    usage.insert("total_tokens".into(), total.unwrap_or(prompt + completion).into());
     usage
 }
 
@@ -304,10 +268,7 @@ mod tests {
         assert_eq!(flatten_text(Some(&parts)).unwrap(), "a\nb");
         assert_eq!(flatten_text(None).unwrap(), "");
         let image = json!([{"type": "image_url", "image_url": {"url": "x"}}]);
-        assert!(matches!(
-            flatten_text(Some(&image)),
-            Err(TranslateError::Unsupported(_))
-        ));
+        assert!(matches!(flatten_text(Some(&image)), Err(TranslateError::Unsupported(_))));
     }
 
     #[test]

@@ -56,12 +56,7 @@ impl StreamDecoder {
     /// A decoder for one stream; `include_usage` mirrors the client's
     /// `stream_options.include_usage`.
     pub fn new(include_usage: bool) -> Self {
-        Self {
-            include_usage,
-            choices: BTreeMap::new(),
-            usage: None,
-            done: false,
-        }
+        Self { include_usage, choices: BTreeMap::new(), usage: None, done: false }
     }
 
     /// Handles one SSE event (`event` name if any, joined `data`).
@@ -69,11 +64,7 @@ impl StreamDecoder {
     /// A `blacklist` finish is an `Upstream`/`ContentFilter` error, an
     /// `error` finish or an error object an `Upstream` error; non-JSON data
     /// is `Malformed`.
-    pub fn on_event(
-        &mut self,
-        event: Option<&str>,
-        data: &str,
-    ) -> Result<Vec<StreamItem>, TranslateError> {
+    pub fn on_event(&mut self, event: Option<&str>, data: &str) -> Result<Vec<StreamItem>, TranslateError> {
         let data = data.trim();
         if self.done || data.is_empty() {
             return Ok(Vec::new());
@@ -81,18 +72,15 @@ impl StreamDecoder {
         if data == "[DONE]" {
             return Ok(self.finish());
         }
-        let parsed: Value = serde_json::from_str(data)
-            .map_err(|e| malformed(FORMAT, format!("stream event is not JSON: {e}")))?;
+        let parsed: Value =
+            serde_json::from_str(data).map_err(|e| malformed(FORMAT, format!("stream event is not JSON: {e}")))?;
         let choices = parsed.get("choices").and_then(Value::as_array);
         let is_error = event == Some("error")
             || parsed.get("error").is_some()
             || (choices.is_none() && parsed.get("message").is_some());
         if is_error {
-            let status = parsed
-                .get("status")
-                .and_then(Value::as_u64)
-                .and_then(|s| u16::try_from(s).ok())
-                .unwrap_or(500);
+            let status =
+                parsed.get("status").and_then(Value::as_u64).and_then(|s| u16::try_from(s).ok()).unwrap_or(500);
             let (class, message) = classify_error(status, data.as_bytes());
             return Err(TranslateError::Upstream { class, message });
         }
@@ -107,11 +95,7 @@ impl StreamDecoder {
         Ok(items)
     }
 
-    fn on_choice(
-        &mut self,
-        choice: &Value,
-        items: &mut Vec<StreamItem>,
-    ) -> Result<(), TranslateError> {
+    fn on_choice(&mut self, choice: &Value, items: &mut Vec<StreamItem>) -> Result<(), TranslateError> {
         let index = choice.get("index").and_then(Value::as_u64).unwrap_or(0);
         let include_usage = self.include_usage;
         let state = self.choices.entry(index).or_default();
@@ -124,11 +108,7 @@ impl StreamDecoder {
 
         // Decide the finish first: a blacklist must not leak its canned text.
         let finish = match choice.get("finish_reason").and_then(Value::as_str) {
-            Some(reason) => Some(finish_reason(
-                Some(reason),
-                state.calls > 0 || function_call.is_some(),
-                text,
-            )?),
+            Some(reason) => Some(finish_reason(Some(reason), state.calls > 0 || function_call.is_some(), text)?),
             None => None,
         };
 
@@ -167,11 +147,7 @@ impl StreamDecoder {
         let mut items = Vec::new();
         for (index, state) in &mut self.choices {
             if state.role_sent && !state.finished {
-                let reason = if state.calls > 0 {
-                    "tool_calls"
-                } else {
-                    "stop"
-                };
+                let reason = if state.calls > 0 { "tool_calls" } else { "stop" };
                 close(*index, state, reason, self.include_usage, &mut items);
             }
         }
@@ -187,13 +163,7 @@ impl StreamDecoder {
 
 /// Emits the finish chunk of one choice (after `{}` arguments for a call
 /// that never got any).
-fn close(
-    index: u64,
-    state: &mut ChoiceState,
-    reason: &str,
-    include_usage: bool,
-    items: &mut Vec<StreamItem>,
-) {
+fn close(index: u64, state: &mut ChoiceState, reason: &str, include_usage: bool, items: &mut Vec<StreamItem>) {
     state.finished = true;
     if let Some(call) = state.call.as_mut().filter(|c| !c.args_sent) {
         call.args_sent = true;
@@ -214,10 +184,7 @@ fn close(
 /// arguments are sent only as a call's first argument text — a second object
 /// could not be appended to valid JSON, so it is ignored.
 fn call_delta(state: &mut ChoiceState, call: &Value) -> Result<Option<Value>, TranslateError> {
-    let name = call
-        .get("name")
-        .and_then(Value::as_str)
-        .filter(|n| !n.is_empty());
+    let name = call.get("name").and_then(Value::as_str).filter(|n| !n.is_empty());
     let args = call.get("arguments");
     let starts_new = match (&state.call, name) {
         (None, _) => true,
@@ -233,11 +200,7 @@ fn call_delta(state: &mut ChoiceState, call: &Value) -> Result<Option<Value>, Tr
         };
         let index = state.calls;
         state.calls += 1;
-        state.call = Some(CallState {
-            index,
-            name: name.to_owned(),
-            args_sent: !text.is_empty(),
-        });
+        state.call = Some(CallState { index, name: name.to_owned(), args_sent: !text.is_empty() });
         return Ok(Some(json!({
             "index": index,
             "id": new_call_id(),
@@ -254,9 +217,7 @@ fn call_delta(state: &mut ChoiceState, call: &Value) -> Result<Option<Value>, Tr
         _ => return Ok(None),
     };
     current.args_sent = true;
-    Ok(Some(
-        json!({"index": current.index, "function": {"arguments": piece}}),
-    ))
+    Ok(Some(json!({"index": current.index, "function": {"arguments": piece}})))
 }
 
 #[cfg(test)]

@@ -46,20 +46,14 @@ fn text_stream_with_usage() {
         assert_eq!(c["object"], "chat.completion.chunk");
     }
     assert_eq!(chunks.len(), 4);
-    assert_eq!(
-        chunks[0]["choices"][0]["delta"],
-        json!({"role": "assistant", "content": "1, 2"})
-    );
+    assert_eq!(chunks[0]["choices"][0]["delta"], json!({"role": "assistant", "content": "1, 2"}));
     assert_eq!(chunks[0]["usage"], Value::Null);
     assert_eq!(chunks[1]["choices"][0]["delta"], json!({"content": ", 3"}));
     assert_eq!(chunks[2]["choices"][0]["delta"], json!({}));
     assert_eq!(chunks[2]["choices"][0]["finish_reason"], "stop");
     assert_eq!(chunks[3]["choices"], json!([]));
     assert_eq!(chunks[3]["usage"]["total_tokens"], 59);
-    assert_eq!(
-        chunks[3]["usage"]["prompt_tokens_details"]["cached_tokens"],
-        2
-    );
+    assert_eq!(chunks[3]["usage"]["prompt_tokens_details"]["cached_tokens"], 2);
 }
 
 #[test]
@@ -85,8 +79,7 @@ fn whole_function_call_becomes_tool_call_delta() {
     assert!(call["id"].as_str().unwrap().starts_with("call_"));
     assert_eq!(call["type"], "function");
     assert_eq!(call["function"]["name"], "get_weather");
-    let args: Value =
-        serde_json::from_str(call["function"]["arguments"].as_str().unwrap()).unwrap();
+    let args: Value = serde_json::from_str(call["function"]["arguments"].as_str().unwrap()).unwrap();
     assert_eq!(args, json!({"city": "Москва"}));
     assert_eq!(chunks[1]["choices"][0]["finish_reason"], "tool_calls");
 }
@@ -109,95 +102,53 @@ fn function_call_in_pieces() {
     }
     let mut args = String::new();
     for c in &chunks {
-        if let Some(piece) =
-            c["choices"][0]["delta"]["tool_calls"][0]["function"]["arguments"].as_str()
-        {
+        if let Some(piece) = c["choices"][0]["delta"]["tool_calls"][0]["function"]["arguments"].as_str() {
             args.push_str(piece);
         }
     }
     assert_eq!(args, r#"{"a":1}"#);
-    assert_eq!(
-        chunks.last().unwrap()["choices"][0]["finish_reason"],
-        "tool_calls"
-    );
-    assert_eq!(
-        chunks[0]["choices"][0]["delta"]["tool_calls"][0]["id"]
-            .as_str()
-            .map(|s| &s[..5]),
-        Some("call_")
-    );
+    assert_eq!(chunks.last().unwrap()["choices"][0]["finish_reason"], "tool_calls");
+    assert_eq!(chunks[0]["choices"][0]["delta"]["tool_calls"][0]["id"].as_str().map(|s| &s[..5]), Some("call_"));
 }
 
 #[test]
 fn call_without_arguments_gets_empty_object() {
     let mut d = StreamDecoder::new(false);
     let mut items = d
-        .on_event(None, r#"{"choices":[{"delta":{"function_call":{"name":"now"}},"index":0,"finish_reason":"function_call"}]}"#)
+        .on_event(
+            None,
+            r#"{"choices":[{"delta":{"function_call":{"name":"now"}},"index":0,"finish_reason":"function_call"}]}"#,
+        )
         .unwrap();
     items.extend(d.on_event(None, "[DONE]").unwrap());
     let chunks = chunks(&items);
-    assert_eq!(
-        chunks[1]["choices"][0]["delta"]["tool_calls"][0]["function"]["arguments"],
-        "{}"
-    );
+    assert_eq!(chunks[1]["choices"][0]["delta"]["tool_calls"][0]["function"]["arguments"], "{}");
     assert_eq!(chunks[2]["choices"][0]["finish_reason"], "tool_calls");
 }
 
 #[test]
 fn blacklist_is_a_content_filter_error() {
     let err = run("gigachat/stream_blacklist.sse", true).unwrap_err();
-    assert!(matches!(
-        err,
-        TranslateError::Upstream {
-            class: ErrorClass::ContentFilter,
-            ..
-        }
-    ));
+    assert!(matches!(err, TranslateError::Upstream { class: ErrorClass::ContentFilter, .. }));
 }
 
 #[test]
 fn error_events_and_garbage() {
     let mut d = StreamDecoder::new(false);
-    let err = d
-        .on_event(None, r#"{"status":429,"message":"Too many requests"}"#)
-        .unwrap_err();
-    assert!(matches!(
-        err,
-        TranslateError::Upstream {
-            class: ErrorClass::RateLimited,
-            ..
-        }
-    ));
-    let err = d
-        .on_event(Some("error"), r#"{"error":{"message":"boom"}}"#)
-        .unwrap_err();
-    assert!(matches!(
-        err,
-        TranslateError::Upstream {
-            class: ErrorClass::Upstream,
-            ..
-        }
-    ));
-    assert!(matches!(
-        d.on_event(None, "{not json"),
-        Err(TranslateError::Malformed { .. })
-    ));
+    let err = d.on_event(None, r#"{"status":429,"message":"Too many requests"}"#).unwrap_err();
+    assert!(matches!(err, TranslateError::Upstream { class: ErrorClass::RateLimited, .. }));
+    let err = d.on_event(Some("error"), r#"{"error":{"message":"boom"}}"#).unwrap_err();
+    assert!(matches!(err, TranslateError::Upstream { class: ErrorClass::Upstream, .. }));
+    assert!(matches!(d.on_event(None, "{not json"), Err(TranslateError::Malformed { .. })));
     assert_eq!(d.on_event(None, "  ").unwrap(), vec![]);
 }
 
 #[test]
 fn done_closes_unfinished_choices_and_ignores_the_rest() {
     let mut d = StreamDecoder::new(true);
-    let first = d
-        .on_event(
-            None,
-            r#"{"choices":[{"delta":{"content":"Hi"},"index":0}],"object":"chat.completion"}"#,
-        )
-        .unwrap();
-    assert_eq!(
-        chunks(&first)[0]["choices"][0]["delta"]["role"],
-        "assistant"
-    );
+    let first =
+        d.on_event(None, r#"{"choices":[{"delta":{"content":"Hi"},"index":0}],"object":"chat.completion"}"#).unwrap();
+    assert_eq!(chunks(&first)[0]["choices"][0]["delta"]["role"], "assistant");
     let end = d.on_event(None, "[DONE]").unwrap();
     assert_eq!(end.len(), 2);
     assert_eq!(chunks(&end)[0]["choices"][0]["finish_reason"], "stop");

@@ -15,10 +15,7 @@ pub(crate) fn fixture(path: &str) -> Vec<u8> {
 fn components() -> &'static Value {
     static COMPONENTS: OnceLock<Value> = OnceLock::new();
     COMPONENTS.get_or_init(|| {
-        let path = concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/testdata/openai-chat-schemas.json"
-        );
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/testdata/openai-chat-schemas.json");
         let text = std::fs::read_to_string(path).expect("openai-chat-schemas.json");
         let doc: Value = serde_json::from_str(&text).unwrap();
         doc["components"].clone()
@@ -35,14 +32,8 @@ fn validate(schema_name: &str, mut value: Value) {
         "components": components(),
     });
     let validator = jsonschema::validator_for(&schema).unwrap();
-    let errors: Vec<String> = validator
-        .iter_errors(&value)
-        .map(|e| format!("{e} at {}", e.instance_path))
-        .collect();
-    assert!(
-        errors.is_empty(),
-        "{schema_name} invalid: {errors:?}\n{value:#}"
-    );
+    let errors: Vec<String> = validator.iter_errors(&value).map(|e| format!("{e} at {}", e.instance_path)).collect();
+    assert!(errors.is_empty(), "{schema_name} invalid: {errors:?}\n{value:#}");
 }
 
 /// Asserts that a translated response is a valid `CreateChatCompletionResponse`.

@@ -24,8 +24,8 @@ const SECONDS_CEILING: i64 = 100_000_000_000;
 /// [`SECONDS_CEILING`]) is converted, so a changed unit cannot make the cache
 /// think a fresh token expired in 1970. A numeric string is accepted too.
 pub fn parse_token(body: &[u8]) -> Result<(String, i64), TranslateError> {
-    let parsed: Value = serde_json::from_slice(body)
-        .map_err(|e| malformed(FORMAT, format!("token response is not JSON: {e}")))?;
+    let parsed: Value =
+        serde_json::from_slice(body).map_err(|e| malformed(FORMAT, format!("token response is not JSON: {e}")))?;
     let token = parsed
         .get("access_token")
         .or_else(|| parsed.get("tok"))
@@ -35,11 +35,7 @@ pub fn parse_token(body: &[u8]) -> Result<(String, i64), TranslateError> {
     let expires = as_count(parsed.get("expires_at").or_else(|| parsed.get("exp")))
         .and_then(|v| i64::try_from(v).ok())
         .ok_or_else(|| malformed(FORMAT, "token response without a numeric `expires_at`"))?;
-    let expires_ms = if expires < SECONDS_CEILING {
-        expires.saturating_mul(1000)
-    } else {
-        expires
-    };
+    let expires_ms = if expires < SECONDS_CEILING { expires.saturating_mul(1000) } else { expires };
     Ok((token.to_owned(), expires_ms))
 }
 
@@ -72,10 +68,7 @@ mod tests {
             br#"{"access_token":"t"}"#,
             br#"{"access_token":"t","expires_at":-5}"#,
         ] {
-            assert!(matches!(
-                parse_token(body),
-                Err(TranslateError::Malformed { .. })
-            ));
+            assert!(matches!(parse_token(body), Err(TranslateError::Malformed { .. })));
         }
     }
 }

@@ -41,9 +41,7 @@ pub fn to_yandex(req: &Value, folder_id: &str, model_id: &str) -> Result<Value, 
     let model_uri = if model_id.contains("://") {
         model_id.to_owned()
     } else if folder_id.is_empty() {
-        return Err(TranslateError::Unsupported(
-            "a Yandex model id without a folder id".into(),
-        ));
+        return Err(TranslateError::Unsupported("a Yandex model id without a folder id".into()));
     } else {
         format!("gpt://{folder_id}/{model_id}")
     };
@@ -151,11 +149,7 @@ fn convert_messages(messages: &[Value]) -> Result<Vec<Value>, TranslateError> {
                     out.push(json!({"role": "assistant", "toolCallList": {"toolCalls": calls}}));
                 }
             }
-            other => {
-                return Err(TranslateError::Unsupported(format!(
-                    "messages with role `{other}`"
-                )))
-            }
+            other => return Err(TranslateError::Unsupported(format!("messages with role `{other}`"))),
         }
     }
     Ok(out)
@@ -165,15 +159,8 @@ fn convert_messages(messages: &[Value]) -> Result<Vec<Value>, TranslateError> {
 /// legacy `function_call`).
 fn assistant_calls(message: &Value) -> Result<Vec<Value>, TranslateError> {
     let functions: Vec<&Value> = match message.get("tool_calls").and_then(Value::as_array) {
-        Some(calls) => calls
-            .iter()
-            .map(|c| c.get("function").unwrap_or(&Value::Null))
-            .collect(),
-        None => message
-            .get("function_call")
-            .filter(|f| f.is_object())
-            .into_iter()
-            .collect(),
+        Some(calls) => calls.iter().map(|c| c.get("function").unwrap_or(&Value::Null)).collect(),
+        None => message.get("function_call").filter(|f| f.is_object()).into_iter().collect(),
     };
     functions
         .into_iter()
@@ -181,9 +168,7 @@ fn assistant_calls(message: &Value) -> Result<Vec<Value>, TranslateError> {
             let name = function
                 .get("name")
                 .and_then(Value::as_str)
-                .ok_or_else(|| {
-                    TranslateError::Unsupported("a tool call without a function name".into())
-                })?;
+                .ok_or_else(|| TranslateError::Unsupported("a tool call without a function name".into()))?;
             let arguments = arguments_object(function.get("arguments"))?;
             Ok(json!({"functionCall": {"name": name, "arguments": arguments}}))
         })
@@ -192,10 +177,7 @@ fn assistant_calls(message: &Value) -> Result<Vec<Value>, TranslateError> {
 
 /// The function name a `tool` (by `tool_call_id`) or legacy `function` (by
 /// `name`) message answers.
-fn result_name<'a>(
-    message: &'a Value,
-    names: &'a HashMap<String, String>,
-) -> Result<&'a str, TranslateError> {
+fn result_name<'a>(message: &'a Value, names: &'a HashMap<String, String>) -> Result<&'a str, TranslateError> {
     if let Some(id) = message.get("tool_call_id").and_then(Value::as_str) {
         return names.get(id).map(String::as_str).ok_or_else(|| {
             TranslateError::Unsupported(format!(

@@ -43,10 +43,7 @@ fn model_uri_passes_through_and_folder_is_required() {
     assert_eq!(body["modelUri"], "gpt://other/yandexgpt-lite/rc");
     assert_eq!(body["completionOptions"], json!({"stream": false}));
     assert!(to_yandex(&req, "", "yandexgpt/latest").is_err());
-    assert_eq!(
-        to_yandex(&req, "", "ds://ft123").unwrap()["modelUri"],
-        "ds://ft123"
-    );
+    assert_eq!(to_yandex(&req, "", "ds://ft123").unwrap()["modelUri"], "ds://ft123");
 }
 
 #[test]
@@ -121,9 +118,6 @@ fn unknown_ids_roles_and_images_are_unsupported() {
         json!([{"role": "user", "content": [{"type": "input_audio", "input_audio": {}}]}]),
     ] {
         let req = json!({ "messages": messages });
-        assert!(matches!(
-            to_yandex(&req, "f", "m"),
-            Err(TranslateError::Unsupported(_))
-        ));
+        assert!(matches!(to_yandex(&req, "f", "m"), Err(TranslateError::Unsupported(_))));
     }
 }

@@ -7,9 +7,7 @@
 
 use serde_json::{json, Value};
 
-use crate::providers::gigachat::shared::{
-    arguments_string, as_count, malformed, new_call_id, snippet, usage,
-};
+use crate::providers::gigachat::shared::{arguments_string, as_count, malformed, new_call_id, snippet, usage};
 use crate::providers::translate::{ErrorClass, TranslateError};
 
 pub(super) const FORMAT: &str = "yandex";
@@ -21,8 +19,8 @@ pub(super) const FORMAT: &str = "yandex";
 /// error, so the runner tries the next model; an `{"error":…}` body is an
 /// `Upstream` error classified like an HTTP error.
 pub fn from_yandex(body: &[u8]) -> Result<Value, TranslateError> {
-    let parsed: Value = serde_json::from_slice(body)
-        .map_err(|e| malformed(FORMAT, format!("response is not JSON: {e}")))?;
+    let parsed: Value =
+        serde_json::from_slice(body).map_err(|e| malformed(FORMAT, format!("response is not JSON: {e}")))?;
     let result = result_of(&parsed, body)?;
     let alternatives = alternatives(result)?;
 
@@ -68,9 +66,7 @@ pub(super) fn result_of<'a>(parsed: &'a Value, raw: &[u8]) -> Result<&'a Value, 
     if let Some(error) = parsed.get("error").filter(|e| !e.is_null()) {
         // Inside a 2xx body the HTTP status was 200; without an `httpCode`
         // the gRPC code decides.
-        let status = as_count(error.get("httpCode"))
-            .and_then(|s| u16::try_from(s).ok())
-            .unwrap_or(200);
+        let status = as_count(error.get("httpCode")).and_then(|s| u16::try_from(s).ok()).unwrap_or(200);
         let (class, message) = classify_error(status, raw);
         return Err(TranslateError::Upstream { class, message });
     }
@@ -93,10 +89,7 @@ pub(super) fn alternatives(result: &Value) -> Result<&Vec<Value>, TranslateError
 /// `UNSPECIFIED`, missing). An unknown status reads as final `stop`: newer
 /// statuses are expected to be final ones, and waiting forever for a
 /// different one would turn a good stream into a broken body.
-pub(super) fn finish_reason(
-    status: Option<&str>,
-    has_calls: bool,
-) -> Result<Option<&'static str>, TranslateError> {
+pub(super) fn finish_reason(status: Option<&str>, has_calls: bool) -> Result<Option<&'static str>, TranslateError> {
     let reason = match status {
         None | Some("ALTERNATIVE_STATUS_UNSPECIFIED") | Some(PARTIAL) => return Ok(None),
         Some("ALTERNATIVE_STATUS_CONTENT_FILTER") => {
@@ -116,10 +109,7 @@ pub(super) fn finish_reason(
 /// The OpenAI `tool_calls` of a Yandex message, with made-up ids and
 /// JSON-string arguments.
 pub(super) fn tool_calls(message: &Value) -> Result<Vec<Value>, TranslateError> {
-    let Some(list) = message
-        .pointer("/toolCallList/toolCalls")
-        .and_then(Value::as_array)
-    else {
+    let Some(list) = message.pointer("/toolCallList/toolCalls").and_then(Value::as_array) else {
         return Ok(Vec::new());
     };
     list.iter()
@@ -144,10 +134,7 @@ pub(super) fn map_usage(u: &Value) -> Option<Value> {
     let completion = as_count(u.get("completionTokens")).unwrap_or(0);
     let mut usage = usage(prompt, completion, as_count(u.get("totalTokens")));
     if let Some(reasoning) = as_count(u.pointer("/completionTokensDetails/reasoningTokens")) {
-        usage.insert(
-            "completion_tokens_details".into(),
-            json!({ "reasoning_tokens": reasoning }),
-        );
+        usage.insert("completion_tokens_details".into(), json!({ "reasoning_tokens": reasoning }));
     }
     Some(Value::Object(usage))
 }
@@ -173,9 +160,7 @@ pub fn classify_error(status: u16, body: &[u8]) -> (ErrorClass, String) {
         .and_then(Value::as_str)
         .map(|m| snippet(m.as_bytes()))
         .unwrap_or_else(|| snippet(body));
-    let grpc = error
-        .and_then(|e| e.get("grpcCode").or_else(|| e.get("code")))
-        .and_then(Value::as_u64);
+    let grpc = error.and_then(|e| e.get("grpcCode").or_else(|| e.get("code"))).and_then(Value::as_u64);
     let class = match status {
         401 | 403 => ErrorClass::AuthRejected,
         402 => ErrorClass::QuotaExhausted,

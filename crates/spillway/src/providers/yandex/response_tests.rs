@@ -7,15 +7,9 @@ use crate::providers::gigachat::test_support::{fixture, validate_response};
 fn text_answer() {
     let out = from_yandex(&fixture("yandex/response_text.json")).unwrap();
     validate_response(&out);
-    assert_eq!(
-        out["choices"][0]["message"]["content"],
-        "Привет! Чем могу помочь?"
-    );
+    assert_eq!(out["choices"][0]["message"]["content"], "Привет! Чем могу помочь?");
     assert_eq!(out["choices"][0]["finish_reason"], "stop");
-    assert_eq!(
-        out["usage"],
-        json!({"prompt_tokens": 26, "completion_tokens": 11, "total_tokens": 37})
-    );
+    assert_eq!(out["usage"], json!({"prompt_tokens": 26, "completion_tokens": 11, "total_tokens": 37}));
 }
 
 #[test]
@@ -28,13 +22,9 @@ fn tool_calls_get_ids_and_string_arguments() {
     let call = &choice["message"]["tool_calls"][0];
     assert!(call["id"].as_str().unwrap().starts_with("call_"));
     assert_eq!(call["function"]["name"], "something");
-    let args: Value =
-        serde_json::from_str(call["function"]["arguments"].as_str().unwrap()).unwrap();
+    let args: Value = serde_json::from_str(call["function"]["arguments"].as_str().unwrap()).unwrap();
     assert_eq!(args, json!({"numbers": [5.0, 4.0, 1.0]}));
-    assert_eq!(
-        out["usage"]["completion_tokens_details"]["reasoning_tokens"],
-        0
-    );
+    assert_eq!(out["usage"]["completion_tokens_details"]["reasoning_tokens"], 0);
 }
 
 #[test]
@@ -44,9 +34,7 @@ fn statuses_map_to_finish_reasons() {
             r#"{{"result":{{"alternatives":[{{"message":{{"role":"assistant","text":"x"}},"status":"{status}"}}]}}}}"#
         )
     };
-    let finish = |status: &str| {
-        from_yandex(body(status).as_bytes()).unwrap()["choices"][0]["finish_reason"].clone()
-    };
+    let finish = |status: &str| from_yandex(body(status).as_bytes()).unwrap()["choices"][0]["finish_reason"].clone();
     assert_eq!(finish("ALTERNATIVE_STATUS_TRUNCATED_FINAL"), "length");
     assert_eq!(finish("ALTERNATIVE_STATUS_PARTIAL"), "length");
     assert_eq!(finish("ALTERNATIVE_STATUS_UNSPECIFIED"), "stop");
@@ -58,38 +46,24 @@ fn statuses_map_to_finish_reasons() {
 #[test]
 fn content_filter_is_an_error() {
     let err = from_yandex(&fixture("yandex/response_content_filter.json")).unwrap_err();
-    assert!(matches!(
-        err,
-        TranslateError::Upstream {
-            class: ErrorClass::ContentFilter,
-            ..
-        }
-    ));
+    assert!(matches!(err, TranslateError::Upstream { class: ErrorClass::ContentFilter, .. }));
 }
 
 #[test]
 fn error_and_broken_bodies() {
     assert!(matches!(
         from_yandex(&fixture("yandex/error_429.json")),
-        Err(TranslateError::Upstream {
-            class: ErrorClass::RateLimited,
-            ..
-        })
+        Err(TranslateError::Upstream { class: ErrorClass::RateLimited, .. })
     ));
     for body in [&b"<html>"[..], b"{}", br#"{"result":{}}"#] {
-        assert!(matches!(
-            from_yandex(body),
-            Err(TranslateError::Malformed { .. })
-        ));
+        assert!(matches!(from_yandex(body), Err(TranslateError::Malformed { .. })));
     }
 }
 
 #[test]
 fn classifies_errors() {
     let grpc = |grpc: u32, http: u16| {
-        format!(
-            r#"{{"error":{{"grpcCode":{grpc},"httpCode":{http},"message":"m","httpStatus":"x","details":[]}}}}"#
-        )
+        format!(r#"{{"error":{{"grpcCode":{grpc},"httpCode":{http},"message":"m","httpStatus":"x","details":[]}}}}"#)
     };
     let cases = [
         (400, 3, ErrorClass::InvalidRequest),
@@ -111,10 +85,7 @@ fn classifies_errors() {
     let (class, message) = classify_error(429, &fixture("yandex/error_429.json"));
     assert_eq!(class, ErrorClass::RateLimited);
     assert!(message.contains("quota limit exceed"));
-    assert_eq!(
-        classify_error(400, br#"{"code":3,"message":"bad"}"#).0,
-        ErrorClass::InvalidRequest
-    );
+    assert_eq!(classify_error(400, br#"{"code":3,"message":"bad"}"#).0, ErrorClass::InvalidRequest);
     assert_eq!(classify_error(502, b"<html>").0, ErrorClass::Upstream);
     assert_eq!(classify_error(422, b"").0, ErrorClass::InvalidRequest);
 }

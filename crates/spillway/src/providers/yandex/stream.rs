@@ -42,12 +42,7 @@ impl StreamDecoder {
     /// A decoder for one stream; `include_usage` mirrors the client's
     /// `stream_options.include_usage`.
     pub fn new(include_usage: bool) -> Self {
-        Self {
-            include_usage,
-            alternatives: Vec::new(),
-            usage: None,
-            done: false,
-        }
+        Self { include_usage, alternatives: Vec::new(), usage: None, done: false }
     }
 
     /// Handles one line of the body.
@@ -73,8 +68,8 @@ impl StreamDecoder {
         if line == "[DONE]" {
             return Ok(self.end());
         }
-        let parsed: Value = serde_json::from_str(line)
-            .map_err(|e| malformed(FORMAT, format!("stream line is not JSON: {e}")))?;
+        let parsed: Value =
+            serde_json::from_str(line).map_err(|e| malformed(FORMAT, format!("stream line is not JSON: {e}")))?;
         let result = result_of(&parsed, line.as_bytes())?;
         let alternatives = alternatives(result)?;
         if let Some(usage) = result.get("usage").and_then(map_usage) {
@@ -140,12 +135,7 @@ fn on_alternative(
     let new_text = match text.strip_prefix(state.sent.as_str()) {
         Some(suffix) => suffix,
         None if state.sent.starts_with(text) => "",
-        None => {
-            return Err(malformed(
-                FORMAT,
-                "cumulative stream text no longer extends the text already sent",
-            ))
-        }
+        None => return Err(malformed(FORMAT, "cumulative stream text no longer extends the text already sent")),
     };
 
     let mut delta = Map::new();

@@ -33,10 +33,7 @@ fn line(text: &str, status: &str) -> String {
 }
 
 fn contents(items: &[StreamItem]) -> String {
-    chunks(items)
-        .iter()
-        .filter_map(|c| c["choices"][0]["delta"]["content"].as_str())
-        .collect()
+    chunks(items).iter().filter_map(|c| c["choices"][0]["delta"]["content"].as_str()).collect()
 }
 
 #[test]
@@ -53,10 +50,7 @@ fn cumulative_text_becomes_deltas() {
     assert_eq!(*deltas[2], json!({"content": ", три."}));
     assert_eq!(chunks[3]["choices"][0]["finish_reason"], "stop");
     assert_eq!(chunks[4]["choices"], json!([]));
-    assert_eq!(
-        chunks[4]["usage"],
-        json!({"prompt_tokens": 18, "completion_tokens": 6, "total_tokens": 24})
-    );
+    assert_eq!(chunks[4]["usage"], json!({"prompt_tokens": 18, "completion_tokens": 6, "total_tokens": 24}));
     assert_eq!(chunks.len(), 5);
     assert_eq!(contents(&items), "Один, два, три.");
 }
@@ -64,9 +58,7 @@ fn cumulative_text_becomes_deltas() {
 #[test]
 fn no_usage_chunk_unless_asked() {
     let items = run("yandex/stream_text.ndjson", false).unwrap();
-    assert!(chunks(&items)
-        .iter()
-        .all(|c| c.get("usage").is_none() && !c["choices"].as_array().unwrap().is_empty()));
+    assert!(chunks(&items).iter().all(|c| c.get("usage").is_none() && !c["choices"].as_array().unwrap().is_empty()));
 }
 
 #[test]
@@ -107,8 +99,7 @@ fn shrinking_text_sends_nothing_and_is_not_repeated() {
 #[test]
 fn diverging_text_is_an_error() {
     let mut d = StreamDecoder::new(false);
-    d.on_line(&line("Hello world", "ALTERNATIVE_STATUS_PARTIAL"))
-        .unwrap();
+    d.on_line(&line("Hello world", "ALTERNATIVE_STATUS_PARTIAL")).unwrap();
     assert!(matches!(
         d.on_line(&line("Hello, world", "ALTERNATIVE_STATUS_PARTIAL")),
         Err(TranslateError::Malformed { .. })
@@ -120,56 +111,31 @@ fn content_filter_and_error_lines() {
     let mut d = StreamDecoder::new(false);
     assert!(matches!(
         d.on_line(&line("x", "ALTERNATIVE_STATUS_CONTENT_FILTER")),
-        Err(TranslateError::Upstream {
-            class: ErrorClass::ContentFilter,
-            ..
-        })
+        Err(TranslateError::Upstream { class: ErrorClass::ContentFilter, .. })
     ));
     assert!(matches!(
         run("yandex/stream_error.ndjson", false),
-        Err(TranslateError::Upstream {
-            class: ErrorClass::Upstream,
-            ..
-        })
+        Err(TranslateError::Upstream { class: ErrorClass::Upstream, .. })
     ));
-    assert!(matches!(
-        StreamDecoder::new(false).on_line("{oops"),
-        Err(TranslateError::Malformed { .. })
-    ));
+    assert!(matches!(StreamDecoder::new(false).on_line("{oops"), Err(TranslateError::Malformed { .. })));
 }
 
 #[test]
 fn tolerates_data_prefix_blank_lines_and_trailing_lines() {
     let mut d = StreamDecoder::new(false);
     assert_eq!(d.on_line("").unwrap(), vec![]);
-    let first = d
-        .on_line(&format!(
-            "data: {}",
-            line("Hi", "ALTERNATIVE_STATUS_PARTIAL")
-        ))
-        .unwrap();
+    let first = d.on_line(&format!("data: {}", line("Hi", "ALTERNATIVE_STATUS_PARTIAL"))).unwrap();
     assert_eq!(contents(&first), "Hi");
-    let last = d
-        .on_line(&line("Hi", "ALTERNATIVE_STATUS_TRUNCATED_FINAL"))
-        .unwrap();
+    let last = d.on_line(&line("Hi", "ALTERNATIVE_STATUS_TRUNCATED_FINAL")).unwrap();
     assert_eq!(chunks(&last)[0]["choices"][0]["finish_reason"], "length");
     assert_eq!(last.last(), Some(&StreamItem::Done));
-    assert_eq!(
-        d.on_line(&line("Hi there", "ALTERNATIVE_STATUS_FINAL"))
-            .unwrap(),
-        vec![]
-    );
+    assert_eq!(d.on_line(&line("Hi there", "ALTERNATIVE_STATUS_FINAL")).unwrap(), vec![]);
 }
 
 #[test]
 fn multibyte_suffixes_are_split_safely() {
     let mut d = StreamDecoder::new(false);
-    let mut items = d
-        .on_line(&line("Пр", "ALTERNATIVE_STATUS_PARTIAL"))
-        .unwrap();
-    items.extend(
-        d.on_line(&line("Привет", "ALTERNATIVE_STATUS_FINAL"))
-            .unwrap(),
-    );
+    let mut items = d.on_line(&line("Пр", "ALTERNATIVE_STATUS_PARTIAL")).unwrap();
+    items.extend(d.on_line(&line("Привет", "ALTERNATIVE_STATUS_FINAL")).unwrap());
     assert_eq!(contents(&items), "Привет");
 }

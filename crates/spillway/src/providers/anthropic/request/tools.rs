@@ -16,14 +16,9 @@ use crate::providers::translate::TranslateError;
 pub const RAW_ARGUMENTS_KEY: &str = "_raw_arguments";
 
 pub(super) fn tool_use_block(call: &Value, at: usize) -> Result<Value, TranslateError> {
-    let kind = call
-        .get("type")
-        .and_then(Value::as_str)
-        .unwrap_or("function");
+    let kind = call.get("type").and_then(Value::as_str).unwrap_or("function");
     if kind != "function" {
-        return Err(unsupported(format!(
-            "messages[{at}]: tool call type `{kind}`"
-        )));
+        return Err(unsupported(format!("messages[{at}]: tool call type `{kind}`")));
     }
     // OpenAI `call_…` ids are accepted by Anthropic as they are (§9.4).
     let id = call
@@ -87,19 +82,13 @@ pub(super) fn tool(tool: &Value) -> Result<Value, TranslateError> {
         .cloned()
         .unwrap_or_else(|| json!({ "type": "object", "properties": {} }));
     let mut out = json!({ "name": name, "input_schema": schema });
-    if let Some(desc) = function
-        .and_then(|f| f.get("description"))
-        .and_then(Value::as_str)
-    {
+    if let Some(desc) = function.and_then(|f| f.get("description")).and_then(Value::as_str) {
         out["description"] = Value::from(desc);
     }
     Ok(out)
 }
 
-pub(super) fn tool_choice(
-    choice: Option<&Value>,
-    parallel: Option<bool>,
-) -> Result<Option<Value>, TranslateError> {
+pub(super) fn tool_choice(choice: Option<&Value>, parallel: Option<bool>) -> Result<Option<Value>, TranslateError> {
     let mut out = match choice {
         None => json!({ "type": "auto" }),
         Some(Value::String(s)) => match s.as_str() {
@@ -111,10 +100,7 @@ pub(super) fn tool_choice(
         },
         Some(obj) => {
             let kind = obj.get("type").and_then(Value::as_str).unwrap_or("");
-            let name = obj
-                .get("function")
-                .and_then(|f| f.get("name"))
-                .and_then(Value::as_str);
+            let name = obj.get("function").and_then(|f| f.get("name")).and_then(Value::as_str);
             match (kind, name) {
                 ("function", Some(name)) => json!({ "type": "tool", "name": name }),
                 _ => return Err(unsupported(format!("tool_choice of type `{kind}`"))),

@@ -1,0 +1,100 @@
+#!/usr/bin/env bash
+# Proxy-overhead benchmark: the same calls made directly to a fast local
+# upstream and through Spillway, in one run, on this machine.
+#
+#   bench/overhead.sh            # writes the results table into docs/PERFORMANCE.md
+#   DURATION=5 bench/overhead.sh # shorter runs
+#
+# Installs its load generator (wrk, from Debian) when missing. Everything
+# listens on 127.0.0.1 only; every run is bounded in time.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+DURATION=${DURATION:-10}
+OUT=${OUT:-docs/PERFORMANCE.md}
+ulimit -n 65536 2>/dev/null || ulimit -n "$(ulimit -Hn)"
+
+if ! command -v wrk >/dev/null 2>&1; then
+  echo "Installing wrk..."
+  (apt-get update -qq && apt-get install -y -qq wrk) >/dev/null
+fi
+cargo build --release -q -p spillway -p test-upstreams --bins
+BIN=target/release
+work=$(mktemp -d)
+pids=()
+cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; rm -rf "$work"; }
+trap cleanup EXIT
+
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+start_upstream() { # name, args...
+  local name=$1; shift
+  local port; port=$(free_port)
+  "$BIN/fake-upstream" --port "$port" "$@" >"$work/$name.log" 2>&1 &
+  pids+=($!)
+  echo "$port"
+}
+wait_port() { for _ in $(seq 100); do (echo >"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0; sleep 0.05; done; echo "port $1 never opened" >&2; return 1; }
+
+UP_FAST=$(start_upstream fast)
+UP_SLOW=$(start_upstream slow --delay-ms 50)
+UP_HOLD=$(start_upstream hold --chunks 600 --chunk-interval-ms 1000)
+GW=$(free_port)
+cat >"$work/gw.yaml" <<YAML
+server: { listen: 127.0.0.1:$GW, max_concurrent_requests: 100000 }
+providers:
+  fast: { kind: openai, base_url: "http://127.0.0.1:$UP_FAST/v1" }
+  slow: { kind: openai, base_url: "http://127.0.0.1:$UP_SLOW/v1" }
+  hold: { kind: openai, base_url: "http://127.0.0.1:$UP_HOLD/v1" }
+health: { timeouts: { first_token: 30s, idle: 30s, total: 700s } }
+cascades:
+  fast: { models: [fast/bench] }
+  slow: { models: [slow/bench] }
+  hold: { models: [hold/bench] }
+YAML
+SPILLWAY_LOG=warn "$BIN/spillway" serve --config "$work/gw.yaml" >"$work/gw.log" 2>&1 &
+GW_PID=$!; pids+=($GW_PID)
+for p in "$UP_FAST" "$UP_SLOW" "$UP_HOLD" "$GW"; do wait_port "$p"; done
+
+lua() { # model -> a wrk script posting a chat request
+  cat >"$work/$1.lua" <<LUA
+wrk.method = "POST"
+wrk.headers["Content-Type"] = "application/json"
+wrk.body = '{"model":"$1","messages":[{"role":"user","content":"Hello, how are you today?"}]}'
+LUA
+  echo "$work/$1.lua"
+}
+LUA_FAST=$(lua fast); LUA_SLOW=$(lua slow)
+cpu_ticks() { awk '{print $14+$15}' "/proc/$GW_PID/stat"; }
+rss_kib() { awk '/VmRSS/{print $2}' "/proc/$GW_PID/status"; }
+run_wrk() { # label conns threads url script -> appends "label|wrk output" to results
+  local label=$1 c=$2 t=$3 url=$4 script=$5
+  local before after
+  before=$(cpu_ticks)
+  wrk -t"$t" -c"$c" -d"${DURATION}s" --latency -s "$script" "$url" >"$work/$label.wrk"
+  after=$(cpu_ticks)
+  echo "$((after - before))" >"$work/$label.cpu"
+}
+
+# Warm both paths (connection pools, page cache).
+wrk -t1 -c8 -d2s -s "$LUA_FAST" "http://127.0.0.1:$GW/v1/chat/completions" >/dev/null
+wrk -t1 -c8 -d2s -s "$LUA_FAST" "http://127.0.0.1:$UP_FAST/v1/chat/completions" >/dev/null
+RSS_IDLE=$(rss_kib)
+
+run_wrk direct_c1 1 1 "http://127.0.0.1:$UP_FAST/v1/chat/completions" "$LUA_FAST"
+run_wrk gw_c1 1 1 "http://127.0.0.1:$GW/v1/chat/completions" "$LUA_FAST"
+run_wrk direct_c64 64 2 "http://127.0.0.1:$UP_FAST/v1/chat/completions" "$LUA_FAST"
+run_wrk gw_c64 64 2 "http://127.0.0.1:$GW/v1/chat/completions" "$LUA_FAST"
+run_wrk direct_slow_c256 256 2 "http://127.0.0.1:$UP_SLOW/v1/chat/completions" "$LUA_SLOW"
+run_wrk gw_slow_c256 256 2 "http://127.0.0.1:$GW/v1/chat/completions" "$LUA_SLOW"
+"$BIN/bench-client" ttfb "http://127.0.0.1:$UP_FAST/v1/chat/completions" 2000 fast >"$work/direct.ttfb"
+"$BIN/bench-client" ttfb "http://127.0.0.1:$GW/v1/chat/completions" 2000 fast >"$work/gw.ttfb"
+RSS_AFTER_LOAD=$(rss_kib)
+
+# 1,000 open streams through the gateway (the hold upstream sends a chunk a second).
+"$BIN/bench-client" hold "http://127.0.0.1:$GW/v1/chat/completions" 1000 8 hold >"$work/hold.out" 2>&1 &
+HOLD=$!
+sleep 6
+RSS_STREAMS=$(rss_kib)
+wait "$HOLD" || true
+
+python3 bench/report.py "$work" "$OUT" "$DURATION" "$RSS_IDLE" "$RSS_AFTER_LOAD" "$RSS_STREAMS"
+echo "Results written to $OUT"

@@ -1,0 +1,170 @@
+//! The alert dispatcher: one background job per config generation that
+//! reads the alert bus and the health registry's events, checks the
+//! fallback-share rule on a tick, deduplicates, writes the text, and hands
+//! each message to every sink's queue without waiting.
+
+use super::sink::{Message, Sink, Worker};
+use super::window::ShareRule;
+use super::{AlertBus, Event, Outbound};
+use crate::discovery::DiscoveryEvent;
+use crate::health::HealthEvent;
+use crate::runtime::Gateway;
+use crate::supervisor::{BackgroundJob, Supervisor};
+use serde_json::{json, Value};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::broadcast::error::RecvError;
+use tokio::sync::{broadcast, mpsc};
+use tokio_util::sync::CancellationToken;
+
+/// The dispatcher job.
+pub struct Dispatcher {
+    bus: Arc<AlertBus>,
+    rx: broadcast::Receiver<Outbound>,
+    health: Option<broadcast::Receiver<HealthEvent>>,
+    discovery: Option<broadcast::Receiver<DiscoveryEvent>>,
+    sinks: Vec<mpsc::Sender<Message>>,
+    handoff_hook: Option<mpsc::Sender<Message>>,
+    repeat_after: Duration,
+    rule: Option<ShareRule>,
+}
+
+/// Starts the dispatcher and one worker per sink on `supervisor`. The
+/// subscriptions are taken here, so events published once this returns
+/// are seen.
+pub fn start(gw: &Gateway, supervisor: &Supervisor) {
+    let cfg = &gw.config.alerts;
+    gw.shared.alerts.traffic.configure(cfg.fallback_share.map(|(_, d)| d));
+    let client = match reqwest::Client::builder().build() {
+        Ok(c) => c,
+        Err(e) => {
+            tracing::error!(error = %e, "Cannot build the HTTP client for alerts; alerts are only logged.");
+            reqwest::Client::new()
+        }
+    };
+    let mut sinks = Vec::new();
+    if let Some((token, chat_id, api_base)) = &cfg.telegram {
+        let sink = Sink::Telegram { token: token.clone(), chat_id: chat_id.clone(), api_base: api_base.clone() };
+        let (tx, worker) = Worker::new(sink, client.clone());
+        supervisor.spawn(worker);
+        sinks.push(tx);
+    }
+    if let Some(url) = &cfg.webhook {
+        let (tx, worker) = Worker::new(Sink::Webhook { url: url.clone() }, client.clone());
+        supervisor.spawn(worker);
+        sinks.push(tx);
+    }
+    let handoff_hook = gw.config.handoff.webhook.as_ref().map(|url| {
+        let (tx, worker) = Worker::new(Sink::Webhook { url: url.clone() }, client.clone());
+        supervisor.spawn(worker);
+        tx
+    });
+    supervisor.spawn(Dispatcher {
+        bus: gw.shared.alerts.clone(),
+        rx: gw.shared.alerts.subscribe(),
+        health: Some(gw.health.subscribe()),
+        discovery: Some(gw.shared.discovery.subscribe()),
+        sinks,
+        handoff_hook,
+        repeat_after: cfg.repeat_after,
+        rule: cfg.fallback_share.map(|(above, for_)| ShareRule::new(above, for_)),
+    });
+}
+
+/// The alert for a health event.
+fn from_health(e: HealthEvent) -> Event {
+    match e {
+        HealthEvent::BreakerOpened { model, reason } => Event::BreakerOpened { model, reason: reason.to_string() },
+        HealthEvent::BreakerClosed { model } => Event::BreakerClosed { model },
+        HealthEvent::KeyRejected { provider } => Event::KeyRejected { provider },
+    }
+}
+
+/// The alert for a discovery event, when it is one.
+fn from_discovery(e: DiscoveryEvent) -> Option<Event> {
+    match e {
+        DiscoveryEvent::CascadeChanged { diff, text } => {
+            Some(Event::CascadeChanged { cascade: diff.cascade, diff: text })
+        }
+        DiscoveryEvent::ConfigRejected { errors } => {
+            let first = errors.first().cloned().unwrap_or_default();
+            Some(Event::ReloadRejected { summary: format!("{} error(s); first: {first}", errors.len()) })
+        }
+        // Listing failures and thin cascades are logged where they happen.
+        _ => None,
+    }
+}
+
+impl Dispatcher {
+    fn emit(&self, event: &Event) {
+        let now = crate::health::clock::now_ms();
+        if !self.bus.first_within(&event.key(), now, self.repeat_after) {
+            return;
+        }
+        let text = event.text(now);
+        tracing::warn!(alert = event.kind(), "{text}");
+        let body = json!({"kind": event.kind(), "text": text, "at_ms": now, "key": event.key()});
+        self.send(&self.sinks, &Message { text, body });
+    }
+
+    fn send(&self, sinks: &[mpsc::Sender<Message>], msg: &Message) {
+        for tx in sinks {
+            if tx.try_send(msg.clone()).is_err() {
+                tracing::warn!("An alert sink is backed up; dropping an alert.");
+            }
+        }
+    }
+
+    fn handoff(&self, body: Value) {
+        if let Some(tx) = &self.handoff_hook {
+            let text = body.get("id").and_then(Value::as_str).unwrap_or_default().to_string();
+            self.send(std::slice::from_ref(tx), &Message { text, body });
+        }
+    }
+}
+
+/// The next event of an optional channel; pending forever once it closed.
+async fn next_of<T: Clone>(rx: &mut Option<broadcast::Receiver<T>>) -> Option<T> {
+    loop {
+        let Some(r) = rx.as_mut() else { return std::future::pending().await };
+        match r.recv().await {
+            Ok(e) => return Some(e),
+            Err(RecvError::Lagged(n)) => tracing::warn!(missed = n, "Alert dispatcher fell behind events."),
+            Err(RecvError::Closed) => *rx = None,
+        }
+    }
+}
+
+impl BackgroundJob for Dispatcher {
+    fn name(&self) -> &'static str {
+        "alerts"
+    }
+
+    async fn run(mut self, shutdown: CancellationToken) {
+        let period = self.rule.as_ref().map_or(Duration::from_secs(3600), ShareRule::tick);
+        let mut tick = tokio::time::interval(period);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tokio::select! {
+                m = self.rx.recv() => match m {
+                    Ok(Outbound::Alert(e)) => self.emit(&e),
+                    Ok(Outbound::Handoff(body)) => self.handoff(body),
+                    Err(RecvError::Lagged(n)) => tracing::warn!(missed = n, "Alert dispatcher fell behind."),
+                    Err(RecvError::Closed) => return,
+                },
+                Some(e) = next_of(&mut self.health) => self.emit(&from_health(e)),
+                Some(e) = next_of(&mut self.discovery) => {
+                    if let Some(e) = from_discovery(e) {
+                        self.emit(&e);
+                    }
+                }
+                _ = tick.tick() => {
+                    let now = crate::health::clock::now_ms();
+                    let alerts = self.rule.as_mut().map(|r| r.check(&self.bus.traffic, now)).unwrap_or_default();
+                    alerts.iter().for_each(|e| self.emit(e));
+                }
+                () = shutdown.cancelled() => return,
+            }
+        }
+    }
+}

@@ -1,0 +1,263 @@
+//! Operator alerts (SPEC §8): an [`AlertBus`] anyone may publish to, and a
+//! background [`dispatch::Dispatcher`] that turns events into short human
+//! messages for the configured sinks (Telegram, a webhook).
+//!
+//! Publishing never blocks and never fails: it is a send on a broadcast
+//! channel (events are dropped when nothing listens or the listener lags).
+//! The dispatcher deduplicates by key within `alerts.repeat_after`, and
+//! each sink delivers from its own queue with retries ([`sink`]), so a slow
+//! or failing sink cannot slow or fail a request. Health events (breakers,
+//! rejected keys) come straight from the health registry's channel; the
+//! fallback-share rule is computed from sliding counters the request path
+//! feeds ([`window`]).
+//!
+//! The bus lives in `runtime::Shared`: its dedupe memory and traffic
+//! counters outlive config reloads; the dispatcher belongs to one config
+//! generation, so changed sinks apply on reload.
+
+pub mod dispatch;
+pub mod sink;
+pub mod window;
+
+use serde_json::Value;
+use std::collections::HashMap;
+use std::sync::{Mutex, PoisonError};
+use tokio::sync::broadcast;
+
+/// Something an operator should hear about.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Event {
+    /// Discovery changed a cascade.
+    CascadeChanged {
+        /// Cascade name.
+        cascade: String,
+        /// The diff: `extraction: +groq/qwen3-235b, -groq/llama-guard-4 (removed)`.
+        diff: String,
+    },
+    /// A breaker opened.
+    BreakerOpened {
+        /// Model ref.
+        model: String,
+        /// Why (human text).
+        reason: String,
+    },
+    /// A breaker closed again.
+    BreakerClosed {
+        /// Model ref.
+        model: String,
+    },
+    /// A provider rejected its key (401).
+    KeyRejected {
+        /// Provider name.
+        provider: String,
+    },
+    /// Nothing of a cascade could answer a request.
+    CascadeDead {
+        /// Cascade name.
+        cascade: String,
+    },
+    /// A later tier carries too much of a cascade's traffic.
+    FallbackShare {
+        /// Cascade name.
+        cascade: String,
+        /// Share over the window, 0..1.
+        share: f64,
+        /// Unix ms since when it has been above the threshold.
+        since_ms: u64,
+    },
+    /// A request was queued for a person.
+    HandoffQueued {
+        /// Item id.
+        id: String,
+        /// Cascade name.
+        cascade: String,
+        /// Attempts made before.
+        attempts: usize,
+    },
+    /// A config reload was rejected; the old config stays.
+    ReloadRejected {
+        /// How many errors, and the first.
+        summary: String,
+    },
+    /// The shared state store (Redis) is unreachable; serving from local state.
+    RedisDegraded {
+        /// What failed (secret-free).
+        detail: String,
+    },
+    /// A cascade spent its daily budget: paid models are skipped until the next UTC day.
+    BudgetExhausted {
+        /// Cascade name.
+        cascade: String,
+        /// Spent today, USD.
+        spent_usd: f64,
+        /// `budget.daily_usd`.
+        limit_usd: f64,
+        /// The UTC day, `YYYY-MM-DD`.
+        day: String,
+    },
+}
+
+impl Event {
+    /// The deduplication key: the same key within `repeat_after` is sent once.
+    pub fn key(&self) -> String {
+        match self {
+            Self::CascadeChanged { cascade, diff } => format!("cascade_changed:{cascade}:{diff}"),
+            Self::BreakerOpened { model, .. } => format!("breaker_opened:{model}"),
+            Self::BreakerClosed { model } => format!("breaker_closed:{model}"),
+            Self::KeyRejected { provider } => format!("key_rejected:{provider}"),
+            Self::CascadeDead { cascade } => format!("cascade_dead:{cascade}"),
+            Self::FallbackShare { cascade, .. } => format!("fallback_share:{cascade}"),
+            Self::HandoffQueued { id, .. } => format!("handoff_queued:{id}"),
+            Self::ReloadRejected { summary } => format!("reload_rejected:{summary}"),
+            Self::RedisDegraded { .. } => "redis_degraded".to_string(),
+            Self::BudgetExhausted { cascade, day, .. } => format!("budget_exhausted:{cascade}:{day}"),
+        }
+    }
+
+    /// A bounded label naming the kind (webhook payloads, logs).
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Self::CascadeChanged { .. } => "cascade_changed",
+            Self::BreakerOpened { .. } => "breaker_opened",
+            Self::BreakerClosed { .. } => "breaker_closed",
+            Self::KeyRejected { .. } => "key_rejected",
+            Self::CascadeDead { .. } => "cascade_dead",
+            Self::FallbackShare { .. } => "fallback_share",
+            Self::HandoffQueued { .. } => "handoff_queued",
+            Self::ReloadRejected { .. } => "reload_rejected",
+            Self::RedisDegraded { .. } => "redis_degraded",
+            Self::BudgetExhausted { .. } => "budget_exhausted",
+        }
+    }
+
+    /// The message: what, where, since when (`at_ms`, when it was seen).
+    pub fn text(&self, at_ms: u64) -> String {
+        let at = clock_text(at_ms);
+        match self {
+            Self::CascadeChanged { diff, .. } => format!("Cascade changed: {diff} (at {at})"),
+            Self::BreakerOpened { model, reason } => {
+                format!("Breaker opened for {model}: {reason}. Traffic goes to the next model since {at}.")
+            }
+            Self::BreakerClosed { model } => format!("Breaker closed for {model}: it answers again since {at}."),
+            Self::KeyRejected { provider } => {
+                format!("Provider {provider} rejected its API key (401); all its models are skipped since {at}.")
+            }
+            Self::CascadeDead { cascade } => {
+                format!("Every model of cascade {cascade} failed or is dead; requests get handoff or 503 since {at}.")
+            }
+            Self::FallbackShare { cascade, share, since_ms } => format!(
+                "Cascade {cascade}: fallback tiers serve {:.0}% of traffic since {}.",
+                share * 100.0,
+                clock_text(*since_ms)
+            ),
+            Self::HandoffQueued { id, cascade, attempts } => {
+                format!("Request {id} of cascade {cascade} queued for a person after {attempts} attempts ({at}).")
+            }
+            Self::ReloadRejected { summary } => {
+                format!("Config reload rejected, the old config stays ({at}): {summary}")
+            }
+            Self::RedisDegraded { detail } => {
+                format!("Redis unreachable, serving from local state since {at}: {detail}")
+            }
+            Self::BudgetExhausted { cascade, spent_usd, limit_usd, day } => format!(
+                "Cascade {cascade} spent ${spent_usd:.2} of its ${limit_usd:.2} daily budget on {day}; \
+                 paid models are skipped until 00:00 UTC (since {at})."
+            ),
+        }
+    }
+}
+
+/// `YYYY-MM-DD HH:MM:SS UTC`.
+pub fn clock_text(ms: u64) -> String {
+    let secs = ms / 1000;
+    let (y, m, d) = crate::usage::civil_day(secs / 86_400);
+    let t = secs % 86_400;
+    format!("{y:04}-{m:02}-{d:02} {:02}:{:02}:{:02} UTC", t / 3600, t / 60 % 60, t % 60)
+}
+
+/// What goes out: an alert (to every alert sink) or a handoff notification
+/// (to `handoff.webhook` only).
+#[derive(Debug, Clone)]
+pub enum Outbound {
+    /// An operator alert.
+    Alert(Event),
+    /// A new handoff item, for `handoff.webhook` (the JSON body).
+    Handoff(Value),
+}
+
+/// The shared publishing side, plus what must outlive reloads.
+#[derive(Debug)]
+pub struct AlertBus {
+    tx: broadcast::Sender<Outbound>,
+    /// Key → unix ms of the last send.
+    sent: Mutex<HashMap<String, u64>>,
+    /// Per-cascade tier counters for the fallback-share rule.
+    pub traffic: window::Traffic,
+}
+
+impl Default for AlertBus {
+    fn default() -> Self {
+        // Alerts are rare; 256 queued between dispatcher wake-ups is plenty.
+        let (tx, _) = broadcast::channel(256);
+        Self { tx, sent: Mutex::new(HashMap::new()), traffic: window::Traffic::default() }
+    }
+}
+
+impl AlertBus {
+    /// Publishes an event; never blocks (dropped when no dispatcher runs).
+    pub fn publish(&self, event: Event) {
+        let _ = self.tx.send(Outbound::Alert(event));
+    }
+
+    /// Queues a `handoff.webhook` notification.
+    pub fn notify_handoff(&self, body: Value) {
+        let _ = self.tx.send(Outbound::Handoff(body));
+    }
+
+    /// Receives what is published from now on.
+    pub fn subscribe(&self) -> broadcast::Receiver<Outbound> {
+        self.tx.subscribe()
+    }
+
+    /// Whether an alert with `key` may go out at `now_ms` (none went out
+    /// within `repeat_after`); records it when so.
+    pub fn first_within(&self, key: &str, now_ms: u64, repeat_after: std::time::Duration) -> bool {
+        let window = u64::try_from(repeat_after.as_millis()).unwrap_or(u64::MAX);
+        let mut sent = self.sent.lock().unwrap_or_else(PoisonError::into_inner);
+        match sent.get(key) {
+            Some(&last) if now_ms.saturating_sub(last) < window => false,
+            _ => {
+                // Forget keys older than the window, so the map stays small.
+                if sent.len() > 1024 {
+                    sent.retain(|_, &mut t| now_ms.saturating_sub(t) < window);
+                }
+                sent.insert(key.to_string(), now_ms);
+                true
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    #[test]
+    fn dedupe_within_repeat_after() {
+        let bus = AlertBus::default();
+        let w = Duration::from_secs(60);
+        assert!(bus.first_within("a", 1_000, w));
+        assert!(!bus.first_within("a", 30_000, w));
+        assert!(bus.first_within("b", 30_000, w));
+        assert!(!bus.first_within("a", 60_999, w));
+        assert!(bus.first_within("a", 61_000, w));
+    }
+
+    #[test]
+    fn texts_say_what_where_and_when() {
+        let t = Event::BreakerOpened { model: "groq/llama".into(), reason: "5 failures in a row".into() }.text(0);
+        assert_eq!(t, "Breaker opened for groq/llama: 5 failures in a row. Traffic goes to the next model since 1970-01-01 00:00:00 UTC.");
+        assert_eq!(clock_text(1_764_441_000_000), "2025-11-29 18:30:00 UTC");
+    }
+}

@@ -1,0 +1,127 @@
+//! The gates a target passes before an attempt: provider and model alive,
+//! context large enough, load allows it, breaker admits it, provider
+//! bulkhead has room. A target that fails a gate is skipped — recorded in
+//! the attempt log and metrics, but no upstream request is spent.
+
+use super::outcome::{AttemptError, Failure};
+use super::{prepare, Target, Walk};
+use crate::health::breaker::Admission;
+use crate::health::clock::now_ms;
+use crate::health::ModelHealth;
+use crate::providers::InFlight;
+use serde_json::{Map, Value};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+/// What a target holds while its attempt runs: a bulkhead slot and, for a
+/// half-open breaker, the probe. Dropping an unsettled pass releases the
+/// probe, so an abandoned attempt (client gone, hedge lost) never wedges a
+/// breaker in half-open.
+#[derive(Debug)]
+pub struct Pass {
+    _slot: InFlight,
+    probe: Option<Arc<ModelHealth>>,
+}
+
+impl Pass {
+    /// The attempt reached a verdict the breaker has recorded.
+    pub fn settle(&mut self) {
+        self.probe = None;
+    }
+}
+
+impl Drop for Pass {
+    fn drop(&mut self) {
+        if let Some(h) = self.probe.take() {
+            h.release_probe();
+        }
+    }
+}
+
+/// A cheap prompt-size estimate: about four characters a token, plus a few
+/// tokens of overhead per message. Good enough to skip models that clearly
+/// cannot hold the prompt; the upstream's own context error covers the rest.
+pub fn estimate_prompt_tokens(body: &Map<String, Value>) -> u64 {
+    let Some(messages) = body.get("messages").and_then(Value::as_array) else {
+        return 0;
+    };
+    let mut chars = 0usize;
+    for m in messages {
+        chars += match m.get("content") {
+            Some(Value::String(s)) => s.len(),
+            Some(Value::Array(parts)) => {
+                parts.iter().filter_map(|p| p.get("text").and_then(Value::as_str)).map(str::len).sum()
+            }
+            _ => 0,
+        };
+        if let Some(calls) = m.get("tool_calls") {
+            chars += calls.to_string().len();
+        }
+    }
+    let tools = body.get("tools").map(|t| t.to_string().len()).unwrap_or(0);
+    ((chars + tools) as u64).div_ceil(4) + 4 * messages.len() as u64
+}
+
+/// Why a target cannot be tried now, if it cannot.
+fn closed_gate(walk: &Walk<'_>, target: &Target) -> Option<AttemptError> {
+    let now = now_ms();
+    if let Some(mark) = target.provider_health.dead.get(now) {
+        return Some(AttemptError::new(Failure::SkippedDead, format!("provider dead: {}", mark.reason.as_str())));
+    }
+    if target.model_ref.model.ends_with(":free") {
+        if let Some(mark) = target.provider_health.free_dead.get(now) {
+            return Some(AttemptError::new(
+                Failure::SkippedDead,
+                format!("free tier capped: {}", mark.reason.as_str()),
+            ));
+        }
+    }
+    if let Some(mark) = target.health.dead.get(now) {
+        let left = mark.until_ms.saturating_sub(now) / 1000;
+        return Some(AttemptError::new(Failure::SkippedDead, format!("{} for {left}s more", mark.reason.as_str())));
+    }
+    if let Some(context) = target.context {
+        let needed = walk.prompt_tokens.max(walk.min_context.load(Ordering::Relaxed));
+        if context < needed {
+            return Some(AttemptError::new(
+                Failure::SkippedContext,
+                format!("context {context} < {needed} tokens needed"),
+            ));
+        }
+    }
+    if prepare::skip_for_load(walk.gw, target) {
+        return Some(AttemptError::new(Failure::SkippedLazy, "provider overloaded (skip_when_lazy)"));
+    }
+    None
+}
+
+/// Finds the first target from `start` that passes every gate, recording
+/// the skipped ones.
+pub fn next_admitted(walk: &Walk<'_>, targets: &[Target], start: usize) -> Option<(usize, Pass)> {
+    for (i, target) in targets.iter().enumerate().skip(start) {
+        if let Some(skip) = closed_gate(walk, target) {
+            skipped(walk, target, &skip);
+            continue;
+        }
+        // The bulkhead before the breaker: a saturated provider must not
+        // consume the one half-open probe.
+        let Some(slot) = target.provider.try_acquire() else {
+            skipped(walk, target, &AttemptError::new(Failure::Saturated, "provider at max_in_flight"));
+            continue;
+        };
+        match target.health.admit(&walk.gw.health.events) {
+            Admission::Reject => {
+                let state = target.health.breaker_state();
+                skipped(walk, target, &AttemptError::new(Failure::SkippedOpen, format!("breaker {}", state.label())));
+            }
+            Admission::Pass => return Some((i, Pass { _slot: slot, probe: None })),
+            Admission::Probe => return Some((i, Pass { _slot: slot, probe: Some(target.health.clone()) })),
+        }
+    }
+    None
+}
+
+fn skipped(walk: &Walk<'_>, target: &Target, e: &AttemptError) {
+    target.metrics.attempt(e.failure.metric_index());
+    walk.note(&target.name, e.to_string());
+}

@@ -1,0 +1,126 @@
+//! `spillway handoff list [--status open|answered]` and `spillway handoff
+//! answer ID TEXT`: the human-operator queue of a running gateway, through
+//! its admin API (token from `SPILLWAY_ADMIN_TOKEN`, else the config's
+//! `server.admin_token`; URL from `--url`, else the config's listen address).
+
+use serde_json::{json, Value};
+use std::fmt::Write as _;
+use std::path::Path;
+use std::process::ExitCode;
+
+/// What to do with the queue.
+#[derive(Debug, clap::Subcommand)]
+pub enum Action {
+    /// List queued requests (open ones by default).
+    List {
+        /// `open`, `answered` or `all`.
+        #[arg(long, default_value = "open")]
+        status: String,
+        /// Print the raw JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Answer a queued request.
+    Answer {
+        /// The item id (`ho_…`).
+        id: String,
+        /// The answer the client will read.
+        text: String,
+    },
+}
+
+/// Runs the command.
+pub fn run(config_path: &Path, url: Option<String>, action: Action) -> ExitCode {
+    let config = super::load(config_path).ok();
+    let url = url
+        .or_else(|| config.as_ref().map(|c| format!("http://{}", c.server.listen)))
+        .unwrap_or_else(|| "http://127.0.0.1:8080".to_string());
+    let url = url.trim_end_matches('/').to_string();
+    let token = std::env::var("SPILLWAY_ADMIN_TOKEN")
+        .ok()
+        .or_else(|| config.as_ref().and_then(|c| c.server.admin_token.as_ref().map(|t| t.expose().to_string())));
+    let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("cannot start: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    let result: Result<String, String> = runtime.block_on(async {
+        match action {
+            Action::List { status, json } => {
+                let v = call(&url, token.as_deref(), &format!("/admin/handoff?status={status}"), None).await?;
+                Ok(if json { format!("{v:#}\n") } else { render(&v) })
+            }
+            Action::Answer { id, text } => {
+                let path = format!("/admin/handoff/{id}/answer");
+                call(&url, token.as_deref(), &path, Some(json!({"text": text}))).await?;
+                Ok(format!("Answered {id}.\n"))
+            }
+        }
+    });
+    match result {
+        Ok(out) => {
+            print!("{out}");
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("{e}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+async fn call(url: &str, token: Option<&str>, path: &str, body: Option<Value>) -> Result<Value, String> {
+    let client = reqwest::Client::new();
+    let mut req = match &body {
+        Some(b) => client.post(format!("{url}{path}")).json(b),
+        None => client.get(format!("{url}{path}")),
+    };
+    if let Some(t) = token {
+        req = req.bearer_auth(t);
+    }
+    let resp = req.send().await.map_err(|e| format!("cannot reach the gateway at {url}: {}", e.without_url()))?;
+    let status = resp.status().as_u16();
+    let v: Value = resp.json().await.unwrap_or(Value::Null);
+    match status {
+        200 => Ok(v),
+        401 => Err("the admin token was rejected (set SPILLWAY_ADMIN_TOKEN)".into()),
+        404 if body.is_none() => Err("the admin API is disabled on that gateway (no server.admin_token)".into()),
+        s => Err(format!("the gateway answered HTTP {s}: {}", v["error"]["message"].as_str().unwrap_or("no details"))),
+    }
+}
+
+/// The list as lines: id, status, cascade, age, the last user message.
+pub fn render(list: &Value) -> String {
+    let items = list["data"].as_array().map(Vec::as_slice).unwrap_or_default();
+    if items.is_empty() {
+        return "No items.\n".into();
+    }
+    let mut out = String::new();
+    for item in items {
+        let last_user = item["messages"]
+            .as_array()
+            .and_then(|m| m.iter().rev().find(|m| m["role"] == "user"))
+            .map(|m| match &m["content"] {
+                Value::String(s) => s.clone(),
+                other => other.to_string(),
+            })
+            .unwrap_or_default();
+        let short: String = last_user.chars().take(80).collect();
+        let created = item["created_ms"].as_u64().map(crate::alerts::clock_text).unwrap_or_default();
+        let _ = writeln!(
+            out,
+            "{}  {}  {}  {}\n    user: {}",
+            item["id"].as_str().unwrap_or("?"),
+            item["status"].as_str().unwrap_or("?"),
+            item["cascade"].as_str().unwrap_or("?"),
+            created,
+            short
+        );
+        if let Some(a) = item["answer"].as_str() {
+            let _ = writeln!(out, "    answer: {a}");
+        }
+    }
+    out
+}

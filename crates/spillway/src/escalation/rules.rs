@@ -1,0 +1,41 @@
+//! Applying `escalation:` rules (SPEC §8): before the runner starts, a
+//! request for a cascade that has a rule `{from, to, when: frustrated}` is
+//! switched to `to` when the user is frustrated ([`super::detect`]) or the
+//! client sent `x-spillway-escalate: true`. The detector only runs for
+//! cascades that have a rule, so other requests pay nothing.
+
+use crate::api::ChatRequest;
+use crate::metrics::EscalationLabels;
+use crate::runtime::{CascadePlan, Gateway};
+use axum::http::HeaderMap;
+use std::sync::Arc;
+
+/// Whether the client forces escalation (`x-spillway-escalate: true`).
+pub fn forced(headers: &HeaderMap) -> bool {
+    headers
+        .get("x-spillway-escalate")
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.trim().eq_ignore_ascii_case("true"))
+}
+
+/// The plan to run and whether it was escalated. Counts
+/// `spillway_escalations_total{from, to, reason}`.
+pub fn choose(gw: &Gateway, plan: Arc<CascadePlan>, req: &ChatRequest, forced: bool) -> (Arc<CascadePlan>, bool) {
+    let Some(rule) = gw.config.escalation.iter().find(|r| r.from == plan.name) else { return (plan, false) };
+    let Some(to) = gw.cascades.get(&rule.to) else { return (plan, false) };
+    let reason = if forced {
+        "header"
+    } else {
+        let messages = req.body.get("messages").and_then(|m| m.as_array()).map(Vec::as_slice).unwrap_or_default();
+        if !super::detect(messages).is_frustrated() {
+            return (plan, false);
+        }
+        "frustrated"
+    };
+    gw.metrics
+        .escalations
+        .get_or_create(&EscalationLabels { from: plan.name.clone(), to: to.name.clone(), reason })
+        .inc();
+    tracing::info!(from = %plan.name, to = %to.name, reason, "Request escalated.");
+    (to.clone(), true)
+}

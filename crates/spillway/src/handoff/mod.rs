@@ -1,0 +1,326 @@
+//! The human handoff queue (SPEC §8): the tier after the last resort.
+//!
+//! When every model of a cascade with `handoff: true` failed, the runner
+//! calls [`queue`]: the request (messages, cascade, every attempt and its
+//! reason, time, client key id) is written to a durable [`Queue`] — the
+//! embedded SQLite store in `state.data_dir` ([`sqlite`]) or Redis with
+//! `backend: redis` ([`redis`]) — and only once that write is committed does
+//! the client get a normal completion whose content is `handoff.reply`
+//! ([`reply`]) with the item's id. An operator answers through the admin API
+//! or `spillway handoff answer`; the client reads the answer at
+//! `GET /v1/handoff/{id}` with the same client key.
+//!
+//! The store is opened lazily, on first use, and kept in [`Desk`] (part of
+//! `runtime::Shared`, so it outlives config reloads): most gateways never
+//! hand anything off, and opening Redis or a file needs I/O that
+//! `Gateway::build` must not do.
+
+pub mod redis;
+pub mod reply;
+pub mod sqlite;
+
+use crate::api::error::AttemptSummary;
+use crate::api::{ApiError, ChatRequest};
+use crate::cascade::Served;
+use crate::config::{StateBackend, StateConfig};
+use crate::runtime::{CascadePlan, Gateway};
+use futures_util::future::BoxFuture;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use std::hash::{Hash, Hasher};
+use std::sync::Arc;
+use tokio::sync::OnceCell;
+
+/// Whether a person has answered an item yet.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Status {
+    /// Waiting for a person.
+    Open,
+    /// Answered.
+    Answered,
+}
+
+impl Status {
+    /// The label used in the API and in storage.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Open => "open",
+            Self::Answered => "answered",
+        }
+    }
+
+    /// Parses `open` / `answered`.
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "open" => Some(Self::Open),
+            "answered" => Some(Self::Answered),
+            _ => None,
+        }
+    }
+}
+
+/// One attempt of the failed walk, as stored.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StoredAttempt {
+    /// Model ref.
+    pub model: String,
+    /// Why it did not answer.
+    pub reason: String,
+}
+
+/// One queued request.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Item {
+    /// `ho_…`, random (it is also a capability when clients have no keys).
+    pub id: String,
+    /// Open or answered.
+    pub status: Status,
+    /// The cascade that failed.
+    pub cascade: String,
+    /// Which client key sent it ([`key_id`]); none when clients need no key.
+    pub client_key_id: Option<String>,
+    /// The request's `messages`, as sent.
+    pub messages: Value,
+    /// Every attempt, in order.
+    pub attempts: Vec<StoredAttempt>,
+    /// Unix milliseconds.
+    pub created_ms: u64,
+    /// The person's answer.
+    pub answer: Option<String>,
+    /// Unix milliseconds.
+    pub answered_ms: Option<u64>,
+}
+
+/// A failure of the queue's storage.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum HandoffError {
+    /// The store could not be opened or written (secret-free text).
+    #[error("handoff store: {0}")]
+    Store(String),
+}
+
+/// What answering an item did.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Answered {
+    /// It is answered now.
+    Done(Item),
+    /// It was answered before; nothing changed.
+    AlreadyAnswered(Item),
+    /// No such item.
+    Missing,
+}
+
+/// Durable storage of the queue. Every write is committed before its
+/// future resolves: that is what lets the client have its id.
+pub trait Queue: Send + Sync + 'static {
+    /// `sqlite` or `redis`.
+    fn backend(&self) -> &'static str;
+    /// Stores a new item.
+    fn push(&self, item: Item) -> BoxFuture<'_, Result<(), HandoffError>>;
+    /// Reads one item.
+    fn get<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<Option<Item>, HandoffError>>;
+    /// Items with `status` (all when none), oldest first.
+    fn list(&self, status: Option<Status>) -> BoxFuture<'_, Result<Vec<Item>, HandoffError>>;
+    /// Records a person's answer (once).
+    fn answer<'a>(&'a self, id: &'a str, text: &'a str, now_ms: u64) -> BoxFuture<'a, Result<Answered, HandoffError>>;
+    /// Deletes items created before `before_ms`; returns how many.
+    fn purge(&self, before_ms: u64) -> BoxFuture<'_, Result<u64, HandoffError>>;
+    /// How many items are open.
+    fn open_count(&self) -> BoxFuture<'_, Result<u64, HandoffError>>;
+}
+
+/// The lazily opened queue, shared by every config generation.
+#[derive(Default)]
+pub struct Desk {
+    queue: OnceCell<Arc<dyn Queue>>,
+}
+
+impl std::fmt::Debug for Desk {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Desk").field("open", &self.queue.get().map(|q| q.backend())).finish()
+    }
+}
+
+impl Desk {
+    /// The queue, opened on first use from `state:` (the first config that
+    /// opens it wins: moving a live queue on reload would strand items).
+    /// A failed open is retried on the next call.
+    pub async fn queue(&self, cfg: &StateConfig) -> Result<Arc<dyn Queue>, HandoffError> {
+        self.queue
+            .get_or_try_init(|| async {
+                let q: Arc<dyn Queue> = match cfg.backend {
+                    StateBackend::Memory => Arc::new(sqlite::SqliteQueue::open(cfg.data_dir.clone()).await?),
+                    StateBackend::Redis => {
+                        let url = cfg
+                            .redis_url
+                            .as_ref()
+                            .ok_or_else(|| HandoffError::Store("state.redis_url is not set".into()))?;
+                        Arc::new(redis::RedisQueue::connect(url.expose(), &cfg.key_prefix).await?)
+                    }
+                };
+                Ok(q)
+            })
+            .await
+            .cloned()
+    }
+
+    /// The queue if it is open already (for jobs that must not open it).
+    pub fn opened(&self) -> Option<Arc<dyn Queue>> {
+        self.queue.get().cloned()
+    }
+}
+
+tokio::task_local! {
+    /// The client key id of the request being served, for the handoff item
+    /// (set by the route around the runner, so the runner's signature stays
+    /// about the cascade).
+    static CALLER: Option<String>;
+}
+
+/// Runs `fut` (the cascade runner) with the caller's key id in scope.
+pub async fn with_caller<F: std::future::Future>(key_id: Option<String>, fut: F) -> F::Output {
+    CALLER.scope(key_id, fut).await
+}
+
+/// A stable, non-secret id of a client key: a 64-bit SipHash of it, so
+/// stored items name the key without holding it.
+pub fn key_id(key: &str) -> String {
+    // DefaultHasher::new() uses fixed keys, so the id is stable across
+    // processes and restarts (RandomState would not be).
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    key.hash(&mut h);
+    format!("k{:016x}", h.finish())
+}
+
+/// A new random item id.
+pub fn new_id() -> String {
+    format!("ho_{:016x}{:016x}", fastrand::u64(..), fastrand::u64(..))
+}
+
+/// The runner's last tier: stores the request and answers with
+/// `handoff.reply`. When the store fails, the client gets the 503 it would
+/// have got without handoff (nothing was queued, so promising an answer
+/// would be a lie).
+pub async fn queue(
+    gw: &Gateway,
+    plan: &CascadePlan,
+    req: &ChatRequest,
+    attempts: Vec<AttemptSummary>,
+    calls: u32,
+) -> Result<Served, ApiError> {
+    let item = Item {
+        id: new_id(),
+        status: Status::Open,
+        cascade: plan.name.clone(),
+        client_key_id: CALLER.try_with(Clone::clone).ok().flatten(),
+        messages: req.body.get("messages").cloned().unwrap_or(Value::Null),
+        attempts: attempts.iter().map(|a| StoredAttempt { model: a.model.clone(), reason: a.reason.clone() }).collect(),
+        created_ms: crate::health::clock::now_ms(),
+        answer: None,
+        answered_ms: None,
+    };
+    let stored = match gw.shared.handoff.queue(&gw.config.state).await {
+        Ok(q) => q.push(item.clone()).await.map(|()| q),
+        Err(e) => Err(e),
+    };
+    let q = match stored {
+        Ok(q) => q,
+        Err(e) => {
+            tracing::error!(cascade = %plan.name, error = %e, "Cannot queue a request for a person; answering 503.");
+            plan.metrics.error.inc();
+            return Err(ApiError::AllModelsFailed { cascade: plan.name.clone(), attempts });
+        }
+    };
+    plan.metrics.handoff.inc();
+    tracing::info!(cascade = %plan.name, id = %item.id, "Every model failed; the request is queued for a person.");
+    refresh_depth(gw, q.as_ref()).await;
+    gw.shared.alerts.publish(crate::alerts::Event::HandoffQueued {
+        id: item.id.clone(),
+        cascade: plan.name.clone(),
+        attempts: item.attempts.len(),
+    });
+    if gw.config.handoff.webhook.is_some() {
+        gw.shared.alerts.notify_handoff(serde_json::json!({
+            "event": "handoff.queued",
+            "id": item.id,
+            "cascade": item.cascade,
+            "created_ms": item.created_ms,
+            "attempts": item.attempts,
+        }));
+    }
+    Ok(reply::served(plan, req, &gw.config.handoff.reply, item.id, calls))
+}
+
+/// Sets `spillway_handoff_queue_depth` from the store.
+pub async fn refresh_depth(gw: &Gateway, q: &dyn Queue) {
+    if let Ok(n) = q.open_count().await {
+        gw.metrics.handoff_queue_depth.set(i64::try_from(n).unwrap_or(i64::MAX));
+    }
+}
+
+/// The client's view of an item (`GET /v1/handoff/{id}`): no messages, no
+/// attempts, no key id.
+pub fn client_view(item: &Item) -> Value {
+    serde_json::json!({
+        "id": item.id,
+        "object": "spillway.handoff",
+        "status": item.status.as_str(),
+        "created": item.created_ms / 1000,
+        "answer": item.answer,
+        "answered_at": item.answered_ms.map(|ms| ms / 1000),
+    })
+}
+
+/// The retention job: deletes items older than `handoff.retention` — never
+/// sooner — once an hour (and at start), only when the queue was opened.
+pub struct Retention {
+    /// The desk.
+    pub desk: Arc<Desk>,
+    /// `handoff.retention`.
+    pub retention: std::time::Duration,
+}
+
+impl crate::supervisor::BackgroundJob for Retention {
+    fn name(&self) -> &'static str {
+        "handoff-retention"
+    }
+
+    async fn run(self, shutdown: tokio_util::sync::CancellationToken) {
+        let mut tick = tokio::time::interval(std::time::Duration::from_secs(3600));
+        loop {
+            tokio::select! {
+                _ = tick.tick() => {}
+                () = shutdown.cancelled() => return,
+            }
+            let Some(q) = self.desk.opened() else { continue };
+            let keep_ms = u64::try_from(self.retention.as_millis()).unwrap_or(u64::MAX);
+            let before = crate::health::clock::now_ms().saturating_sub(keep_ms);
+            match q.purge(before).await {
+                Ok(0) => {}
+                Ok(n) => tracing::info!(deleted = n, "Expired handoff items deleted."),
+                Err(e) => tracing::warn!(error = %e, "Cannot delete expired handoff items; will retry."),
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn key_ids_are_stable_and_distinct() {
+        assert_eq!(key_id("sk-a"), key_id("sk-a"));
+        assert_ne!(key_id("sk-a"), key_id("sk-b"));
+        assert!(!key_id("sk-secret").contains("secret"));
+    }
+
+    #[test]
+    fn status_round_trips() {
+        for s in [Status::Open, Status::Answered] {
+            assert_eq!(Status::parse(s.as_str()), Some(s));
+        }
+        assert_eq!(Status::parse("closed"), None);
+    }
+}

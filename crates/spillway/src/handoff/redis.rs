@@ -1,0 +1,257 @@
+//! The handoff queue in Redis (`state.backend: redis`): every instance sees
+//! the same queue, and an item survives any gateway crash once written.
+//!
+//! Layout under `key_prefix` (no TTL on any of it; retention deletes old
+//! items explicitly, so nothing expires sooner than configured):
+//!
+//! - `handoff:item:{id}`: the item as JSON, written once and never changed;
+//! - `handoff:answer:{id}`: the answer `{text, answered_ms}`, set with `NX`
+//!   so the first operator's answer wins;
+//! - `handoff:open`, `handoff:answered`: sorted sets of ids scored by
+//!   creation time, for listing in order, counting and trimming.
+//!
+//! A Stream was the other candidate; it cannot be updated in place or read
+//! by id cheaply, and answers and lookups by id are what this queue does.
+//! Durability beyond a gateway crash is the Redis server's (`appendonly`).
+
+use super::{Answered, HandoffError, Item, Queue, Status};
+use futures_util::future::BoxFuture;
+use futures_util::FutureExt;
+use redis::aio::{ConnectionManager, ConnectionManagerConfig};
+use serde::{Deserialize, Serialize};
+use std::time::Duration;
+
+/// The Redis-backed queue.
+#[derive(Clone)]
+pub struct RedisQueue {
+    conn: ConnectionManager,
+    prefix: String,
+}
+
+/// The stored answer.
+#[derive(Debug, Serialize, Deserialize)]
+struct StoredAnswer {
+    text: String,
+    answered_ms: u64,
+}
+
+fn store_err(e: &redis::RedisError) -> HandoffError {
+    // The error kind and the server's message; never the URL (it may hold a password).
+    HandoffError::Store(format!("redis: {:?}: {}", e.kind(), e.detail().unwrap_or("request failed")))
+}
+
+/// Records an answer once: returns 0 (no such item), 1 (answered now) or
+/// 2 (answered before), atomically.
+const ANSWER: &str = r"
+if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
+if not redis.call('SET', KEYS[2], ARGV[1], 'NX') then return 2 end
+local score = redis.call('ZSCORE', KEYS[3], ARGV[2])
+redis.call('ZREM', KEYS[3], ARGV[2])
+redis.call('ZADD', KEYS[4], score or ARGV[3], ARGV[2])
+return 1
+";
+
+impl RedisQueue {
+    /// Connects (with short timeouts: this runs when a request is waiting).
+    pub async fn connect(url: &str, prefix: &str) -> Result<Self, HandoffError> {
+        let client = redis::Client::open(url).map_err(|e| store_err(&e))?;
+        let config = ConnectionManagerConfig::new()
+            .set_connection_timeout(Duration::from_secs(2))
+            .set_response_timeout(Duration::from_secs(2))
+            .set_number_of_retries(2);
+        let conn = ConnectionManager::new_with_config(client, config).await.map_err(|e| store_err(&e))?;
+        Ok(Self { conn, prefix: format!("{prefix}handoff:") })
+    }
+
+    fn key(&self, part: &str) -> String {
+        format!("{}{part}", self.prefix)
+    }
+
+    fn set_key(&self, status: Status) -> String {
+        self.key(status.as_str())
+    }
+
+    /// Reads items with their answers, in the order of `ids`.
+    async fn load(&self, ids: &[String]) -> Result<Vec<Item>, HandoffError> {
+        if ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut keys: Vec<String> = ids.iter().map(|id| self.key(&format!("item:{id}"))).collect();
+        keys.extend(ids.iter().map(|id| self.key(&format!("answer:{id}"))));
+        let values: Vec<Option<String>> =
+            redis::cmd("MGET").arg(&keys).query_async(&mut self.conn.clone()).await.map_err(|e| store_err(&e))?;
+        let (items, answers) = values.split_at(ids.len());
+        let mut out = Vec::with_capacity(ids.len());
+        for (item, answer) in items.iter().zip(answers) {
+            let Some(text) = item else { continue };
+            let mut item: Item = serde_json::from_str(text)
+                .map_err(|e| HandoffError::Store(format!("a stored item is not readable: {e}")))?;
+            if let Some(a) = answer.as_deref().and_then(|a| serde_json::from_str::<StoredAnswer>(a).ok()) {
+                item.status = Status::Answered;
+                item.answer = Some(a.text);
+                item.answered_ms = Some(a.answered_ms);
+            }
+            out.push(item);
+        }
+        Ok(out)
+    }
+
+    async fn ids(&self, status: Status, max_score: Option<u64>) -> Result<Vec<String>, HandoffError> {
+        let max = max_score.map_or_else(|| "+inf".to_string(), |m| format!("({m}"));
+        redis::cmd("ZRANGEBYSCORE")
+            .arg(self.set_key(status))
+            .arg("-inf")
+            .arg(max)
+            .query_async(&mut self.conn.clone())
+            .await
+            .map_err(|e| store_err(&e))
+    }
+}
+
+impl Queue for RedisQueue {
+    fn backend(&self) -> &'static str {
+        "redis"
+    }
+
+    fn push(&self, item: Item) -> BoxFuture<'_, Result<(), HandoffError>> {
+        async move {
+            let text = serde_json::to_string(&item).map_err(|e| HandoffError::Store(e.to_string()))?;
+            // MULTI/EXEC: the item and its index entry appear together.
+            let () = redis::pipe()
+                .atomic()
+                .cmd("SET")
+                .arg(self.key(&format!("item:{}", item.id)))
+                .arg(text)
+                .ignore()
+                .cmd("ZADD")
+                .arg(self.set_key(Status::Open))
+                .arg(item.created_ms)
+                .arg(&item.id)
+                .ignore()
+                .query_async(&mut self.conn.clone())
+                .await
+                .map_err(|e| store_err(&e))?;
+            Ok(())
+        }
+        .boxed()
+    }
+
+    fn get<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<Option<Item>, HandoffError>> {
+        async move { Ok(self.load(&[id.to_string()]).await?.pop()) }.boxed()
+    }
+
+    fn list(&self, status: Option<Status>) -> BoxFuture<'_, Result<Vec<Item>, HandoffError>> {
+        async move {
+            let statuses = match status {
+                Some(s) => vec![s],
+                None => vec![Status::Open, Status::Answered],
+            };
+            let mut ids = Vec::new();
+            for s in statuses {
+                ids.extend(self.ids(s, None).await?);
+            }
+            let mut items = self.load(&ids).await?;
+            items.sort_by(|a, b| (a.created_ms, &a.id).cmp(&(b.created_ms, &b.id)));
+            Ok(items)
+        }
+        .boxed()
+    }
+
+    fn answer<'a>(&'a self, id: &'a str, text: &'a str, now_ms: u64) -> BoxFuture<'a, Result<Answered, HandoffError>> {
+        async move {
+            let answer = serde_json::to_string(&StoredAnswer { text: text.to_string(), answered_ms: now_ms })
+                .map_err(|e| HandoffError::Store(e.to_string()))?;
+            let outcome: i64 = redis::Script::new(ANSWER)
+                .key(self.key(&format!("item:{id}")))
+                .key(self.key(&format!("answer:{id}")))
+                .key(self.set_key(Status::Open))
+                .key(self.set_key(Status::Answered))
+                .arg(answer)
+                .arg(id)
+                .arg(now_ms)
+                .invoke_async(&mut self.conn.clone())
+                .await
+                .map_err(|e| store_err(&e))?;
+            let item = self.load(&[id.to_string()]).await?.pop();
+            Ok(match (outcome, item) {
+                (1, Some(item)) => Answered::Done(item),
+                (2, Some(item)) => Answered::AlreadyAnswered(item),
+                _ => Answered::Missing,
+            })
+        }
+        .boxed()
+    }
+
+    fn purge(&self, before_ms: u64) -> BoxFuture<'_, Result<u64, HandoffError>> {
+        async move {
+            let mut deleted = 0;
+            for status in [Status::Open, Status::Answered] {
+                let ids = self.ids(status, Some(before_ms)).await?;
+                if ids.is_empty() {
+                    continue;
+                }
+                let mut pipe = redis::pipe();
+                pipe.atomic();
+                for id in &ids {
+                    pipe.cmd("DEL")
+                        .arg(self.key(&format!("item:{id}")))
+                        .arg(self.key(&format!("answer:{id}")))
+                        .ignore();
+                }
+                pipe.cmd("ZREM").arg(self.set_key(status)).arg(&ids).ignore();
+                let () = pipe.query_async(&mut self.conn.clone()).await.map_err(|e| store_err(&e))?;
+                deleted += ids.len() as u64;
+            }
+            Ok(deleted)
+        }
+        .boxed()
+    }
+
+    fn open_count(&self) -> BoxFuture<'_, Result<u64, HandoffError>> {
+        async move {
+            redis::cmd("ZCARD")
+                .arg(self.set_key(Status::Open))
+                .query_async(&mut self.conn.clone())
+                .await
+                .map_err(|e| store_err(&e))
+        }
+        .boxed()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The test Redis, or `None` to skip — except under `CI=true`, where a
+    /// missing Redis fails the test.
+    pub(crate) async fn test_queue() -> Option<RedisQueue> {
+        let url = std::env::var("SPILLWAY_TEST_REDIS_URL").unwrap_or_else(|_| "redis://127.0.0.1:6379/0".into());
+        let prefix = format!("spillway-test:{}:", crate::handoff::new_id());
+        match RedisQueue::connect(&url, &prefix).await {
+            Ok(q) => Some(q),
+            Err(e) if std::env::var("CI").as_deref() == Ok("true") => panic!("Redis unreachable under CI: {e}"),
+            Err(e) => {
+                eprintln!("skipping: no Redis ({e})");
+                None
+            }
+        }
+    }
+
+    #[tokio::test]
+    async fn redis_follows_the_rules() {
+        let Some(q) = test_queue().await else { return };
+        crate::handoff::sqlite::tests::conformance(&q).await;
+        q.purge(u64::MAX).await.unwrap();
+    }
+
+    #[tokio::test]
+    async fn a_second_connection_sees_the_same_queue() {
+        let Some(q) = test_queue().await else { return };
+        q.push(crate::handoff::sqlite::tests::item("ho_x", 7)).await.unwrap();
+        let url = std::env::var("SPILLWAY_TEST_REDIS_URL").unwrap_or_else(|_| "redis://127.0.0.1:6379/0".into());
+        let other = RedisQueue::connect(&url, q.prefix.trim_end_matches("handoff:")).await.unwrap();
+        assert_eq!(other.get("ho_x").await.unwrap().map(|i| i.created_ms), Some(7));
+        q.purge(u64::MAX).await.unwrap();
+    }
+}

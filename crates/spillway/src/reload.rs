@@ -1,0 +1,183 @@
+//! Hot reload (SPEC §4): on SIGHUP or `POST /admin/config/reload`, re-read
+//! the config file, compile it with the same step as start-up, and swap in a
+//! gateway built from it — or reject it with every error and keep the old.
+//!
+//! Requests in flight hold an `Arc` of the gateway they started on and
+//! finish there. Health, metrics and discovery live in
+//! [`crate::runtime::Shared`] and carry over; discovered cascades are
+//! rebuilt for the new config from the cached listings at once, and a
+//! refresh is asked for when the new config has a provider with no listing
+//! yet. The old generation's background jobs stop when its gateway drops.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use serde::Serialize;
+use tokio_util::sync::CancellationToken;
+
+use crate::config::{Config, ConfigErrors};
+use crate::discovery::refresh::build_round;
+use crate::discovery::{CascadeDiff, DiscoveryEvent};
+use crate::runtime::Gateway;
+use crate::server::AppState;
+use crate::supervisor::BackgroundJob;
+
+/// A reload that took effect.
+#[derive(Debug, Clone, Serialize)]
+pub struct Reloaded {
+    /// The file read.
+    pub path: PathBuf,
+    /// Discovered cascades that changed with the new config.
+    pub changes: Vec<CascadeDiff>,
+    /// Settings that changed but only apply after a restart.
+    pub needs_restart: Vec<&'static str>,
+}
+
+/// Why a reload was rejected; the old config stays.
+#[derive(Debug, thiserror::Error)]
+pub enum ReloadError {
+    /// The gateway runs the embedded demo config, not a file.
+    #[error("the gateway was not started from a config file; nothing to reload")]
+    NoFile,
+    /// The file does not compile; every error, each with its path.
+    #[error("invalid config:\n{0}")]
+    Invalid(ConfigErrors),
+    /// It compiles, but a provider cannot be built (an unreadable `ca_file`).
+    #[error("{0}")]
+    Build(String),
+}
+
+impl ReloadError {
+    /// Every error as one line each (path first), for logs, events and JSON.
+    pub fn lines(&self) -> Vec<String> {
+        match self {
+            Self::Invalid(errors) => errors.0.iter().map(ToString::to_string).collect(),
+            other => vec![other.to_string()],
+        }
+    }
+}
+
+/// Re-reads and applies the config file the gateway was started from.
+pub async fn reload(state: &AppState) -> Result<Reloaded, ReloadError> {
+    let discovery = state.gateway.load().shared.discovery.clone();
+    let result = reload_inner(state).await;
+    match &result {
+        Ok(r) => {
+            tracing::info!(path = %r.path.display(), changed = r.changes.len(), "Config reloaded.");
+            for setting in &r.needs_restart {
+                tracing::warn!(setting, "This setting changed but applies only after a restart.");
+            }
+            discovery.emit(DiscoveryEvent::ConfigReloaded { path: r.path.display().to_string() });
+        }
+        Err(e) => {
+            let errors = e.lines();
+            for line in &errors {
+                tracing::warn!(error = %line, "Config reload rejected; the running config stays.");
+            }
+            discovery.emit(DiscoveryEvent::ConfigRejected { errors });
+        }
+    }
+    result
+}
+
+async fn reload_inner(state: &AppState) -> Result<Reloaded, ReloadError> {
+    let path = state.gateway.load().config.source.clone().ok_or(ReloadError::NoFile)?;
+    let read_path = path.clone();
+    let config = tokio::task::spawn_blocking(move || crate::config::load_file(&read_path))
+        .await
+        .map_err(|e| ReloadError::Build(format!("the config reader stopped: {e}")))?
+        .map_err(ReloadError::Invalid)?;
+
+    let discovery = state.gateway.load().shared.discovery.clone();
+    let _applying = discovery.apply.lock().await;
+    let old_gw = state.gateway.load_full();
+    let needs_restart = needs_restart(&old_gw.config, &config);
+    let old_round = discovery.current();
+    let (round, changes) =
+        build_round(&config, &old_gw.health, &discovery, &old_round, old_round.listings.clone(), old_round.at_ms);
+    let missing_listing =
+        config.providers.values().any(|p| p.discovery_format.is_some() && !round.listings.contains_key(&p.name));
+    discovery.publish(round);
+    let gateway = match Gateway::build(config, &old_gw.shared) {
+        Ok(g) => g,
+        Err(e) => {
+            // Back to the round that matches the gateway that stays.
+            discovery.publish((*old_round).clone());
+            return Err(ReloadError::Build(e.to_string()));
+        }
+    };
+    if let Some(supervisor) = discovery.supervisor.get() {
+        gateway.start_background(supervisor);
+    }
+    state.gateway.store(Arc::new(gateway));
+    if missing_listing {
+        discovery.request_refresh();
+    }
+    Ok(Reloaded { path, changes, needs_restart })
+}
+
+/// Settings read once at start-up (the listener, the state store) that a
+/// reload cannot change.
+fn needs_restart(old: &Config, new: &Config) -> Vec<&'static str> {
+    let mut out = Vec::new();
+    if old.server.listen != new.server.listen {
+        out.push("server.listen");
+    }
+    if old.server.header_read_timeout != new.server.header_read_timeout {
+        out.push("server.header_read_timeout");
+    }
+    if old.state.backend != new.state.backend || old.state.key_prefix != new.state.key_prefix {
+        out.push("state");
+    }
+    if old.state.data_dir != new.state.data_dir {
+        out.push("state.data_dir");
+    }
+    out
+}
+
+/// Reloads on every SIGHUP until shutdown (Unix only).
+pub struct ReloadOnSighup {
+    state: Arc<AppState>,
+}
+
+impl ReloadOnSighup {
+    /// Watches SIGHUP for `state`.
+    pub fn new(state: Arc<AppState>) -> Self {
+        Self { state }
+    }
+}
+
+impl BackgroundJob for ReloadOnSighup {
+    fn name(&self) -> &'static str {
+        "reload_on_sighup"
+    }
+
+    async fn run(self, shutdown: CancellationToken) {
+        #[cfg(unix)]
+        {
+            use tokio::signal::unix::{signal, SignalKind};
+            let mut hup = match signal(SignalKind::hangup()) {
+                Ok(s) => s,
+                Err(e) => {
+                    tracing::warn!(error = %e, "Cannot watch SIGHUP; reload with POST /admin/config/reload.");
+                    return;
+                }
+            };
+            loop {
+                tokio::select! {
+                    got = hup.recv() => {
+                        if got.is_none() {
+                            return;
+                        }
+                        tracing::info!("SIGHUP received: reloading the config.");
+                        // The outcome is logged and sent as an event inside.
+                        let _ = reload(&self.state).await;
+                    }
+                    () = shutdown.cancelled() => return,
+                }
+            }
+        }
+        #[cfg(not(unix))]
+        shutdown.cancelled().await;
+    }
+}

@@ -1,0 +1,140 @@
+//! The handoff queue over HTTP (SPEC §5, §8).
+//!
+//! Client side: `GET /v1/handoff/{id}` answers an item's status and, once a
+//! person answered, the answer — only to the client key that sent the
+//! request (any other key gets the same 404 as an unknown id, so ids cannot
+//! be probed). Admin side (behind the admin token): `GET
+//! /admin/handoff?status=open|answered` lists items with their messages and
+//! attempts; `POST /admin/handoff/{id}/answer` with `{"text": …}` answers one.
+
+use super::routes::same;
+use super::AppState;
+use crate::api::ApiError;
+use crate::handoff::{self, Answered, Status};
+use axum::body::Bytes;
+use axum::extract::{Path, Query, State};
+use axum::http::{header, HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use serde::Deserialize;
+use serde_json::{json, Value};
+use std::sync::Arc;
+
+/// `GET /v1/handoff/{id}`.
+pub fn client_routes() -> Router<Arc<AppState>> {
+    Router::new().route("/v1/handoff/{id}", get(client_get))
+}
+
+/// The admin routes (mounted behind the admin token).
+pub fn admin_routes() -> Router<Arc<AppState>> {
+    Router::new().route("/admin/handoff", get(list)).route("/admin/handoff/{id}/answer", post(answer))
+}
+
+fn error(status: StatusCode, code: &str, message: impl Into<String>) -> Response {
+    let body = json!({"error": {"message": message.into(), "type": code, "code": code, "param": null}});
+    (status, Json(body)).into_response()
+}
+
+fn unavailable(e: &handoff::HandoffError) -> Response {
+    tracing::warn!(error = %e, "The handoff store is unavailable.");
+    error(StatusCode::SERVICE_UNAVAILABLE, "handoff_unavailable", "the handoff queue is unavailable; retry shortly")
+}
+
+fn not_found(id: &str) -> Response {
+    error(StatusCode::NOT_FOUND, "not_found", format!("no handoff item `{id}`"))
+}
+
+async fn client_get(State(state): State<Arc<AppState>>, Path(id): Path<String>, headers: HeaderMap) -> Response {
+    let gw = state.gateway.load_full();
+    let keys = &gw.config.server.api_keys;
+    let caller = match headers.get(header::AUTHORIZATION).and_then(|v| v.to_str().ok()) {
+        Some(v) => v.strip_prefix("Bearer ").map(str::trim),
+        None => None,
+    };
+    let caller_id = if keys.is_empty() {
+        None
+    } else {
+        match caller.filter(|k| keys.iter().any(|s| same(s.expose(), k))) {
+            Some(k) => Some(handoff::key_id(k)),
+            None => return ApiError::Unauthorized.into_response(),
+        }
+    };
+    let q = match gw.shared.handoff.queue(&gw.config.state).await {
+        Ok(q) => q,
+        Err(e) => return unavailable(&e),
+    };
+    match q.get(&id).await {
+        // An item queued while clients needed no key is readable by anyone
+        // holding its id; one queued with a key only by that key.
+        Ok(Some(item)) if item.client_key_id.is_none() || item.client_key_id == caller_id => {
+            Json(handoff::client_view(&item)).into_response()
+        }
+        Ok(_) => not_found(&id),
+        Err(e) => unavailable(&e),
+    }
+}
+
+/// `?status=open|answered`.
+#[derive(Debug, Deserialize)]
+struct ListQuery {
+    status: Option<String>,
+}
+
+async fn list(State(state): State<Arc<AppState>>, Query(query): Query<ListQuery>) -> Response {
+    let status = match query.status.as_deref() {
+        None | Some("" | "all") => None,
+        Some(s) => match Status::parse(s) {
+            Some(s) => Some(s),
+            None => {
+                return ApiError::InvalidField {
+                    param: "status".into(),
+                    message: "`status` must be `open` or `answered`".into(),
+                }
+                .into_response()
+            }
+        },
+    };
+    let gw = state.gateway.load_full();
+    let q = match gw.shared.handoff.queue(&gw.config.state).await {
+        Ok(q) => q,
+        Err(e) => return unavailable(&e),
+    };
+    match q.list(status).await {
+        Ok(items) => Json(json!({"object": "list", "data": items})).into_response(),
+        Err(e) => unavailable(&e),
+    }
+}
+
+async fn answer(State(state): State<Arc<AppState>>, Path(id): Path<String>, body: Bytes) -> Response {
+    let text = match serde_json::from_slice::<Value>(&body) {
+        Ok(v) => match v.get("text").and_then(Value::as_str).map(str::trim) {
+            Some(t) if !t.is_empty() => t.to_string(),
+            _ => {
+                return ApiError::InvalidField {
+                    param: "text".into(),
+                    message: "`text` must be a non-empty string".into(),
+                }
+                .into_response()
+            }
+        },
+        Err(e) => return ApiError::InvalidJson(e.to_string()).into_response(),
+    };
+    let gw = state.gateway.load_full();
+    let q = match gw.shared.handoff.queue(&gw.config.state).await {
+        Ok(q) => q,
+        Err(e) => return unavailable(&e),
+    };
+    match q.answer(&id, &text, crate::health::clock::now_ms()).await {
+        Ok(Answered::Done(item)) => {
+            handoff::refresh_depth(&gw, q.as_ref()).await;
+            tracing::info!(id = %item.id, "A handoff item was answered.");
+            Json(item).into_response()
+        }
+        Ok(Answered::AlreadyAnswered(_)) => {
+            error(StatusCode::CONFLICT, "already_answered", format!("handoff item `{id}` is already answered"))
+        }
+        Ok(Answered::Missing) => not_found(&id),
+        Err(e) => unavailable(&e),
+    }
+}

@@ -1,0 +1,318 @@
+//! The sync job: the bridge between this instance's in-memory health (what
+//! the request path reads) and the shared [`StateStore`].
+//!
+//! Outbound, it drains the [`LocalChange`] channel the health registry
+//! feeds (dead marks, breaker outcomes, TTFT samples, revives) into store
+//! calls, a batch at a time and concurrently (one multiplexed connection
+//! pipelines them). A shared breaker trip is applied here at once, and
+//! comes back from the store's channel to every other instance.
+//!
+//! Inbound, it applies every change the store publishes (other instances'
+//! and its own, which are no-ops: marks only extend) to the registry, and
+//! re-reads a [`Snapshot`] whenever it may have missed some: at start,
+//! after every reconnect, and when the broadcast lagged.
+//!
+//! Outage: while the store's link is not `Up`, [`StateStatus`] says
+//! degraded (`/readyz` stays 200 and says so), an alert goes out, and
+//! local changes are not sent: outcomes and TTFT samples are dropped
+//! (their windows would be stale by the time Redis returns), dead marks
+//! and revives are kept, the latest per key, bounded, and replayed on
+//! reconnect before the snapshot is read. Each instance serves from its
+//! own local state meanwhile. Requests never wait on any of this: the
+//! registry's channel is unbounded and this job always drains it.
+
+use super::{BreakerRules, LinkState, StateChange, StateStatus, StateStore, StoredMark};
+use crate::alerts::{AlertBus, Event};
+use crate::config::BreakerConfig;
+use crate::health::clock::now_ms;
+use crate::health::registry::{DeadReason, LocalChange};
+use crate::health::HealthRegistry;
+use crate::supervisor::BackgroundJob;
+use std::collections::HashMap;
+use std::sync::Arc;
+use tokio::sync::{broadcast, mpsc, watch};
+use tokio_util::sync::CancellationToken;
+
+/// Local changes handled per batch (then the inbound side gets a turn).
+const BATCH: usize = 512;
+/// Dead marks and revives kept while the store is unreachable.
+const PENDING_MAX: usize = 10_000;
+
+/// The current breaker rules (they change on config reload).
+pub type RulesFn = Arc<dyn Fn() -> BreakerConfig + Send + Sync>;
+
+/// What outlives the store, handed to the job.
+pub struct StateSync {
+    store: Arc<dyn StateStore>,
+    health: Arc<HealthRegistry>,
+    status: Arc<StateStatus>,
+    alerts: Arc<AlertBus>,
+    local: mpsc::UnboundedReceiver<LocalChange>,
+    rules: RulesFn,
+}
+
+impl std::fmt::Debug for StateSync {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StateSync").field("backend", &self.store.backend()).finish()
+    }
+}
+
+/// A change kept during an outage, to share once the store is back.
+#[derive(Debug, Clone, Copy)]
+enum Pending {
+    Dead(u64, DeadReason),
+    Revived,
+}
+
+fn to_rules(c: &BreakerConfig) -> BreakerRules {
+    BreakerRules {
+        consecutive_failures: c.consecutive_failures,
+        failure_rate: c.failure_rate,
+        min_requests: c.min_requests,
+        window: c.window,
+        open_for: c.open_for,
+    }
+}
+
+impl StateSync {
+    /// Connects `health` to `store`: from now on every local change goes to
+    /// this job, and `status` names the store's backend.
+    pub fn new(
+        store: Arc<dyn StateStore>,
+        health: Arc<HealthRegistry>,
+        status: Arc<StateStatus>,
+        alerts: Arc<AlertBus>,
+        rules: RulesFn,
+    ) -> Self {
+        let (tx, local) = mpsc::unbounded_channel();
+        health.observe(tx);
+        status.set_backend(store.backend());
+        Self { store, health, status, alerts, local, rules }
+    }
+
+    /// Applies the store's live marks and open breakers.
+    async fn resync(&self) {
+        match self.store.snapshot(now_ms()).await {
+            Ok(snap) => {
+                let cfg = (self.rules)();
+                for (key, mark) in snap.dead {
+                    self.health.apply(&StateChange::Dead { key, mark }, &cfg);
+                }
+                for (key, (until_ms, reason)) in snap.open {
+                    self.health.apply(&StateChange::BreakerOpen { key, until_ms, reason }, &cfg);
+                }
+            }
+            Err(e) => tracing::debug!(error = %e, "Cannot read the shared state snapshot."),
+        }
+    }
+
+    /// Shares one local change. A dead mark or revive that could not be
+    /// written is returned, to be kept for the next reconnect.
+    async fn share(&self, change: LocalChange, rules: BreakerRules) -> Option<(String, Pending)> {
+        let now = now_ms();
+        let result = match &change {
+            LocalChange::Dead { key, until_ms, reason } => {
+                let mark = StoredMark { until_ms: *until_ms, reason: reason.as_str().to_string() };
+                self.store.mark_dead(key, mark, now).await.map(drop)
+            }
+            LocalChange::Outcome { key, failed } => match self.store.record_outcome(key, *failed, now, rules).await {
+                Ok(Some(trip)) => {
+                    // Open here at once; the published copy reaches the others.
+                    let until_ms = now + u64::try_from(rules.open_for.as_millis()).unwrap_or(u64::MAX);
+                    let reason = super::memory::describe(&trip);
+                    tracing::warn!(model = %key, %reason, "Shared circuit breaker opened: failures over every instance crossed a rule.");
+                    self.health
+                        .apply(&StateChange::BreakerOpen { key: key.clone(), until_ms, reason }, &(self.rules)());
+                    Ok(())
+                }
+                Ok(None) => Ok(()),
+                Err(e) => Err(e),
+            },
+            LocalChange::Ttft { key, ms } => self.store.record_ttft(key, *ms).await,
+            LocalChange::Revived { key } => self.store.revive(key).await,
+        };
+        let Err(e) = result else {
+            return None;
+        };
+        tracing::debug!(error = %e, "A local change was not shared.");
+        keep(change)
+    }
+
+    /// Follows the link: degraded flag, alert, and catch-up on return.
+    async fn on_link(&self, state: LinkState, pending: &mut HashMap<String, Pending>) {
+        match state {
+            LinkState::Up => {
+                let was = self.status.set_degraded(false);
+                let rules = to_rules(&(self.rules)());
+                let kept: Vec<_> = pending.drain().collect();
+                if was && !kept.is_empty() {
+                    tracing::info!(
+                        changes = kept.len(),
+                        "Sharing dead marks and revives made while Redis was unreachable."
+                    );
+                }
+                let now = now_ms();
+                for (key, p) in kept {
+                    let change = match p {
+                        Pending::Dead(until_ms, _) if until_ms <= now => continue,
+                        Pending::Dead(until_ms, reason) => LocalChange::Dead { key, until_ms, reason },
+                        Pending::Revived => LocalChange::Revived { key },
+                    };
+                    if let Some((k, p)) = self.share(change, rules).await {
+                        pending.insert(k, p);
+                    }
+                }
+                self.resync().await;
+            }
+            LinkState::Connecting => {
+                self.status.set_degraded(true);
+            }
+            LinkState::Down(detail) => {
+                self.status.set_degraded(true);
+                self.alerts.publish(Event::RedisDegraded { detail });
+            }
+        }
+    }
+}
+
+/// Starts shared state for a served gateway when its config says `state.backend:
+/// redis`; does nothing for `memory`. Breaker rules are read from the live
+/// config at each use; a changed `state` section takes a restart.
+pub fn start(
+    app: &Arc<crate::server::AppState>,
+    supervisor: &crate::supervisor::Supervisor,
+) -> Result<(), super::StateError> {
+    let gw = app.gateway.load_full();
+    if gw.config.state.backend != crate::config::StateBackend::Redis {
+        return Ok(());
+    }
+    let live = app.clone();
+    let rules: RulesFn = Arc::new(move || live.gateway.load().config.health.breaker);
+    start_redis(&gw.config.state, &gw.shared, supervisor, rules).map(drop)
+}
+
+/// Starts shared state on Redis (`state.backend: redis`): the store, its
+/// link job and the sync job, on `supervisor`. No I/O happens here: an
+/// unreachable Redis makes a degraded start, not a failed one. Returns the
+/// store (for the discovery cache and counters; also on `status.store()`).
+pub fn start_redis(
+    config: &crate::config::StateConfig,
+    shared: &crate::runtime::Shared,
+    supervisor: &crate::supervisor::Supervisor,
+    rules: RulesFn,
+) -> Result<Arc<dyn StateStore>, super::StateError> {
+    let url = config.redis_url.as_ref().ok_or_else(|| super::StateError("state.redis_url is not set".into()))?;
+    let (store, link) = super::redis::RedisStore::new(url.expose(), &config.key_prefix)?;
+    tracing::info!(redis = %store.address(), prefix = %config.key_prefix, "Sharing state through Redis.");
+    let store: Arc<dyn StateStore> = store;
+    shared.state.set_store(store.clone());
+    supervisor.spawn(link);
+    supervisor.spawn(StateSync::new(
+        store.clone(),
+        shared.health.clone(),
+        shared.state.clone(),
+        shared.alerts.clone(),
+        rules,
+    ));
+    Ok(store)
+}
+
+/// What to keep of a change that could not be shared.
+fn keep(change: LocalChange) -> Option<(String, Pending)> {
+    match change {
+        LocalChange::Dead { key, until_ms, reason } => Some((key, Pending::Dead(until_ms, reason))),
+        LocalChange::Revived { key } => Some((key, Pending::Revived)),
+        LocalChange::Outcome { .. } | LocalChange::Ttft { .. } => None,
+    }
+}
+
+/// Records a kept change: the latest per key wins, except that a shorter
+/// mark never replaces a longer one; new keys beyond the bound are dropped.
+fn remember(pending: &mut HashMap<String, Pending>, key: String, p: Pending) {
+    if pending.len() >= PENDING_MAX && !pending.contains_key(&key) {
+        return;
+    }
+    match (pending.get(&key), p) {
+        (Some(Pending::Dead(old, _)), Pending::Dead(new, _)) if *old >= new => {}
+        _ => {
+            pending.insert(key, p);
+        }
+    }
+}
+
+/// The next link state; never resolves for a store without a link.
+async fn next_state(link: &mut Option<watch::Receiver<LinkState>>) -> LinkState {
+    if let Some(rx) = link {
+        if rx.changed().await.is_ok() {
+            return rx.borrow_and_update().clone();
+        }
+        *link = None;
+    }
+    std::future::pending().await
+}
+
+impl BackgroundJob for StateSync {
+    fn name(&self) -> &'static str {
+        "state-sync"
+    }
+
+    async fn run(mut self, shutdown: CancellationToken) {
+        let mut remote = self.store.subscribe();
+        let mut link = self.store.link();
+        let mut pending = HashMap::new();
+        let initial = link.as_mut().map_or(LinkState::Up, |rx| rx.borrow_and_update().clone());
+        let mut up = initial == LinkState::Up;
+        self.on_link(initial, &mut pending).await;
+        let mut batch = Vec::with_capacity(BATCH);
+        loop {
+            tokio::select! {
+                _ = shutdown.cancelled() => return,
+                state = next_state(&mut link) => {
+                    up = state == LinkState::Up;
+                    self.on_link(state, &mut pending).await;
+                }
+                change = remote.recv() => match change {
+                    Ok(change) => self.health.apply(&change, &(self.rules)()),
+                    Err(broadcast::error::RecvError::Lagged(missed)) => {
+                        tracing::debug!(missed, "Shared state changes lagged; re-reading the snapshot.");
+                        self.resync().await;
+                    }
+                    Err(broadcast::error::RecvError::Closed) => return,
+                },
+                n = self.local.recv_many(&mut batch, BATCH) => {
+                    if n == 0 {
+                        return;
+                    }
+                    if up {
+                        let rules = to_rules(&(self.rules)());
+                        let unshared =
+                            futures_util::future::join_all(batch.drain(..).map(|c| self.share(c, rules))).await;
+                        for (key, p) in unshared.into_iter().flatten() {
+                            remember(&mut pending, key, p);
+                        }
+                    } else {
+                        for (key, p) in batch.drain(..).filter_map(keep) {
+                            remember(&mut pending, key, p);
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kept_changes_keep_the_longest_mark_and_the_latest_revive() {
+        let mut pending = HashMap::new();
+        remember(&mut pending, "a".into(), Pending::Dead(10, DeadReason::Empty));
+        remember(&mut pending, "a".into(), Pending::Dead(5, DeadReason::NotFound));
+        assert!(matches!(pending.get("a"), Some(Pending::Dead(10, DeadReason::Empty))));
+        remember(&mut pending, "a".into(), Pending::Revived);
+        assert!(matches!(pending.get("a"), Some(Pending::Revived)));
+        assert!(keep(LocalChange::Outcome { key: "a".into(), failed: true }).is_none());
+    }
+}

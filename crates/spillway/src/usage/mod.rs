@@ -1,0 +1,232 @@
+//! Cost and budgets (SPEC §8): each answer's usage times its model's price.
+//!
+//! After a non-streamed answer the route calls [`Ledger::record`]: tokens go
+//! to `spillway_tokens_total`, their price (per 1M tokens, from the
+//! provider's static models) to `spillway_cost_usd_total` and to the
+//! cascade's spend for the current UTC day. A model without a known price
+//! costs 0, is counted in `spillway_unpriced_answers_total` and warned
+//! about once. Before the runner starts, [`Ledger::budget_plan`] swaps a
+//! cascade that spent its `budget.daily_usd` today for a copy holding only
+//! its free models, until 00:00 UTC.
+//!
+//! Spend is counted in memory first (the request path never waits on a
+//! store); with a shared store (`backend: redis`) the [`flush::Flush`] job
+//! adds each instance's new spend to a per-day counter every few seconds
+//! and reads the total back, so every instance sees the cascade's whole
+//! spend and stops paid models at about the same time.
+
+pub mod flush;
+
+use crate::alerts::{AlertBus, Event};
+use crate::config::{Config, Price};
+use crate::metrics::{CostLabels, Metrics, ModelLabels, TokenLabels};
+use crate::runtime::{CascadePlan, Gateway};
+use serde_json::Value;
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Mutex, PoisonError};
+
+/// Days since 1970-01-01 → (year, month, day), proleptic Gregorian
+/// (Howard Hinnant's `civil_from_days`; written by hand to avoid a date
+/// crate for one conversion).
+pub fn civil_day(days: u64) -> (u64, u64, u64) {
+    let z = days + 719_468;
+    let era = z / 146_097;
+    let doe = z % 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + u64::from(m <= 2);
+    (y, m, d)
+}
+
+/// `YYYY-MM-DD` of a UTC day number.
+pub fn day_text(day: u64) -> String {
+    let (y, m, d) = civil_day(day);
+    format!("{y:04}-{m:02}-{d:02}")
+}
+
+const DAY_MS: u64 = 86_400_000;
+
+/// What recording an answer touches: prices and budgets, metrics, alerts.
+#[derive(Clone, Copy)]
+pub struct Books<'a> {
+    /// Prices (`providers.*.models`) and budgets (`cascades.*.budget`).
+    pub config: &'a Config,
+    /// Cost and token counters.
+    pub metrics: &'a Metrics,
+    /// Where a spent budget is announced.
+    pub alerts: &'a AlertBus,
+}
+
+impl<'a> From<&'a Gateway> for Books<'a> {
+    fn from(gw: &'a Gateway) -> Self {
+        Self { config: &gw.config, metrics: &gw.metrics, alerts: &gw.shared.alerts }
+    }
+}
+
+/// The price of `provider/model` per 1M tokens, when known.
+pub fn price(config: &Config, model_ref: &str) -> Option<Price> {
+    let (provider, model) = model_ref.split_once('/')?;
+    config.providers.get(provider)?.models.iter().find(|m| m.id == model)?.price
+}
+
+/// Free: a known zero price, or an OpenRouter-style `:free` id. An unknown
+/// price counts as paid (as in discovery's filters).
+pub fn is_free(gw: &Gateway, model_ref: &str) -> bool {
+    model_ref.ends_with(":free") || price(&gw.config, model_ref).is_some_and(|p| p.input == 0.0 && p.output == 0.0)
+}
+
+/// Today's spend per cascade, and which models were warned about.
+#[derive(Debug, Default)]
+pub struct Ledger {
+    /// Cascade → (UTC day, USD spent that day: the shared total last read
+    /// plus this instance's spend since).
+    spent: Mutex<HashMap<String, (u64, f64)>>,
+    /// (Cascade, UTC day) → micro-USD not yet added to the shared store.
+    pending: Mutex<HashMap<(String, u64), u64>>,
+    /// Model refs without a price, warned about once.
+    warned: Mutex<HashSet<String>>,
+}
+
+impl Ledger {
+    /// Counts one answer's `usage` (`prompt_tokens`, `completion_tokens`).
+    pub fn record(&self, b: Books<'_>, cascade: &str, model_ref: &str, usage: Option<&Value>, now_ms: u64) {
+        let Some(usage) = usage else { return };
+        let (Some((provider, model)), input, output) = (
+            model_ref.split_once('/'),
+            usage.get("prompt_tokens").and_then(Value::as_u64).unwrap_or(0),
+            usage.get("completion_tokens").and_then(Value::as_u64).unwrap_or(0),
+        ) else {
+            return;
+        };
+        let m = b.metrics;
+        for (kind, n) in [("input", input), ("output", output)] {
+            m.tokens.get_or_create(&TokenLabels { provider: provider.into(), model: model.into(), kind }).inc_by(n);
+        }
+        let Some(p) = price(b.config, model_ref) else {
+            m.unpriced.get_or_create(&ModelLabels { provider: provider.into(), model: model.into() }).inc();
+            let first = self.warned.lock().unwrap_or_else(PoisonError::into_inner).insert(model_ref.to_string());
+            if first {
+                tracing::warn!(model = model_ref, "A model without a known price answered; counting its cost as 0.");
+            }
+            return;
+        };
+        let cost = (input as f64 * p.input + output as f64 * p.output) / 1e6;
+        if cost <= 0.0 {
+            return;
+        }
+        m.cost
+            .get_or_create(&CostLabels { cascade: cascade.into(), provider: provider.into(), model: model.into() })
+            .inc_by(cost);
+        let day = now_ms / DAY_MS;
+        let limit = b.config.cascades.get(cascade).and_then(|c| c.daily_budget_usd);
+        if limit.is_none() {
+            return;
+        }
+        *self.pending.lock().unwrap_or_else(PoisonError::into_inner).entry((cascade.to_string(), day)).or_insert(0) +=
+            (cost * 1e6).round() as u64;
+        let total = self.add(cascade, day, cost);
+        self.check_budget(b, cascade, day, total - cost, total);
+    }
+
+    /// Adds `usd` to today's spend of `cascade`; returns the new total.
+    fn add(&self, cascade: &str, day: u64, usd: f64) -> f64 {
+        let mut spent = self.spent.lock().unwrap_or_else(PoisonError::into_inner);
+        let entry = spent.entry(cascade.to_string()).or_insert((day, 0.0));
+        if entry.0 != day {
+            *entry = (day, 0.0);
+        }
+        entry.1 += usd;
+        entry.1
+    }
+
+    /// Alerts when the spend went from under the budget to at or over it.
+    fn check_budget(&self, b: Books<'_>, cascade: &str, day: u64, before: f64, after: f64) {
+        let limit = b.config.cascades.get(cascade).and_then(|c| c.daily_budget_usd);
+        if let Some(limit) = limit.filter(|&l| after >= l && before < l) {
+            b.alerts.publish(Event::BudgetExhausted {
+                cascade: cascade.into(),
+                spent_usd: after,
+                limit_usd: limit,
+                day: day_text(day),
+            });
+        }
+    }
+
+    /// USD `cascade` spent on the UTC day of `now_ms`.
+    pub fn spent_today(&self, cascade: &str, now_ms: u64) -> f64 {
+        let spent = self.spent.lock().unwrap_or_else(PoisonError::into_inner);
+        spent.get(cascade).filter(|(day, _)| *day == now_ms / DAY_MS).map_or(0.0, |(_, usd)| *usd)
+    }
+
+    /// The plan to run: `plan` itself, or — when its cascade spent its
+    /// daily budget today — a copy with only its free models.
+    pub fn budget_plan(&self, gw: &Gateway, plan: Arc<CascadePlan>, now_ms: u64) -> Arc<CascadePlan> {
+        let Some(limit) = gw.config.cascades.get(&plan.name).and_then(|c| c.daily_budget_usd) else { return plan };
+        if self.spent_today(&plan.name, now_ms) < limit {
+            return plan;
+        }
+        let mut free = (*plan).clone();
+        free.targets.retain(|t| is_free(gw, &t.name));
+        Arc::new(free)
+    }
+}
+
+/// What the route records after a served answer: the fallback-share
+/// counters and, for a whole answer, its cost (a stream's cost is taken
+/// from its usage chunk by a [`Meter`]).
+pub fn observe(gw: &Gateway, plan: &CascadePlan, served: &crate::cascade::Served) {
+    let now = crate::health::clock::now_ms();
+    let first = plan.targets.first().map_or(0, |t| t.tier.index());
+    gw.shared.alerts.traffic.record(&served.cascade, served.tier.index() > first, now);
+    if let crate::cascade::ServedBody::Complete(v) = &served.body {
+        if served.handoff_id.is_none() {
+            gw.shared.usage.record(gw.into(), &served.cascade, &served.model, v.get("usage"), now);
+        }
+    }
+}
+
+/// Records the cost of a streamed answer when its usage chunk passes
+/// (upstreams send one when the client asked for `include_usage`).
+pub struct Meter {
+    config: Arc<Config>,
+    metrics: Arc<Metrics>,
+    alerts: Arc<AlertBus>,
+    ledger: Arc<Ledger>,
+    cascade: String,
+    model_ref: String,
+}
+
+impl Meter {
+    /// A meter for `model_ref` answering in `cascade`.
+    pub fn new(gw: &Gateway, cascade: &str, model_ref: &str) -> Self {
+        Self {
+            config: gw.config.clone(),
+            metrics: gw.metrics.clone(),
+            alerts: gw.shared.alerts.clone(),
+            ledger: gw.shared.usage.clone(),
+            cascade: cascade.to_string(),
+            model_ref: model_ref.to_string(),
+        }
+    }
+
+    /// Records the stream's usage (call once).
+    pub fn usage(&self, usage: &Value) {
+        let books = Books { config: &self.config, metrics: &self.metrics, alerts: &self.alerts };
+        self.ledger.record(books, &self.cascade, &self.model_ref, Some(usage), crate::health::clock::now_ms());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn civil_days() {
+        assert_eq!(civil_day(0), (1970, 1, 1));
+        assert_eq!(civil_day(11_016), (2000, 2, 29));
+        assert_eq!(day_text(20_421), "2025-11-29");
+    }
+}

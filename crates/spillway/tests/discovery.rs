@@ -1,0 +1,199 @@
+//! Discovery against fake listings: refresh, diffs, bad listings, the
+//! never-empty rule, and the cache surviving a restart without network.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::disallowed_methods)]
+
+mod common;
+mod file_gateway;
+
+use common::{chat, header, FakeUpstream, Reply};
+use file_gateway::{closed_base_url, FileGateway, TempDir, ADMIN};
+use serde_json::{json, Value};
+use spillway::discovery::DiscoveryEvent;
+
+/// A Groq-shaped listing of these ids, all with a 131k context.
+fn groq_listing(ids: &[&str]) -> Reply {
+    let data: Vec<Value> =
+        ids.iter().map(|id| json!({"id": id, "object": "model", "active": true, "context_window": 131072})).collect();
+    Reply::json(json!({"object": "list", "data": data}))
+}
+
+fn config(base_url: &str, data_dir: &std::path::Path) -> String {
+    format!(
+        "
+server:
+  admin_token: {ADMIN}
+state:
+  data_dir: {}
+providers:
+  groq:
+    kind: openai
+    base_url: {base_url}
+    api_key: test-key
+    discovery: {{ enabled: true, format: groq }}
+    models: [ {{ id: static-fallback-8b, context: 8192 }} ]
+discovery:
+  interval: 12h
+  cache_ttl: 24h
+cascades:
+  chat:
+    strategy: quality_first
+    providers: [groq]
+    filters: {{ min_context: 8000, exclude_patterns: [guard] }}
+    size: 5
+{}",
+        data_dir.display(),
+        common::FAST_HEALTH
+    )
+}
+
+fn events(rx: &mut tokio::sync::broadcast::Receiver<DiscoveryEvent>) -> Vec<DiscoveryEvent> {
+    let mut out = Vec::new();
+    while let Ok(e) = rx.try_recv() {
+        out.push(e);
+    }
+    out
+}
+
+#[tokio::test]
+async fn refresh_builds_the_cascade_and_a_removed_model_yields_the_diff() {
+    let up = FakeUpstream::start().await;
+    up.route("/v1/models", groq_listing(&["qwen3-235b", "llama-3.3-70b", "llama-guard-4-12b", "small-8b"]));
+    let dir = TempDir::new("discovery-diff");
+    let gw = FileGateway::start(dir.path(), &config(&up.base_url(), dir.path())).await;
+    let mut rx = gw.state.gateway.load().shared.discovery.subscribe();
+
+    // The job runs a first round at once (no cache yet).
+    let plan = gw.wait_plan("chat", |p| p.len() == 3).await;
+    assert_eq!(plan, ["groq/qwen3-235b", "groq/llama-3.3-70b", "groq/small-8b"], "guard excluded, larger first");
+    {
+        let g = gw.state.gateway.load();
+        let t = &g.cascades["chat"].targets[0];
+        assert_eq!(t.tier.as_str(), "discovered");
+        assert_eq!(t.context, Some(131_072), "the context comes from the listing");
+    }
+
+    // Requests run on the discovered plan.
+    let resp = common::client()
+        .post(format!("{}/v1/chat/completions", gw.url))
+        .json(&chat("chat", false))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 200);
+    assert_eq!(header(&resp, "x-spillway-model"), "groq/qwen3-235b");
+    assert_eq!(header(&resp, "x-spillway-tier"), "discovered");
+    assert_eq!(up.requests().last().unwrap()["model"], "qwen3-235b");
+    let state: Value = common::client()
+        .get(format!("{}/admin/state", gw.url))
+        .bearer_auth(ADMIN)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(state["cascades"][0]["models"][0]["reason"], "rank by quality 235b", "{state}");
+
+    // The provider removes a model; an admin refresh drops it and says so.
+    up.route("/v1/models", groq_listing(&["qwen3-235b", "llama-3.3-70b", "llama-guard-4-12b"]));
+    let _ = events(&mut rx);
+    let (status, body) = gw.admin_post("/admin/discovery/refresh").await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["changes"], json!(["chat: -groq/small-8b (removed)"]));
+    assert_eq!(gw.plan("chat"), ["groq/qwen3-235b", "groq/llama-3.3-70b"]);
+    let changed: Vec<String> = events(&mut rx)
+        .into_iter()
+        .filter_map(|e| match e {
+            DiscoveryEvent::CascadeChanged { text, .. } => Some(text),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(changed, ["chat: -groq/small-8b (removed)"]);
+    gw.stop().await;
+}
+
+#[tokio::test]
+async fn a_bad_listing_keeps_the_last_good_cascade() {
+    let up = FakeUpstream::start().await;
+    up.route("/v1/models", groq_listing(&["qwen3-235b", "llama-3.3-70b"]));
+    let dir = TempDir::new("discovery-bad");
+    let gw = FileGateway::start(dir.path(), &config(&up.base_url(), dir.path())).await;
+    let good = gw.wait_plan("chat", |p| p.len() == 2 && p[0] == "groq/qwen3-235b").await;
+    let mut rx = gw.state.gateway.load().shared.discovery.subscribe();
+
+    for bad in [
+        Reply::raw(200, "text/html", "<html>maintenance</html>"),
+        Reply::json(json!({"object": "list"})),
+        Reply::json(json!({"data": [{"id": 7}, {"object": "model"}]})),
+        Reply::error(500, "server_error", "boom"),
+    ] {
+        up.route("/v1/models", bad);
+        let (status, body) = gw.admin_post("/admin/discovery/refresh").await;
+        assert_eq!(status, 200, "{body}");
+        assert!(body["providers"][0]["error"].is_string(), "{body}");
+        assert_eq!(body["providers"][0]["models"], 2, "the last good listing is kept: {body}");
+        assert_eq!(gw.plan("chat"), good);
+    }
+    let failed = events(&mut rx).iter().filter(|e| matches!(e, DiscoveryEvent::ListingFailed { .. })).count();
+    assert_eq!(failed, 4);
+    gw.stop().await;
+}
+
+#[tokio::test]
+async fn fewer_than_two_models_fall_back_to_static_ones_with_an_alert() {
+    let up = FakeUpstream::start().await;
+    up.route("/v1/models", groq_listing(&["qwen3-235b", "llama-3.3-70b"]));
+    let dir = TempDir::new("discovery-thin");
+    let gw = FileGateway::start(dir.path(), &config(&up.base_url(), dir.path())).await;
+    gw.wait_plan("chat", |p| p.len() == 2 && p[0] == "groq/qwen3-235b").await;
+    let mut rx = gw.state.gateway.load().shared.discovery.subscribe();
+
+    up.route("/v1/models", groq_listing(&["qwen3-235b", "llama-guard-4-12b"]));
+    let (status, _) = gw.admin_post("/admin/discovery/refresh").await;
+    assert_eq!(status, 200);
+    assert_eq!(gw.plan("chat"), ["groq/qwen3-235b", "groq/static-fallback-8b"]);
+    let thin: Vec<_> = events(&mut rx)
+        .into_iter()
+        .filter_map(|e| match e {
+            DiscoveryEvent::TooFewModels { cascade, alive, .. } => Some((cascade, alive)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(thin, [("chat".to_string(), 1)]);
+    gw.stop().await;
+}
+
+#[tokio::test]
+async fn a_restart_without_network_serves_the_cached_cascades() {
+    let up = FakeUpstream::start().await;
+    up.route("/v1/models", groq_listing(&["qwen3-235b", "llama-3.3-70b", "small-8b"]));
+    let dir = TempDir::new("discovery-restart");
+    let first = FileGateway::start(dir.path(), &config(&up.base_url(), dir.path())).await;
+    let before = first.wait_plan("chat", |p| p.len() == 3).await;
+    // The job's first round and an explicit one: the cache file is written by then.
+    let (status, _) = first.admin_post("/admin/discovery/refresh").await;
+    assert_eq!(status, 200);
+    first.stop().await;
+    assert!(dir.path().join("discovery-cache.json").is_file());
+
+    // Same data_dir, a fresh process state, and the provider unreachable.
+    let second = FileGateway::start(dir.path(), &config(&closed_base_url().await, dir.path())).await;
+    let after = second.wait_plan("chat", |p| p.len() == 3).await;
+    assert_eq!(after, before);
+    // A refresh now fails and still keeps the cached cascade.
+    let (status, body) = second.admin_post("/admin/discovery/refresh").await;
+    assert_eq!(status, 200);
+    assert!(body["providers"][0]["error"].as_str().unwrap().contains("request failed"), "{body}");
+    assert_eq!(second.plan("chat"), before);
+    second.stop().await;
+}
+
+#[tokio::test]
+async fn admin_discovery_needs_the_token() {
+    let up = FakeUpstream::start().await;
+    let dir = TempDir::new("discovery-auth");
+    let gw = FileGateway::start(dir.path(), &config(&up.base_url(), dir.path())).await;
+    let resp = common::client().post(format!("{}/admin/discovery/refresh", gw.url)).send().await.unwrap();
+    assert_eq!(resp.status(), 401);
+    gw.stop().await;
+}

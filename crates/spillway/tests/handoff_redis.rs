@@ -1,0 +1,86 @@
+//! The Redis-backed handoff queue (`state.backend: redis`): an item queued
+//! on one instance is listed and answered on another, and read back on the
+//! first. Talks to the real Redis at `SPILLWAY_TEST_REDIS_URL`; skips when
+//! none is reachable, except under `CI=true`, where that fails.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::disallowed_methods)]
+
+mod common;
+
+use common::*;
+use serde_json::{json, Value};
+
+async fn redis_url() -> Option<String> {
+    let url = std::env::var("SPILLWAY_TEST_REDIS_URL").unwrap_or_else(|_| "redis://127.0.0.1:6379/0".into());
+    let reachable = match redis::Client::open(url.as_str()) {
+        Ok(c) => tokio::time::timeout(std::time::Duration::from_secs(2), c.get_multiplexed_async_connection())
+            .await
+            .is_ok_and(|r| r.is_ok()),
+        Err(_) => false,
+    };
+    if reachable {
+        return Some(url);
+    }
+    assert_ne!(std::env::var("CI").as_deref(), Ok("true"), "Redis at {url} is unreachable under CI");
+    eprintln!("skipping: no Redis at {url}");
+    None
+}
+
+#[tokio::test]
+async fn two_instances_share_the_queue() {
+    let Some(url) = redis_url().await else { return };
+    let prefix = format!("spillway-test:{}:", spillway::handoff::new_id());
+    let yaml = format!(
+        "server:\n  api_keys: [key-a]\n  admin_token: adm\nstate:\n  backend: redis\n  redis_url: {url}\n  key_prefix: \"{prefix}\"\nproviders:\n  down:\n    kind: mock\n    models:\n      - {{ id: m, behavior: {{ error_rate: 1.0, error_status: 503 }} }}\n{FAST_HEALTH}cascades:\n  support:\n    models: [down/m]\n    handoff: true\n"
+    );
+    let one = start(&yaml).await;
+    let two = start(&yaml).await;
+    let resp = client()
+        .post(format!("{}/v1/chat/completions", one.url))
+        .bearer_auth("key-a")
+        .json(&chat("support", false))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(header(&resp, "x-spillway-tier"), "handoff");
+    let id = header(&resp, "x-spillway-handoff-id").to_string();
+
+    let list: Value = client()
+        .get(format!("{}/admin/handoff?status=open", two.url))
+        .bearer_auth("adm")
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(list["data"][0]["id"], id.as_str());
+    let answered = client()
+        .post(format!("{}/admin/handoff/{id}/answer", two.url))
+        .bearer_auth("adm")
+        .json(&json!({"text": "Answered from instance two."}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(answered.status(), 200);
+
+    let item: Value = client()
+        .get(format!("{}/v1/handoff/{id}", one.url))
+        .bearer_auth("key-a")
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(
+        (item["status"].as_str(), item["answer"].as_str()),
+        (Some("answered"), Some("Answered from instance two."))
+    );
+
+    // Clean up this test's keys.
+    let mut conn = redis::Client::open(url.as_str()).unwrap().get_multiplexed_async_connection().await.unwrap();
+    let keys: Vec<String> = redis::cmd("KEYS").arg(format!("{prefix}*")).query_async(&mut conn).await.unwrap();
+    if !keys.is_empty() {
+        let () = redis::cmd("DEL").arg(keys).query_async(&mut conn).await.unwrap();
+    }
+}

@@ -1,0 +1,270 @@
+//! The three native wire formats as the conformance suite sees them: how to
+//! start a fake upstream for each, how to point a provider at it, and the
+//! scripted replies and request checks that differ per format.
+
+use super::common::{FakeUpstream, Reply};
+use serde_json::{json, Value};
+use test_upstreams::{anthropic, gigachat, yandex};
+
+/// Fake upstreams behind one native provider.
+pub struct Native {
+    /// The chat (or messages, or completion) endpoint.
+    pub up: FakeUpstream,
+    /// GigaChat's OAuth endpoint.
+    pub oauth: Option<FakeUpstream>,
+}
+
+/// What the suite needs to know about one wire format.
+pub trait Wire {
+    /// The model id at the provider.
+    const MODEL: &'static str;
+    /// Usage of [`Wire::text`] after normalization: prompt, completion.
+    const USAGE: (u64, u64);
+    async fn start() -> Native;
+    /// The provider block (named `x`).
+    fn provider(n: &Native) -> String;
+    fn text(text: &str) -> Reply;
+    fn stream(pieces: &[&str]) -> Reply;
+    /// A call of `get_weather` with `{"city":"Oslo"}`.
+    fn tool_call() -> Reply;
+    fn tool_call_stream() -> Reply;
+    /// Errors the runner moves on from, with the attempt label they get.
+    fn errors() -> Vec<(Reply, &'static str)>;
+    /// An error that is the client's, returned to it.
+    fn client_error() -> Reply;
+    /// Scripts a wrong key.
+    fn script_auth_failure(n: &Native);
+    /// Replies that break the format, non-streamed and streamed.
+    fn broken() -> Vec<(Reply, bool)>;
+    /// The upstream request offered `get_weather` in its own syntax.
+    fn assert_tools_sent(req: &Value);
+    /// The upstream request carried the result of `get_weather`.
+    fn assert_tool_result_sent(req: &Value);
+}
+
+/// Whether `pred` holds for `v` or anything nested in it.
+fn has(v: &Value, pred: impl Fn(&Value) -> bool) -> bool {
+    fn walk(v: &Value, pred: &dyn Fn(&Value) -> bool) -> bool {
+        pred(v)
+            || match v {
+                Value::Array(a) => a.iter().any(|x| walk(x, pred)),
+                Value::Object(o) => o.values().any(|x| walk(x, pred)),
+                _ => false,
+            }
+    }
+    walk(v, &pred)
+}
+
+fn oslo() -> Value {
+    json!({"city": "Oslo"})
+}
+
+pub struct Anthropic;
+
+impl Wire for Anthropic {
+    const MODEL: &'static str = "claude-x";
+    const USAGE: (u64, u64) = (120, 40);
+    async fn start() -> Native {
+        Native { up: FakeUpstream::start_at("/v1/messages").await, oauth: None }
+    }
+    fn provider(n: &Native) -> String {
+        format!(
+            "  x:\n    kind: anthropic\n    base_url: {}\n    api_key: test-key-x\n    default_max_tokens: 512\n",
+            n.up.origin()
+        )
+    }
+    fn text(text: &str) -> Reply {
+        anthropic::text(text)
+    }
+    fn stream(pieces: &[&str]) -> Reply {
+        anthropic::stream(pieces)
+    }
+    fn tool_call() -> Reply {
+        anthropic::tool_call("toolu_01", "get_weather", oslo())
+    }
+    fn tool_call_stream() -> Reply {
+        anthropic::tool_stream("toolu_01", "get_weather", &["{\"city\": \"Os", "lo\"}"])
+    }
+    fn errors() -> Vec<(Reply, &'static str)> {
+        vec![
+            (anthropic::error(429, "rate_limit_error", "slow down").header("retry-after", "7"), "rate_limited"),
+            (anthropic::error(529, "overloaded_error", "Overloaded"), "upstream_error"),
+            (anthropic::error(500, "api_error", "boom"), "upstream_error"),
+            (anthropic::error(404, "not_found_error", "model: claude-x"), "not_found"),
+            (anthropic::error(403, "permission_error", "no"), "forbidden"),
+            (anthropic::error(402, "billing_error", "pay up"), "quota_exhausted"),
+            (
+                anthropic::error(400, "invalid_request_error", "prompt is too long: 300000 tokens > 200000 maximum"),
+                "context_length",
+            ),
+            (anthropic::error_event("overloaded_error", "Overloaded"), "upstream_error"),
+        ]
+    }
+    fn client_error() -> Reply {
+        anthropic::error(400, "invalid_request_error", "top_k: must be positive")
+    }
+    fn script_auth_failure(n: &Native) {
+        n.up.push(anthropic::error(401, "authentication_error", "invalid x-api-key"));
+    }
+    fn broken() -> Vec<(Reply, bool)> {
+        let bad_data = Reply::sse_raw(&[
+            &anthropic::event(
+                "message_start",
+                &json!({"type": "message_start", "message": {"usage": {"input_tokens": 1}}}),
+            ),
+            "event: content_block_delta\ndata: not json\n\n",
+        ]);
+        vec![
+            (Reply::garbage(), false),
+            (Reply::json(json!({"type": "message", "content": "not blocks"})), false),
+            (bad_data, true),
+            (anthropic::stream(&["never"]).cut_after(2), true),
+        ]
+    }
+    fn assert_tools_sent(req: &Value) {
+        assert_eq!(req["tools"][0]["name"], "get_weather", "{req}");
+        assert_eq!(req["tools"][0]["input_schema"]["required"][0], "city");
+        assert_eq!(req["max_tokens"], 512, "the default max_tokens is always sent");
+    }
+    fn assert_tool_result_sent(req: &Value) {
+        assert!(has(req, |v| v["type"] == "tool_use" && v["id"] == "call_abc" && v["input"] == oslo()), "{req}");
+        assert!(has(req, |v| v["type"] == "tool_result" && v["tool_use_id"] == "call_abc"), "{req}");
+        assert!(req["system"].is_string(), "system lifted out: {req}");
+    }
+}
+
+pub struct GigaChat;
+
+impl Wire for GigaChat {
+    const MODEL: &'static str = "GigaChat-Pro";
+    const USAGE: (u64, u64) = (138, 21);
+    async fn start() -> Native {
+        let oauth = FakeUpstream::start_at(gigachat::OAUTH_PATH).await;
+        oauth.set_default(gigachat::token("tok-default", gigachat::expiry_in(1800)));
+        Native { up: FakeUpstream::start_at(gigachat::CHAT_PATH).await, oauth: Some(oauth) }
+    }
+    fn provider(n: &Native) -> String {
+        let oauth = n.oauth.as_ref().map(FakeUpstream::origin).unwrap_or_default();
+        format!(
+            "  x:\n    kind: gigachat\n    base_url: {}/api/v1\n    auth_url: {oauth}{}\n    auth_key: dGVzdDp0ZXN0\n    scope: GIGACHAT_API_PERS\n",
+            n.up.origin(),
+            gigachat::OAUTH_PATH
+        )
+    }
+    fn text(text: &str) -> Reply {
+        gigachat::text(text)
+    }
+    fn stream(pieces: &[&str]) -> Reply {
+        gigachat::stream(pieces)
+    }
+    fn tool_call() -> Reply {
+        gigachat::function_call("get_weather", oslo())
+    }
+    fn tool_call_stream() -> Reply {
+        gigachat::function_call_stream("get_weather", oslo())
+    }
+    fn errors() -> Vec<(Reply, &'static str)> {
+        vec![
+            (gigachat::error(429, "Too many requests").header("retry-after", "3"), "rate_limited"),
+            (gigachat::error(500, "Internal error"), "upstream_error"),
+            (gigachat::error(503, "Unavailable"), "upstream_error"),
+            (gigachat::error(404, "No such model"), "not_found"),
+            (gigachat::error(402, "Payment required"), "quota_exhausted"),
+            (gigachat::error(413, "Request too large"), "context_length"),
+            (gigachat::blacklist(), "content_filter"),
+        ]
+    }
+    fn client_error() -> Reply {
+        gigachat::error(422, "Invalid params: top_p")
+    }
+    fn script_auth_failure(n: &Native) {
+        if let Some(o) = &n.oauth {
+            o.push(gigachat::token_error());
+        }
+    }
+    fn broken() -> Vec<(Reply, bool)> {
+        vec![
+            (Reply::garbage(), false),
+            (Reply::json(json!({"choices": "nope"})), false),
+            (Reply::sse_raw(&["data: not json\n\n"]), true),
+            (gigachat::stream(&["never"]).cut_after(0), true),
+        ]
+    }
+    fn assert_tools_sent(req: &Value) {
+        assert_eq!(req["functions"][0]["name"], "get_weather", "{req}");
+        assert!(req.get("tools").is_none());
+    }
+    fn assert_tool_result_sent(req: &Value) {
+        assert!(
+            has(req, |v| v["function_call"]["name"] == "get_weather" && v["function_call"]["arguments"] == oslo()),
+            "{req}"
+        );
+        assert!(has(req, |v| v["role"] == "function" && v["name"] == "get_weather"), "{req}");
+        assert_eq!(req["messages"][0]["role"], "system");
+    }
+}
+
+pub struct Yandex;
+
+impl Wire for Yandex {
+    const MODEL: &'static str = "yandexgpt/latest";
+    const USAGE: (u64, u64) = (26, 11);
+    async fn start() -> Native {
+        Native { up: FakeUpstream::start_at(yandex::COMPLETION_PATH).await, oauth: None }
+    }
+    fn provider(n: &Native) -> String {
+        format!(
+            "  x:\n    kind: yandex\n    base_url: {}\n    api_key: test-key-x\n    folder_id: b1gfolder\n",
+            n.up.origin()
+        )
+    }
+    fn text(text: &str) -> Reply {
+        yandex::text(text)
+    }
+    fn stream(pieces: &[&str]) -> Reply {
+        yandex::stream(pieces)
+    }
+    fn tool_call() -> Reply {
+        yandex::tool_call("get_weather", oslo())
+    }
+    fn tool_call_stream() -> Reply {
+        yandex::tool_call_stream("get_weather", oslo())
+    }
+    fn errors() -> Vec<(Reply, &'static str)> {
+        vec![
+            (
+                yandex::error(429, 8, "ai.textGenerationCompletionSessionsCount.count gauge quota limit exceed"),
+                "rate_limited",
+            ),
+            (yandex::error(500, 13, "internal"), "upstream_error"),
+            (yandex::error(503, 14, "unavailable"), "upstream_error"),
+            (yandex::error(404, 5, "model not found"), "not_found"),
+        ]
+    }
+    fn client_error() -> Reply {
+        yandex::error(400, 3, "temperature out of range")
+    }
+    fn script_auth_failure(n: &Native) {
+        n.up.push(yandex::error(401, 16, "Unknown api key"));
+    }
+    fn broken() -> Vec<(Reply, bool)> {
+        vec![
+            (Reply::garbage(), false),
+            (Reply::json(json!({"result": {"usage": {}}})), false),
+            (Reply::raw(200, "application/json", "not json\n"), true),
+            (yandex::stream(&["never", " mind"]).cut_after(0), true),
+        ]
+    }
+    fn assert_tools_sent(req: &Value) {
+        assert_eq!(req["tools"][0]["function"]["name"], "get_weather", "{req}");
+        assert_eq!(req["modelUri"], "gpt://b1gfolder/yandexgpt/latest");
+        assert!(
+            req["completionOptions"]["maxTokens"].is_string() || req["completionOptions"].get("maxTokens").is_none()
+        );
+    }
+    fn assert_tool_result_sent(req: &Value) {
+        assert!(has(req, |v| v["functionCall"]["name"] == "get_weather"), "{req}");
+        assert!(has(req, |v| v["functionResult"]["name"] == "get_weather"), "{req}");
+        assert_eq!(req["messages"][0]["text"], "Answer briefly.");
+    }
+}
