@@ -13,7 +13,7 @@ OUT=${OUT:-docs/PERFORMANCE.md}
 ulimit -n 65536 2>/dev/null || true
 command -v wrk >/dev/null 2>&1 || (apt-get update -qq && apt-get install -y -qq wrk) >/dev/null
 cargo build --release -q -p spillway -p test-upstreams --bins
-BIN=${BIN:-target/release}
+BIN=${CARGO_TARGET_DIR:-target}/release
 work=$(mktemp -d)
 pids=()
 cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; rm -rf "$work"; }

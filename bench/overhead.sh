@@ -18,7 +18,7 @@ if ! command -v wrk >/dev/null 2>&1; then
   (apt-get update -qq && apt-get install -y -qq wrk) >/dev/null
 fi
 cargo build --release -q -p spillway -p test-upstreams --bins
-BIN=target/release
+BIN=${CARGO_TARGET_DIR:-target}/release
 work=$(mktemp -d)
 pids=()
 cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; rm -rf "$work"; }

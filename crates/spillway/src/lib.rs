@@ -20,6 +20,7 @@ pub mod health;
 pub mod load;
 pub mod metrics;
 pub mod normalize;
+pub mod prompts;
 pub mod providers;
 pub mod reload;
 pub mod runtime;

@@ -47,6 +47,10 @@ pub mod names {
     pub const HANDOFF_QUEUE_DEPTH: &str = "spillway_handoff_queue_depth";
     /// Requests switched to another cascade by an escalation rule.
     pub const ESCALATIONS: &str = "spillway_escalations";
+    /// JSON answers by normalization result.
+    pub const NORMALIZE: &str = "spillway_normalize";
+    /// Attempts by prompt variant and version.
+    pub const PROMPT_VARIANTS: &str = "spillway_prompt_variants";
 }
 
 /// `cascade`, `outcome`
@@ -187,6 +191,34 @@ pub struct Metrics {
     pub handoff_queue_depth: Gauge,
     /// `spillway_escalations_total`
     pub escalations: Family<EscalationLabels, Counter>,
+    /// `spillway_normalize_total`
+    pub normalize: Family<NormalizeLabels, Counter>,
+    /// `spillway_prompt_variants_total`
+    pub prompt_variants: Family<PromptLabels, Counter>,
+}
+
+/// `provider`, `model`, `variant` (the rule's pattern), `version`
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct PromptLabels {
+    /// Provider name.
+    pub provider: String,
+    /// Model id.
+    pub model: String,
+    /// The matching rule's pattern.
+    pub variant: String,
+    /// Its version (`-` when unset).
+    pub version: String,
+}
+
+/// `provider`, `model`, `result` (`valid`, `repaired`, `invalid`)
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct NormalizeLabels {
+    /// Provider name.
+    pub provider: String,
+    /// Model id.
+    pub model: String,
+    /// Normalization result.
+    pub result: &'static str,
 }
 
 /// Gauge storage type alias kept for readability.
@@ -223,6 +255,14 @@ impl Metrics {
         let unpriced = Family::default();
         let handoff_queue_depth = Gauge::default();
         let escalations = Family::default();
+        let normalize = Family::default();
+        let prompt_variants = Family::default();
+        registry.register(names::PROMPT_VARIANTS, "Attempts by prompt variant and version", prompt_variants.clone());
+        registry.register(
+            names::NORMALIZE,
+            "JSON answers by normalization result (valid, repaired, invalid)",
+            normalize.clone(),
+        );
         registry.register(names::REQUESTS, "Client requests by cascade and outcome", requests.clone());
         registry.register(names::ATTEMPTS, "Upstream attempts by result", attempts.clone());
         registry.register(names::SERVED, "Answers by cascade, tier and model", served.clone());
@@ -267,6 +307,8 @@ impl Metrics {
             unpriced,
             handoff_queue_depth,
             escalations,
+            normalize,
+            prompt_variants,
         }
     }
 
@@ -308,7 +350,15 @@ impl Metrics {
             })
             .collect();
         let ttft = self.ttft.get_or_create(&ModelLabels { provider: provider.into(), model: model.into() }).clone();
-        Arc::new(TargetMetrics { attempts, served, ttft })
+        let normalize = NORMALIZE_RESULTS
+            .iter()
+            .map(|&result| {
+                self.normalize
+                    .get_or_create(&NormalizeLabels { provider: provider.into(), model: model.into(), result })
+                    .clone()
+            })
+            .collect();
+        Arc::new(TargetMetrics { attempts, served, ttft, normalize })
     }
 
     /// Pre-built handles for one cascade.
@@ -331,13 +381,24 @@ pub struct TargetMetrics {
     served: Vec<Counter<u64, AtomicU64>>,
     /// TTFT histogram of the model.
     pub ttft: Histogram,
+    normalize: Vec<Counter<u64, AtomicU64>>,
 }
+
+/// The `result` values of `spillway_normalize_total`.
+pub const NORMALIZE_RESULTS: [&str; 3] = ["valid", "repaired", "invalid"];
 
 impl TargetMetrics {
     /// Counts an attempt with the result at `RESULT_LABELS[index]`.
     pub fn attempt(&self, index: usize) {
         if let Some(c) = self.attempts.get(index) {
             c.inc();
+        }
+    }
+
+    /// Counts a normalization result (`valid`, `repaired`, `invalid`).
+    pub fn normalized(&self, result: &str) {
+        if let Some(i) = NORMALIZE_RESULTS.iter().position(|r| *r == result) {
+            self.normalize[i].inc();
         }
     }
 

@@ -38,6 +38,8 @@ pub struct Shared {
     pub health: Arc<HealthRegistry>,
     /// The shared-state backend and whether it is reachable.
     pub state: Arc<crate::state::StateStatus>,
+    /// Compiled JSON Schemas of `response_format`s and tools, by content.
+    pub schemas: Arc<crate::normalize::SchemaCache>,
     /// The latest discovery round, its events, and the reload lock.
     pub discovery: Arc<DiscoveryState>,
     /// The alert bus: publish operator alerts here (SPEC §8).
@@ -66,6 +68,8 @@ pub struct Gateway {
     pub health: Arc<HealthRegistry>,
     /// Load and degradation profile of every provider with `load:` (SPEC §9).
     pub load: Arc<crate::load::LoadRegistry>,
+    /// Per-model prompt variants (SPEC §7).
+    pub prompts: Arc<crate::prompts::Prompts>,
     /// What outlives this generation, to build the next one from.
     pub shared: Shared,
 }
@@ -82,7 +86,17 @@ impl Gateway {
         }
         let cascades = plans(&config, &providers, shared);
         let load = Arc::new(crate::load::LoadRegistry::build(&config, &providers, &metrics));
-        Ok(Self { config: Arc::new(config), providers, cascades, metrics, health, load, shared: shared.clone() })
+        let prompts = Arc::new(crate::prompts::Prompts::build(&config.prompts));
+        Ok(Self {
+            config: Arc::new(config),
+            providers,
+            cascades,
+            metrics,
+            health,
+            load,
+            prompts,
+            shared: shared.clone(),
+        })
     }
 
     /// The same gateway with its cascade plans rebuilt from the latest

@@ -207,3 +207,24 @@ async fn an_unreachable_redis_at_start_is_a_degraded_store_not_an_error() {
     assert!(store.counter("c").await.is_err());
     sup.stop(Duration::from_secs(2)).await;
 }
+
+#[tokio::test]
+async fn batched_answers_and_ttft_samples_count_like_single_ones() {
+    let Some((url, _server)) = any_redis("batched_answers_and_ttft_samples").await else { return };
+    let sup = Supervisor::new(CancellationToken::new());
+    let prefix = unique_prefix("batched");
+    let store = connected(&url, &prefix, &sup).await;
+    let memory = spillway::state::memory::MemoryStore::new();
+    let rate = BreakerRules { failure_rate: 0.5, min_requests: 4, ..rules(10) };
+    let now = now_ms();
+    for s in [store.as_ref() as &dyn StateStore, &memory] {
+        s.record_answers("p/m", 2, now, rate).await.unwrap();
+        assert_eq!(s.record_outcome("p/m", true, now + 1, rate).await.unwrap(), None);
+        let trip = s.record_outcome("p/m", true, now + 2, rate).await.unwrap();
+        assert_eq!(trip, Some(spillway::state::SharedTrip::Rate { failures: 2, requests: 4 }), "{}", s.backend());
+        s.record_ttfts("p/t", &[100.0, 200.0, 300.0]).await.unwrap();
+    }
+    let (r, m) = (store.ttft_all().await.unwrap()["p/t"], memory.ttft_all().await.unwrap()["p/t"]);
+    assert!((r - m).abs() < 1e-9 && (r - 156.0).abs() < 1e-9, "{r} {m}");
+    sup.stop(Duration::from_secs(2)).await;
+}

@@ -93,7 +93,10 @@ async fn once(walk: &Walk<'_>, target: &Target) -> Result<Success, AttemptError>
     let started = Instant::now();
     let first_token = walk.gw.config.health.timeouts.first_token;
     let token_deadline = walk.deadline.min(started + first_token);
-    let prepared = prepare::prepare(walk.gw, target, walk.req);
+    let mut prepared = prepare::prepare(walk.gw, target, walk.req);
+    if let Some(plan) = walk.json.as_ref().filter(|_| !target.provider.config.native_json) {
+        super::json::instruct(&mut prepared.body, plan);
+    }
     let hints = UpstreamHints::default();
     let request = AttemptRequest {
         model_id: &target.model_ref.model,
@@ -115,11 +118,22 @@ async fn once(walk: &Walk<'_>, target: &Target) -> Result<Success, AttemptError>
             if !wire::completion_has_answer(&v) {
                 return Err(AttemptError::new(Failure::Empty, "no content and no tool calls"));
             }
+            if let Some(plan) = &walk.json {
+                super::json::check_completion(&mut v, plan, target)?;
+            }
             Answer::Complete(v)
         }
         Reply::Stream(s) => {
             let (head, rest) = peek(s, token_deadline).await?;
-            Answer::Stream { head, rest }
+            match walk.json.as_ref().filter(|p| p.buffers_streams()) {
+                // Validate first, then stream (SPEC §7).
+                Some(plan) => {
+                    let chunks = super::json::buffered(head, rest, walk.deadline, plan, target).await?;
+                    let done: ChunkStream = futures_util::stream::iter([Ok(StreamItem::Done)]).boxed();
+                    Answer::Stream { head: chunks, rest: done }
+                }
+                None => Answer::Stream { head, rest },
+            }
         }
     };
     Ok((answer, prepared.load_profile, started.elapsed(), hints.exhausted_for()))

@@ -15,6 +15,7 @@
 
 pub mod attempt;
 pub mod gate;
+pub mod json;
 pub mod judge;
 pub mod outcome;
 pub mod prepare;
@@ -168,6 +169,8 @@ pub struct Walk<'a> {
     /// After a context-length rejection: only models with a larger known
     /// context are worth trying.
     pub min_context: AtomicU64,
+    /// What the answer's JSON must look like, when the request asks for JSON.
+    pub json: Option<json::JsonPlan>,
 }
 
 impl Walk<'_> {
@@ -192,6 +195,7 @@ pub async fn run(gw: &Gateway, plan: &CascadePlan, req: ChatRequest) -> Result<S
         log: Mutex::new(Vec::new()),
         prompt_tokens: gate::estimate_prompt_tokens(&req.body),
         min_context: AtomicU64::new(0),
+        json: json::JsonPlan::of(&req, &gw.shared.schemas)?,
     };
     let mut next = 0;
     while next < plan.targets.len() {

@@ -19,15 +19,31 @@ pub struct Prepared {
     pub body: Map<String, Value>,
     /// The load profile applied, when the provider's load is monitored.
     pub load_profile: Option<String>,
+    /// The prompt variant applied, if a `prompts:` rule matched.
+    pub prompt: Option<crate::prompts::Applied>,
 }
 
 /// Builds the body of one attempt: the client's body with the provider's
 /// active load profile applied (system prompt, scaled `max_tokens`).
 pub fn prepare(gw: &Gateway, target: &Target, req: &ChatRequest) -> Prepared {
     let mut body = req.body.clone();
+    // The prompt variant first, so a load profile's system prompt is added
+    // to what this model actually receives.
+    let prompt = if gw.prompts.is_empty() { None } else { gw.prompts.apply(&target.name, &mut body) };
+    if let Some(p) = &prompt {
+        gw.metrics
+            .prompt_variants
+            .get_or_create(&crate::metrics::PromptLabels {
+                provider: target.model_ref.provider.clone(),
+                model: target.model_ref.model.clone(),
+                variant: p.variant.clone(),
+                version: p.version.clone(),
+            })
+            .inc();
+    }
     let load_profile =
         gw.load.get(&target.model_ref.provider).and_then(|load| load.rewrite(&mut body)).map(str::to_owned);
-    Prepared { body, load_profile }
+    Prepared { body, load_profile, prompt }
 }
 
 /// Whether the target must be skipped because its provider is in its last

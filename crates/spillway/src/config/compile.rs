@@ -663,14 +663,28 @@ fn compile_prompt(cx: &mut Ctx, i: usize, p: RawPrompt, base_dir: &Path) -> Prom
     if p.system_prefix.is_none() && p.template.is_none() {
         cx.err(&path, "a prompt variant needs `system_prefix` or `template`");
     }
+    let mut template_source = None;
     let template = p.template.map(|t| {
         let file = base_dir.join(&t);
-        if !file.is_file() {
-            cx.err(format!("{path}.template"), format!("file not found: {}", file.display()));
+        match std::fs::read_to_string(&file) {
+            Ok(source) => match crate::prompts::check_template(&source) {
+                Ok(()) => template_source = Some(source),
+                Err(e) => {
+                    cx.err(format!("{path}.template"), format!("template {} does not parse: {e}", file.display()))
+                }
+            },
+            Err(_) => cx.err(format!("{path}.template"), format!("file not found: {}", file.display())),
         }
         file
     });
-    PromptRule { pattern: p.match_, version: p.version, system_prefix: p.system_prefix, template }
+    PromptRule {
+        pattern: p.match_,
+        version: p.version,
+        system_prefix: p.system_prefix,
+        template,
+        template_source,
+        template_name: None,
+    }
 }
 
 fn compile_alerts(cx: &mut Ctx, a: RawAlerts) -> AlertsConfig {

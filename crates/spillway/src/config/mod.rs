@@ -497,6 +497,10 @@ pub struct PromptRule {
     pub system_prefix: Option<String>,
     /// Template path, resolved against the config's folder.
     pub template: Option<PathBuf>,
+    /// The template's text, read and syntax-checked at compile time.
+    pub template_source: Option<String>,
+    /// Its name in the prompt environment (set when prompts are built).
+    pub template_name: Option<String>,
 }
 
 /// An escalation rule.

@@ -43,6 +43,9 @@ pub fn model_view(gw: &Gateway, model_ref: &str) -> Value {
             json!({"state": "half_open", "probing": probing, "reason": reason.to_string()})
         }
     };
+    let model_id = model_ref.split_once('/').map(|(_, m)| m).unwrap_or_default();
+    let [valid, repaired, invalid] = crate::cascade::json::counts(&gw.metrics, provider, model_id);
+    let json_counts = json!({"valid": valid, "repaired": repaired, "invalid": invalid});
     json!({
         "model": model_ref,
         "alive": dead.is_none() && matches!(h.breaker_state(), State::Closed | State::HalfOpen { .. }),
@@ -53,6 +56,7 @@ pub fn model_view(gw: &Gateway, model_ref: &str) -> Value {
         })),
         "breaker": breaker,
         "ttft_ms": h.ttft_ms().map(|t| (t * 10.0).round() / 10.0),
+        "json": json_counts,
     })
 }
 

@@ -148,6 +148,24 @@ pub trait StateStore: Send + Sync + 'static {
         rules: BreakerRules,
     ) -> BoxFuture<'a, Result<Option<SharedTrip>, StateError>>;
 
+    /// Counts a run of `n` answers of `key` in a row: the same as `n` calls
+    /// of `record_outcome(key, false, ..)` (answers never trip). Stores
+    /// that can count them in one round trip override this.
+    fn record_answers<'a>(
+        &'a self,
+        key: &'a str,
+        n: u32,
+        now_ms: u64,
+        rules: BreakerRules,
+    ) -> BoxFuture<'a, Result<(), StateError>> {
+        Box::pin(async move {
+            for _ in 0..n {
+                self.record_outcome(key, false, now_ms, rules).await?;
+            }
+            Ok(())
+        })
+    }
+
     /// Closes the shared breaker of `key` (a probe succeeded) and publishes it.
     fn close_breaker<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<(), StateError>>;
 
@@ -156,6 +174,17 @@ pub trait StateStore: Send + Sync + 'static {
 
     /// Adds a TTFT sample (ms) to the shared, smoothed statistic of `key`.
     fn record_ttft<'a>(&'a self, key: &'a str, ms: f64) -> BoxFuture<'a, Result<(), StateError>>;
+
+    /// Adds TTFT samples of `key` in order: the same as one
+    /// [`StateStore::record_ttft`] each, which this does unless overridden.
+    fn record_ttfts<'a>(&'a self, key: &'a str, samples: &'a [f64]) -> BoxFuture<'a, Result<(), StateError>> {
+        Box::pin(async move {
+            for ms in samples {
+                self.record_ttft(key, *ms).await?;
+            }
+            Ok(())
+        })
+    }
 
     /// The smoothed TTFT of every key that has one.
     fn ttft_all(&self) -> BoxFuture<'_, Result<HashMap<String, f64>, StateError>>;

@@ -57,6 +57,15 @@ impl std::fmt::Debug for StateSync {
     }
 }
 
+/// Consecutive outcomes of one key within a batch.
+#[derive(Debug, Clone, Copy)]
+enum Run {
+    /// This many answers in a row.
+    Answers(u32),
+    /// One failure.
+    Failure,
+}
+
 /// A change kept during an outage, to share once the store is back.
 #[derive(Debug, Clone, Copy)]
 enum Pending {
@@ -115,19 +124,13 @@ impl StateSync {
                 let mark = StoredMark { until_ms: *until_ms, reason: reason.as_str().to_string() };
                 self.store.mark_dead(key, mark, now).await.map(drop)
             }
-            LocalChange::Outcome { key, failed } => match self.store.record_outcome(key, *failed, now, rules).await {
-                Ok(Some(trip)) => {
-                    // Open here at once; the published copy reaches the others.
-                    let until_ms = now + u64::try_from(rules.open_for.as_millis()).unwrap_or(u64::MAX);
-                    let reason = super::memory::describe(&trip);
-                    tracing::warn!(model = %key, %reason, "Shared circuit breaker opened: failures over every instance crossed a rule.");
-                    self.health
-                        .apply(&StateChange::BreakerOpen { key: key.clone(), until_ms, reason }, &(self.rules)());
-                    Ok(())
-                }
-                Ok(None) => Ok(()),
-                Err(e) => Err(e),
-            },
+            LocalChange::Outcome { key, failed } => {
+                self.store.record_outcome(key, *failed, now, rules).await.map(|t| {
+                    if let Some(trip) = t {
+                        self.tripped(key, &trip, now, rules);
+                    }
+                })
+            }
             LocalChange::Ttft { key, ms } => self.store.record_ttft(key, *ms).await,
             LocalChange::Revived { key } => self.store.revive(key).await,
         };
@@ -136,6 +139,68 @@ impl StateSync {
         };
         tracing::debug!(error = %e, "A local change was not shared.");
         keep(change)
+    }
+
+    /// Shares a batch, compressed per key (runs of answers become one
+    /// count, TTFT samples one list; each key's order is kept, keys go
+    /// concurrently), so steady traffic costs about one round trip per
+    /// model per batch instead of two per request. Returns what to keep.
+    async fn share_batch(&self, changes: impl Iterator<Item = LocalChange>) -> Vec<(String, Pending)> {
+        let rules = to_rules(&(self.rules)());
+        let mut outcomes: HashMap<String, Vec<Run>> = HashMap::new();
+        let mut ttfts: HashMap<String, Vec<f64>> = HashMap::new();
+        let mut others = Vec::new();
+        for change in changes {
+            match change {
+                LocalChange::Outcome { key, failed } => {
+                    let runs = outcomes.entry(key).or_default();
+                    match (runs.last_mut(), failed) {
+                        (Some(Run::Answers(n)), false) => *n += 1,
+                        (_, false) => runs.push(Run::Answers(1)),
+                        (_, true) => runs.push(Run::Failure),
+                    }
+                }
+                LocalChange::Ttft { key, ms } => ttfts.entry(key).or_default().push(ms),
+                other => others.push(other),
+            }
+        }
+        let now = now_ms();
+        let outcome_work = outcomes.into_iter().map(|(key, runs)| async move {
+            for run in runs {
+                let r = match run {
+                    Run::Answers(n) => self.store.record_answers(&key, n, now, rules).await,
+                    Run::Failure => self.store.record_outcome(&key, true, now, rules).await.map(|trip| {
+                        if let Some(trip) = trip {
+                            self.tripped(&key, &trip, now, rules);
+                        }
+                    }),
+                };
+                if let Err(e) = r {
+                    tracing::debug!(error = %e, "Breaker outcomes were not shared.");
+                    return;
+                }
+            }
+        });
+        let ttft_work = ttfts.iter().map(|(key, samples)| async move {
+            if let Err(e) = self.store.record_ttfts(key, samples).await {
+                tracing::debug!(error = %e, "TTFT samples were not shared.");
+            }
+        });
+        let (_, _, kept) = futures_util::join!(
+            futures_util::future::join_all(outcome_work),
+            futures_util::future::join_all(ttft_work),
+            futures_util::future::join_all(others.into_iter().map(|c| self.share(c, rules))),
+        );
+        kept.into_iter().flatten().collect()
+    }
+
+    /// A shared trip this instance's outcome caused: open here at once; the
+    /// published copy reaches the others.
+    fn tripped(&self, key: &str, trip: &super::SharedTrip, now: u64, rules: BreakerRules) {
+        let until_ms = now + u64::try_from(rules.open_for.as_millis()).unwrap_or(u64::MAX);
+        let reason = super::memory::describe(trip);
+        tracing::warn!(model = %key, %reason, "Shared circuit breaker opened: failures over every instance crossed a rule.");
+        self.health.apply(&StateChange::BreakerOpen { key: key.to_string(), until_ms, reason }, &(self.rules)());
     }
 
     /// Follows the link: degraded flag, alert, and catch-up on return.
@@ -284,10 +349,7 @@ impl BackgroundJob for StateSync {
                         return;
                     }
                     if up {
-                        let rules = to_rules(&(self.rules)());
-                        let unshared =
-                            futures_util::future::join_all(batch.drain(..).map(|c| self.share(c, rules))).await;
-                        for (key, p) in unshared.into_iter().flatten() {
+                        for (key, p) in self.share_batch(batch.drain(..)).await {
                             remember(&mut pending, key, p);
                         }
                     } else {

@@ -2,7 +2,7 @@
 //!
 //! After a non-streamed answer the route calls [`Ledger::record`]: tokens go
 //! to `spillway_tokens_total`, their price (per 1M tokens, from the
-//! provider's static models) to `spillway_cost_usd_total` and to the
+//! provider's static models, else from its latest discovery listing) to `spillway_cost_usd_total` and to the
 //! cascade's spend for the current UTC day. A model without a known price
 //! costs 0, is counted in `spillway_unpriced_answers_total` and warned
 //! about once. Before the runner starts, [`Ledger::budget_plan`] swaps a
@@ -19,6 +19,7 @@ pub mod flush;
 
 use crate::alerts::{AlertBus, Event};
 use crate::config::{Config, Price};
+use crate::discovery::DiscoveryState;
 use crate::metrics::{CostLabels, Metrics, ModelLabels, TokenLabels};
 use crate::runtime::{CascadePlan, Gateway};
 use serde_json::Value;
@@ -58,24 +59,37 @@ pub struct Books<'a> {
     pub metrics: &'a Metrics,
     /// Where a spent budget is announced.
     pub alerts: &'a AlertBus,
+    /// Listed prices of discovered models.
+    pub discovery: &'a DiscoveryState,
 }
 
 impl<'a> From<&'a Gateway> for Books<'a> {
     fn from(gw: &'a Gateway) -> Self {
-        Self { config: &gw.config, metrics: &gw.metrics, alerts: &gw.shared.alerts }
+        Self { config: &gw.config, metrics: &gw.metrics, alerts: &gw.shared.alerts, discovery: &gw.shared.discovery }
     }
 }
 
-/// The price of `provider/model` per 1M tokens, when known.
-pub fn price(config: &Config, model_ref: &str) -> Option<Price> {
+/// The price of `provider/model` per 1M tokens, when known: the config's
+/// static model first (the operator's word wins), else the listing.
+pub fn price(config: &Config, discovery: &DiscoveryState, model_ref: &str) -> Option<Price> {
     let (provider, model) = model_ref.split_once('/')?;
-    config.providers.get(provider)?.models.iter().find(|m| m.id == model)?.price
+    let configured = config.providers.get(provider).and_then(|p| p.models.iter().find(|m| m.id == model));
+    if let Some(p) = configured.and_then(|m| m.price) {
+        return Some(p);
+    }
+    let round = discovery.current();
+    let listed = round.listings.get(provider)?.models.iter().find(|m| m.id == model)?;
+    if listed.free {
+        return Some(Price { input: 0.0, output: 0.0 });
+    }
+    Some(Price { input: listed.price_in_per_1m?, output: listed.price_out_per_1m? })
 }
 
 /// Free: a known zero price, or an OpenRouter-style `:free` id. An unknown
 /// price counts as paid (as in discovery's filters).
 pub fn is_free(gw: &Gateway, model_ref: &str) -> bool {
-    model_ref.ends_with(":free") || price(&gw.config, model_ref).is_some_and(|p| p.input == 0.0 && p.output == 0.0)
+    model_ref.ends_with(":free")
+        || price(&gw.config, &gw.shared.discovery, model_ref).is_some_and(|p| p.input == 0.0 && p.output == 0.0)
 }
 
 /// Today's spend per cascade, and which models were warned about.
@@ -105,7 +119,7 @@ impl Ledger {
         for (kind, n) in [("input", input), ("output", output)] {
             m.tokens.get_or_create(&TokenLabels { provider: provider.into(), model: model.into(), kind }).inc_by(n);
         }
-        let Some(p) = price(b.config, model_ref) else {
+        let Some(p) = price(b.config, b.discovery, model_ref) else {
             m.unpriced.get_or_create(&ModelLabels { provider: provider.into(), model: model.into() }).inc();
             let first = self.warned.lock().unwrap_or_else(PoisonError::into_inner).insert(model_ref.to_string());
             if first {
@@ -194,6 +208,7 @@ pub struct Meter {
     config: Arc<Config>,
     metrics: Arc<Metrics>,
     alerts: Arc<AlertBus>,
+    discovery: Arc<DiscoveryState>,
     ledger: Arc<Ledger>,
     cascade: String,
     model_ref: String,
@@ -206,6 +221,7 @@ impl Meter {
             config: gw.config.clone(),
             metrics: gw.metrics.clone(),
             alerts: gw.shared.alerts.clone(),
+            discovery: gw.shared.discovery.clone(),
             ledger: gw.shared.usage.clone(),
             cascade: cascade.to_string(),
             model_ref: model_ref.to_string(),
@@ -214,7 +230,8 @@ impl Meter {
 
     /// Records the stream's usage (call once).
     pub fn usage(&self, usage: &Value) {
-        let books = Books { config: &self.config, metrics: &self.metrics, alerts: &self.alerts };
+        let books =
+            Books { config: &self.config, metrics: &self.metrics, alerts: &self.alerts, discovery: &self.discovery };
         self.ledger.record(books, &self.cascade, &self.model_ref, Some(usage), crate::health::clock::now_ms());
     }
 }
@@ -222,6 +239,29 @@ impl Meter {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn listed_prices_apply_when_the_config_has_none() {
+        use crate::discovery::{ModelMeta, ProviderListing, Round};
+        let yaml = "providers:\n  p:\n    kind: mock\n    models: [{ id: fixed, price_per_1m: { input: 1, output: 2 } }]\ncascades:\n  c:\n    models: [p/fixed]\n";
+        let config = crate::config::load_str(yaml, None, &|_| None).unwrap();
+        let d = DiscoveryState::default();
+        let mut listed = ModelMeta::new("p", "listed");
+        (listed.price_in_per_1m, listed.price_out_per_1m) = (Some(0.5), Some(1.5));
+        let mut gift = ModelMeta::new("p", "gift");
+        gift.free = true;
+        let mut fixed = ModelMeta::new("p", "fixed");
+        (fixed.price_in_per_1m, fixed.price_out_per_1m) = (Some(9.0), Some(9.0));
+        let mut round = Round::default();
+        let models = vec![listed, gift, fixed, ModelMeta::new("p", "unknown")];
+        round.listings.insert("p".into(), ProviderListing { models, fetched_at_ms: 0, last_error: None });
+        d.publish(round);
+        assert_eq!(price(&config, &d, "p/fixed"), Some(Price { input: 1.0, output: 2.0 }));
+        assert_eq!(price(&config, &d, "p/listed"), Some(Price { input: 0.5, output: 1.5 }));
+        assert_eq!(price(&config, &d, "p/gift"), Some(Price { input: 0.0, output: 0.0 }));
+        assert_eq!(price(&config, &d, "p/unknown"), None);
+        assert_eq!(price(&config, &d, "q/x"), None);
+    }
 
     #[test]
     fn civil_days() {

@@ -143,6 +143,28 @@ impl RedisStore {
         invocation.invoke_async(&mut conn).await.map_err(|e| self.failed(&e))
     }
 
+    /// The keys and arguments of the outcome script (see [`scripts::record_outcome`]).
+    fn outcome_args<'i, 'a>(
+        &self,
+        inv: &'i mut ::redis::ScriptInvocation<'a>,
+        key: &str,
+        failed: bool,
+        now_ms: u64,
+        rules: BreakerRules,
+    ) -> &'i mut ::redis::ScriptInvocation<'a> {
+        inv.key(self.key("breaker:open"))
+            .key(self.key(&format!("breaker:win:{key}")))
+            .arg(key)
+            .arg(u8::from(failed))
+            .arg(now_ms)
+            .arg(rules.consecutive_failures)
+            .arg(rules.failure_rate)
+            .arg(rules.min_requests)
+            .arg(rules.window.as_secs().max(1))
+            .arg(millis(rules.open_for))
+            .arg(&self.channel)
+    }
+
     async fn cmd<T: ::redis::FromRedisValue>(&self, cmd: &::redis::Cmd) -> Result<T, StateError> {
         let mut conn = self.conn()?;
         cmd.query_async(&mut conn).await.map_err(|e| self.failed(&e))
@@ -202,17 +224,7 @@ impl StateStore for RedisStore {
     ) -> BoxFuture<'a, Result<Option<SharedTrip>, StateError>> {
         Box::pin(async move {
             let mut inv = self.record_outcome.prepare_invoke();
-            inv.key(self.key("breaker:open"))
-                .key(self.key(&format!("breaker:win:{key}")))
-                .arg(key)
-                .arg(u8::from(failed))
-                .arg(now_ms)
-                .arg(rules.consecutive_failures)
-                .arg(rules.failure_rate)
-                .arg(rules.min_requests)
-                .arg(rules.window.as_secs().max(1))
-                .arg(millis(rules.open_for))
-                .arg(&self.channel);
+            self.outcome_args(&mut inv, key, failed, now_ms, rules);
             let reply: Vec<u32> = self.run(inv).await?;
             Ok(match reply.as_slice() {
                 [1, n] => Some(SharedTrip::Consecutive(*n)),
@@ -251,8 +263,30 @@ impl StateStore for RedisStore {
     fn record_ttft<'a>(&'a self, key: &'a str, ms: f64) -> BoxFuture<'a, Result<(), StateError>> {
         Box::pin(async move {
             let mut inv = self.record_ttft.prepare_invoke();
-            inv.key(self.key("ttft")).arg(key).arg(ms).arg(TTFT_ALPHA).arg(TTFT_TTL_MS);
+            inv.key(self.key("ttft")).arg(key).arg(TTFT_ALPHA).arg(TTFT_TTL_MS).arg(ms);
             self.run::<i64>(inv).await.map(drop)
+        })
+    }
+
+    fn record_ttfts<'a>(&'a self, key: &'a str, samples: &'a [f64]) -> BoxFuture<'a, Result<(), StateError>> {
+        Box::pin(async move {
+            let mut inv = self.record_ttft.prepare_invoke();
+            inv.key(self.key("ttft")).arg(key).arg(TTFT_ALPHA).arg(TTFT_TTL_MS).arg(samples);
+            self.run::<i64>(inv).await.map(drop)
+        })
+    }
+
+    fn record_answers<'a>(
+        &'a self,
+        key: &'a str,
+        n: u32,
+        now_ms: u64,
+        rules: BreakerRules,
+    ) -> BoxFuture<'a, Result<(), StateError>> {
+        Box::pin(async move {
+            let mut inv = self.record_outcome.prepare_invoke();
+            self.outcome_args(&mut inv, key, false, now_ms, rules).arg(n);
+            self.run::<Vec<u32>>(inv).await.map(drop)
         })
     }
 

@@ -60,7 +60,8 @@ return {u, reason}
 
 /// `KEYS[1]` the open-breaker hash, `KEYS[2]` this key's window;
 /// `ARGV`: key, failed (0/1), now_ms, consecutive_failures, failure_rate,
-/// min_requests, window_s, open_for_ms, channel.
+/// min_requests, window_s, open_for_ms, channel, and for answers how many
+/// in a row (one call for a run of them).
 ///
 /// The window is a ring of `window_s` one-second buckets (field
 /// `b{second % window_s}` = `second,ok,failed`), plus the shared count of
@@ -88,7 +89,7 @@ if cur then
   local s, o, f = string.match(cur, '^(%d+),(%d+),(%d+)$')
   if s and tonumber(s) == sec then ok_n, fail_n = tonumber(o), tonumber(f) end
 end
-if failed then fail_n = fail_n + 1 else ok_n = ok_n + 1 end
+if failed then fail_n = fail_n + 1 else ok_n = ok_n + tonumber(ARGV[10] or '1') end
 redis.call('HSET', KEYS[2], field, string.format('%.0f', sec) .. ',' .. ok_n .. ',' .. fail_n)
 redis.call('PEXPIRE', KEYS[2], (window_s + 60) * 1000)
 if not failed then
@@ -145,16 +146,18 @@ redis.call('PUBLISH', ARGV[2], 'R\t' .. ARGV[1])
 return 1
 ";
 
-/// `KEYS[1]` the TTFT hash; `ARGV`: key, sample ms, alpha, ttl_ms. An EWMA
-/// seeded with the first sample; stored as text (`%.17g`, exact) because
-/// Lua numbers returned to Redis are truncated to integers.
+/// `KEYS[1]` the TTFT hash; `ARGV`: key, alpha, ttl_ms, samples (ms) in
+/// order. An EWMA seeded with the first sample; stored as text (`%.17g`,
+/// exact) because Lua numbers returned to Redis are truncated to integers.
 pub const RECORD_TTFT: &str = r"
-local ms, alpha = tonumber(ARGV[2]), tonumber(ARGV[3])
-local old = tonumber(redis.call('HGET', KEYS[1], ARGV[1]) or '')
-local v = ms
-if old then v = old + alpha * (ms - old) end
-redis.call('HSET', KEYS[1], ARGV[1], string.format('%.17g', v))
-redis.call('PEXPIRE', KEYS[1], ARGV[4])
+local alpha = tonumber(ARGV[2])
+local v = tonumber(redis.call('HGET', KEYS[1], ARGV[1]) or '')
+for i = 4, #ARGV do
+  local ms = tonumber(ARGV[i])
+  if v then v = v + alpha * (ms - v) else v = ms end
+end
+if v then redis.call('HSET', KEYS[1], ARGV[1], string.format('%.17g', v)) end
+redis.call('PEXPIRE', KEYS[1], ARGV[3])
 return 1
 ";
 

@@ -1,0 +1,252 @@
+//! Applying the normalization layer (SPEC §7) to an attempt's answer.
+//!
+//! When the request asks for JSON (`response_format` `json_object` or
+//! `json_schema`), the answer's content is extracted, repaired, renamed
+//! toward the schema and validated; the client receives the clean JSON.
+//! Tool-call `arguments` are checked the same way against each tool's
+//! `parameters`. An answer that stays invalid is an `invalid_output`
+//! attempt failure: the next model is tried, the breaker is not touched.
+//!
+//! A streamed JSON answer is validated first, then streamed (SPEC §7): the
+//! upstream stream is read to its end and the client gets the clean JSON as
+//! a short stream. Streams without `response_format` are never buffered.
+
+use super::outcome::{AttemptError, Failure};
+use super::Target;
+use crate::api::{ApiError, ChatRequest};
+use crate::metrics::NormalizeLabels;
+use crate::normalize::{self, Expected, NormalizeResult, SchemaCache};
+use crate::providers::{ChunkStream, StreamItem};
+use futures_util::StreamExt;
+use serde_json::{json, Map, Value};
+use std::collections::HashMap;
+use tokio::time::{timeout_at, Instant};
+
+/// What a request expects of its answers' JSON.
+#[derive(Debug, Default)]
+pub struct JsonPlan {
+    /// The content must be JSON (`response_format`).
+    pub content: Option<Expected>,
+    /// Tool name → what its arguments must be.
+    pub tools: HashMap<String, Expected>,
+    /// The instruction added for models without native `response_format`.
+    pub instruction: Option<String>,
+}
+
+impl JsonPlan {
+    /// Reads the request; `None` when it asks for no JSON at all. A
+    /// malformed schema is the client's error (400).
+    pub fn of(req: &ChatRequest, cache: &SchemaCache) -> Result<Option<Self>, ApiError> {
+        let bad = |e: normalize::ResponseFormatError| ApiError::InvalidField {
+            param: "response_format".into(),
+            message: format!("invalid response_format: {e}"),
+        };
+        let rf = req.body.get("response_format").filter(|v| !v.is_null());
+        let content = match rf {
+            Some(rf) => normalize::expected_from_response_format(rf, cache).map_err(bad)?,
+            None => None,
+        };
+        let mut tools = HashMap::new();
+        for tool in req.body.get("tools").and_then(Value::as_array).map(Vec::as_slice).unwrap_or_default() {
+            let Some(name) = tool.get("function").and_then(|f| f.get("name")).and_then(Value::as_str) else {
+                continue;
+            };
+            let expected = normalize::expected_from_tool(tool, cache).map_err(|e| ApiError::InvalidField {
+                param: "tools".into(),
+                message: format!("invalid parameters schema of tool `{name}`: {e}"),
+            })?;
+            tools.insert(name.to_string(), expected);
+        }
+        if content.is_none() && tools.is_empty() {
+            return Ok(None);
+        }
+        let instruction = content.as_ref().and(rf).and_then(normalize::schema_instruction);
+        Ok(Some(Self { content, tools, instruction }))
+    }
+
+    /// Streams must be read whole before they are forwarded.
+    pub fn buffers_streams(&self) -> bool {
+        self.content.is_some()
+    }
+}
+
+/// For a provider without native `response_format`: drop the field (it may
+/// be rejected) and put the schema into the prompt as an instruction.
+pub fn instruct(body: &mut Map<String, Value>, plan: &JsonPlan) {
+    let Some(instruction) = &plan.instruction else {
+        return;
+    };
+    body.remove("response_format");
+    let Some(Value::Array(messages)) = body.get_mut("messages") else {
+        return;
+    };
+    let first_system =
+        messages.iter_mut().find(|m| matches!(m.get("role").and_then(Value::as_str), Some("system" | "developer")));
+    match first_system.and_then(|m| m.get_mut("content")) {
+        Some(Value::String(s)) => {
+            s.push_str("\n\n");
+            s.push_str(instruction);
+        }
+        _ => messages.insert(0, json!({"role": "system", "content": instruction})),
+    }
+}
+
+fn count(target: &Target, result: NormalizeResult) {
+    target.metrics.normalized(result.metric_label());
+}
+
+/// Normalizes a whole completion in place; `Err` is an `invalid_output` failure.
+pub fn check_completion(v: &mut Value, plan: &JsonPlan, target: &Target) -> Result<(), AttemptError> {
+    let Some(message) = v.get_mut("choices").and_then(|c| c.get_mut(0)).and_then(|c| c.get_mut("message")) else {
+        return Ok(());
+    };
+    let has_calls = message.get("tool_calls").and_then(Value::as_array).is_some_and(|c| !c.is_empty());
+    if let (Some(expected), false) = (&plan.content, has_calls) {
+        let text = message.get("content").and_then(Value::as_str).unwrap_or_default().to_string();
+        match normalize::normalize(&text, expected) {
+            Ok(n) => {
+                count(target, n.result);
+                message["content"] = Value::String(n.json);
+            }
+            Err(e) => {
+                count(target, NormalizeResult::Invalid);
+                return Err(AttemptError::new(Failure::InvalidOutput, format!("content: {e}")));
+            }
+        }
+    }
+    if let Some(calls) = message.get_mut("tool_calls").and_then(Value::as_array_mut) {
+        for call in calls {
+            let Some(f) = call.get_mut("function") else { continue };
+            let name = f.get("name").and_then(Value::as_str).unwrap_or_default().to_string();
+            let Some(expected) = plan.tools.get(&name) else {
+                if !plan.tools.is_empty() {
+                    return Err(AttemptError::new(Failure::InvalidOutput, format!("call of unknown tool `{name}`")));
+                }
+                continue;
+            };
+            let args = f.get("arguments").and_then(Value::as_str).unwrap_or_default();
+            // A tool without parameters may be called with no arguments at all.
+            let args = if args.trim().is_empty() { "{}" } else { args };
+            match normalize::normalize(args, expected) {
+                Ok(n) => {
+                    count(target, n.result);
+                    f["arguments"] = Value::String(n.json);
+                }
+                Err(e) => {
+                    count(target, NormalizeResult::Invalid);
+                    return Err(AttemptError::new(Failure::InvalidOutput, format!("arguments of `{name}`: {e}")));
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// A streamed answer put back together.
+#[derive(Default)]
+struct Assembled {
+    content: String,
+    /// id, name, arguments — by tool-call index.
+    calls: Vec<(String, String, String)>,
+    finish: Option<Value>,
+    usage: Option<Value>,
+}
+
+impl Assembled {
+    fn absorb(&mut self, chunk: &Value) {
+        if let Some(u) = chunk.get("usage").filter(|u| u.is_object()) {
+            self.usage = Some(u.clone());
+        }
+        let Some(choice) = chunk.get("choices").and_then(|c| c.get(0)) else { return };
+        if let Some(fr) = choice.get("finish_reason").filter(|f| !f.is_null()) {
+            self.finish = Some(fr.clone());
+        }
+        let Some(delta) = choice.get("delta") else { return };
+        if let Some(c) = delta.get("content").and_then(Value::as_str) {
+            self.content.push_str(c);
+        }
+        for tc in delta.get("tool_calls").and_then(Value::as_array).map(Vec::as_slice).unwrap_or_default() {
+            let i = tc.get("index").and_then(Value::as_u64).unwrap_or(0).min(64) as usize;
+            if self.calls.len() <= i {
+                self.calls.resize(i + 1, Default::default());
+            }
+            if let Some(id) = tc.get("id").and_then(Value::as_str) {
+                self.calls[i].0 = id.to_string();
+            }
+            if let Some(f) = tc.get("function") {
+                if let Some(n) = f.get("name").and_then(Value::as_str) {
+                    self.calls[i].1.push_str(n);
+                }
+                if let Some(a) = f.get("arguments").and_then(Value::as_str) {
+                    self.calls[i].2.push_str(a);
+                }
+            }
+        }
+    }
+}
+
+/// Reads a stream to its end, validates the assembled answer, and returns
+/// the chunks to send: the clean JSON as one content chunk (or the checked
+/// tool calls), the finish chunk, the usage chunk if any.
+pub async fn buffered(
+    head: Vec<Value>,
+    mut rest: ChunkStream,
+    deadline: Instant,
+    plan: &JsonPlan,
+    target: &Target,
+) -> Result<Vec<Value>, AttemptError> {
+    let mut acc = Assembled::default();
+    head.iter().for_each(|c| acc.absorb(c));
+    let mut done = false;
+    while !done {
+        match timeout_at(deadline, rest.next()).await {
+            Err(_) => {
+                return Err(AttemptError::new(Failure::Timeout, "the JSON stream did not finish before the deadline"))
+            }
+            Ok(None) if acc.finish.is_some() => done = true,
+            Ok(None) => return Err(AttemptError::new(Failure::BrokenBody, "the stream ended without a finish signal")),
+            Ok(Some(Err(e))) => return Err(e),
+            Ok(Some(Ok(StreamItem::Done))) => done = true,
+            Ok(Some(Ok(StreamItem::Chunk(c)))) => acc.absorb(&c),
+        }
+    }
+    let Assembled { content, calls, finish, usage } = acc;
+    let tool_calls: Vec<Value> = calls
+        .into_iter()
+        .map(|(id, name, args)| json!({"id": id, "type": "function", "function": {"name": name, "arguments": args}}))
+        .collect();
+    let mut message = json!({"role": "assistant", "content": content});
+    if !tool_calls.is_empty() {
+        message["tool_calls"] = Value::Array(tool_calls);
+    }
+    let mut whole = json!({"choices": [{"index": 0, "message": message}]});
+    check_completion(&mut whole, plan, target)?;
+    let message = &whole["choices"][0]["message"];
+    let mut delta = json!({"role": "assistant"});
+    if let Some(calls) = message.get("tool_calls").and_then(Value::as_array) {
+        let indexed: Vec<Value> = calls
+            .iter()
+            .enumerate()
+            .map(|(i, c)| json!({"index": i, "id": c["id"], "type": "function", "function": c["function"]}))
+            .collect();
+        delta["tool_calls"] = Value::Array(indexed);
+    } else {
+        delta["content"] = message["content"].clone();
+    }
+    let chunk = |delta: Value, finish: Value| json!({"object": "chat.completion.chunk", "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]});
+    let mut out = vec![chunk(delta, Value::Null), chunk(json!({}), finish.unwrap_or_else(|| json!("stop")))];
+    if let Some(u) = usage {
+        out.push(json!({"object": "chat.completion.chunk", "choices": [], "usage": u}));
+    }
+    Ok(out)
+}
+
+/// The per-model normalization counts for `/admin/state`: valid, repaired, invalid.
+pub fn counts(metrics: &crate::metrics::Metrics, provider: &str, model: &str) -> [u64; 3] {
+    crate::metrics::NORMALIZE_RESULTS.map(|result| {
+        metrics
+            .normalize
+            .get_or_create(&NormalizeLabels { provider: provider.into(), model: model.into(), result })
+            .get()
+    })
+}
