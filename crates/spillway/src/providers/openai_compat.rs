@@ -23,7 +23,8 @@ use std::time::Duration;
 #[derive(Debug)]
 pub struct OpenAiCompat {
     client: reqwest::Client,
-    url: String,
+    /// Parsed once: parsing a URL per request showed in profiles.
+    url: reqwest::Url,
     headers: HeaderMap,
 }
 
@@ -49,7 +50,9 @@ impl OpenAiCompat {
             headers.insert(n, v);
         }
         let client = build_client(config, health).map_err(err)?;
-        Ok(Self { client, url: format!("{base}/chat/completions"), headers })
+        let url = reqwest::Url::parse(&format!("{base}/chat/completions"))
+            .map_err(|e| err(format!("invalid base_url: {e}")))?;
+        Ok(Self { client, url, headers })
     }
 
     /// Sends one attempt.
@@ -59,7 +62,7 @@ impl OpenAiCompat {
         let bytes = serde_json::to_vec(&body).map_err(|e| AttemptError::new(Failure::BrokenBody, e.to_string()))?;
         let resp = self
             .client
-            .post(&self.url)
+            .post(self.url.clone())
             .headers(self.headers.clone())
             .body(bytes)
             .send()

@@ -48,6 +48,10 @@ async fn main() {
             let mut sender = connect(&addr_of(&url)).await;
             let mut samples = Vec::with_capacity(n);
             for i in 0..n + n / 10 {
+                // Reconnect if the server closed the keep-alive connection.
+                if sender.ready().await.is_err() {
+                    sender = connect(&addr_of(&url)).await;
+                }
                 let started = Instant::now();
                 let resp = sender.send_request(request(&url, &model)).await.unwrap();
                 let mut body = resp.into_body();
