@@ -4,8 +4,11 @@
 //! Outbound, it drains the [`LocalChange`] channel the health registry
 //! feeds (dead marks, breaker outcomes, TTFT samples, revives) into store
 //! calls, a batch at a time and concurrently (one multiplexed connection
-//! pipelines them). A shared breaker trip is applied here at once, and
-//! comes back from the store's channel to every other instance.
+//! pipelines them). Dead marks, revives and failures go out at once;
+//! answers and TTFT samples are held up to 50 ms and sent as one count and
+//! one list per model, which keeps Redis off the per-request budget. A
+//! shared breaker trip is applied here at once, and comes back from the
+//! store's channel to every other instance.
 //!
 //! Inbound, it applies every change the store publishes (other instances'
 //! and its own, which are no-ops: marks only extend) to the registry, and
@@ -54,6 +57,24 @@ pub struct StateSync {
 impl std::fmt::Debug for StateSync {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("StateSync").field("backend", &self.store.backend()).finish()
+    }
+}
+
+/// How long answers and TTFT samples are held to be sent together. Only
+/// failures, dead marks and revives must spread fast; an answer only adds
+/// to the shared window's request count and resets the shared failures-in-a-row.
+const HOLD: std::time::Duration = std::time::Duration::from_millis(50);
+
+/// Answers and TTFT samples waiting for the next [`HOLD`] tick.
+#[derive(Debug, Default)]
+struct Held {
+    answers: HashMap<String, u32>,
+    ttft: HashMap<String, Vec<f64>>,
+}
+
+impl Held {
+    fn is_empty(&self) -> bool {
+        self.answers.is_empty() && self.ttft.is_empty()
     }
 }
 
@@ -141,29 +162,55 @@ impl StateSync {
         keep(change)
     }
 
-    /// Shares a batch, compressed per key (runs of answers become one
-    /// count, TTFT samples one list; each key's order is kept, keys go
-    /// concurrently), so steady traffic costs about one round trip per
-    /// model per batch instead of two per request. Returns what to keep.
-    async fn share_batch(&self, changes: impl Iterator<Item = LocalChange>) -> Vec<(String, Pending)> {
-        let rules = to_rules(&(self.rules)());
-        let mut outcomes: HashMap<String, Vec<Run>> = HashMap::new();
-        let mut ttfts: HashMap<String, Vec<f64>> = HashMap::new();
+    /// Shares a batch. Answers and TTFT samples are held in `held` and go
+    /// out on the next [`HOLD`] tick, a count and a list per model (so
+    /// steady traffic costs a few round trips per model per tick, not two
+    /// per request); a failure goes out at once, after the answers held
+    /// for its model, so each model's order is kept. Returns what to keep.
+    async fn share_batch(&self, changes: impl Iterator<Item = LocalChange>, held: &mut Held) -> Vec<(String, Pending)> {
+        let mut failures: HashMap<String, Vec<Run>> = HashMap::new();
         let mut others = Vec::new();
         for change in changes {
             match change {
-                LocalChange::Outcome { key, failed } => {
-                    let runs = outcomes.entry(key).or_default();
-                    match (runs.last_mut(), failed) {
-                        (Some(Run::Answers(n)), false) => *n += 1,
-                        (_, false) => runs.push(Run::Answers(1)),
-                        (_, true) => runs.push(Run::Failure),
+                LocalChange::Outcome { key, failed: false } => *held.answers.entry(key).or_default() += 1,
+                LocalChange::Outcome { key, failed: true } => {
+                    let n = held.answers.remove(&key).unwrap_or(0);
+                    let runs = failures.entry(key).or_default();
+                    if n > 0 {
+                        runs.push(Run::Answers(n));
                     }
+                    runs.push(Run::Failure);
                 }
-                LocalChange::Ttft { key, ms } => ttfts.entry(key).or_default().push(ms),
+                LocalChange::Ttft { key, ms } => {
+                    let samples = held.ttft.entry(key).or_default();
+                    // Older samples weigh under 0.8^64 in the EWMA: nothing.
+                    if samples.len() >= 64 {
+                        samples.remove(0);
+                    }
+                    samples.push(ms);
+                }
                 other => others.push(other),
             }
         }
+        self.send(failures, HashMap::new(), others).await
+    }
+
+    /// Sends the held answers and TTFT samples.
+    async fn flush(&self, held: &mut Held) {
+        let answers = held.answers.drain().map(|(k, n)| (k, vec![Run::Answers(n)])).collect();
+        let ttft = std::mem::take(&mut held.ttft);
+        self.send(answers, ttft, Vec::new()).await;
+    }
+
+    /// Sends outcome runs (in order per model), TTFT samples and other
+    /// changes; models go concurrently over the multiplexed connection.
+    async fn send(
+        &self,
+        outcomes: HashMap<String, Vec<Run>>,
+        ttfts: HashMap<String, Vec<f64>>,
+        others: Vec<LocalChange>,
+    ) -> Vec<(String, Pending)> {
+        let rules = to_rules(&(self.rules)());
         let now = now_ms();
         let outcome_work = outcomes.into_iter().map(|(key, runs)| async move {
             for run in runs {
@@ -329,13 +376,20 @@ impl BackgroundJob for StateSync {
         let mut up = initial == LinkState::Up;
         self.on_link(initial, &mut pending).await;
         let mut batch = Vec::with_capacity(BATCH);
+        let mut held = Held::default();
+        let mut tick = tokio::time::interval(HOLD);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
             tokio::select! {
                 _ = shutdown.cancelled() => return,
                 state = next_state(&mut link) => {
                     up = state == LinkState::Up;
+                    if !up {
+                        held = Held::default();
+                    }
                     self.on_link(state, &mut pending).await;
                 }
+                _ = tick.tick(), if up && !held.is_empty() => self.flush(&mut held).await,
                 change = remote.recv() => match change {
                     Ok(change) => self.health.apply(&change, &(self.rules)()),
                     Err(broadcast::error::RecvError::Lagged(missed)) => {
@@ -349,7 +403,7 @@ impl BackgroundJob for StateSync {
                         return;
                     }
                     if up {
-                        for (key, p) in self.share_batch(batch.drain(..)).await {
+                        for (key, p) in self.share_batch(batch.drain(..), &mut held).await {
                             remember(&mut pending, key, p);
                         }
                     } else {
