@@ -188,6 +188,76 @@ async fn a_restart_without_network_serves_the_cached_cascades() {
     second.stop().await;
 }
 
+/// With a shared state store (`backend: redis`), the cached round is shared:
+/// an instance with an empty `data_dir` and no network starts from the
+/// cascades another instance discovered.
+#[tokio::test]
+async fn instances_share_the_cached_round_through_the_state_store() {
+    let store: std::sync::Arc<dyn spillway::state::StateStore> =
+        std::sync::Arc::new(spillway::state::memory::MemoryStore::new());
+    let shared = || {
+        let s = spillway::runtime::Shared::default();
+        s.state.set_store(store.clone());
+        s
+    };
+    let up = FakeUpstream::start().await;
+    up.route("/v1/models", groq_listing(&["qwen3-235b", "llama-3.3-70b", "small-8b"]));
+    let (dir_a, dir_b) = (TempDir::new("discovery-shared-a"), TempDir::new("discovery-shared-b"));
+    let a = FileGateway::start_with(dir_a.path(), &config(&up.base_url(), dir_a.path()), &shared()).await;
+    let found = a.wait_plan("chat", |p| p.len() == 3).await;
+    // An explicit round: the first one has been cached by the time it answers.
+    assert_eq!(a.admin_post("/admin/discovery/refresh").await.0, 200);
+
+    let b = FileGateway::start_with(dir_b.path(), &config(&closed_base_url().await, dir_b.path()), &shared()).await;
+    // b's data_dir is empty and its provider unreachable: only the store
+    // can have given it more than its one static model.
+    assert_eq!(b.wait_plan("chat", |p| p.len() == 3).await, found);
+    a.stop().await;
+    b.stop().await;
+}
+
+/// GigaChat's `GET /models` is read with a bearer token from its OAuth
+/// endpoint (never the auth key); a token that died early is replaced once.
+#[tokio::test]
+async fn gigachat_listings_are_read_with_an_oauth_token() {
+    use test_upstreams::gigachat;
+    let oauth = FakeUpstream::start_at(gigachat::OAUTH_PATH).await;
+    oauth.push(gigachat::token("tok-1", gigachat::expiry_in(1800)));
+    oauth.set_default(gigachat::token("tok-2", gigachat::expiry_in(1800)));
+    let api = FakeUpstream::start_at("/api/v1/models").await;
+    api.push(gigachat::error(401, "Unauthorized"));
+    let listing =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/testdata/discovery/gigachat-models.json"));
+    api.set_default(Reply::raw(200, "application/json", listing.unwrap()));
+    let yaml = format!(
+        "providers:
+  gigachat:
+    kind: gigachat
+    base_url: {}/api/v1
+    auth_url: {}{}
+    auth_key: dGVzdDp0ZXN0
+    discovery: {{ enabled: true, format: gigachat }}
+    models: [ {{ id: GigaChat }} ]
+cascades:
+  chat:
+    models: [gigachat/GigaChat]
+",
+        api.origin(),
+        oauth.origin(),
+        gigachat::OAUTH_PATH
+    );
+    let config = spillway::config::load_str(&yaml, None, &|_| None).unwrap_or_else(|e| panic!("config:\n{e}"));
+    let fetched = spillway::discovery::fetch::fetch_all(&config, &|_| {}).await;
+    let listing = fetched[0].result.as_ref().unwrap_or_else(|e| panic!("{e}"));
+    let ids: Vec<&str> = listing.models.iter().map(|m| m.id.as_str()).collect();
+    assert_eq!(ids, ["GigaChat", "GigaChat-2", "GigaChat-2-Max", "GigaChat-2-Pro", "GigaChat-Pro"]);
+    let auth: Vec<String> =
+        api.request_headers().iter().map(|h| h["authorization"].to_str().unwrap().to_string()).collect();
+    assert_eq!(auth, ["Bearer tok-1", "Bearer tok-2"], "the 401 dropped tok-1");
+    assert_eq!(oauth.calls(), 2);
+    assert_eq!(oauth.request_headers()[0]["authorization"], "Basic dGVzdDp0ZXN0");
+}
+
 #[tokio::test]
 async fn admin_discovery_needs_the_token() {
     let up = FakeUpstream::start().await;

@@ -1,8 +1,11 @@
 //! The alert dispatcher: one background job per config generation that
-//! reads the alert bus and the health registry's events, checks the
-//! fallback-share rule on a tick, deduplicates, writes the text, and hands
-//! each message to every sink's queue without waiting.
+//! reads the alert bus and the health registry's events, deduplicates,
+//! writes the text, and hands each message to every sink's queue without
+//! waiting. The fallback-share rule runs in its own job
+//! ([`super::share::ShareJob`]), which may wait on the shared store, and
+//! publishes its alerts on the bus.
 
+use super::share::ShareJob;
 use super::sink::{Message, Sink, Worker};
 use super::window::ShareRule;
 use super::{AlertBus, Event, Outbound};
@@ -26,7 +29,6 @@ pub struct Dispatcher {
     sinks: Vec<mpsc::Sender<Message>>,
     handoff_hook: Option<mpsc::Sender<Message>>,
     repeat_after: Duration,
-    rule: Option<ShareRule>,
 }
 
 /// Starts the dispatcher and one worker per sink on `supervisor`. The
@@ -67,8 +69,10 @@ pub fn start(gw: &Gateway, supervisor: &Supervisor) {
         sinks,
         handoff_hook,
         repeat_after: cfg.repeat_after,
-        rule: cfg.fallback_share.map(|(above, for_)| ShareRule::new(above, for_)),
     });
+    if let Some((above, for_)) = cfg.fallback_share {
+        supervisor.spawn(ShareJob { gw: gw.clone(), rule: ShareRule::new(above, for_) });
+    }
 }
 
 /// The alert for a health event.
@@ -141,9 +145,6 @@ impl BackgroundJob for Dispatcher {
     }
 
     async fn run(mut self, shutdown: CancellationToken) {
-        let period = self.rule.as_ref().map_or(Duration::from_secs(3600), ShareRule::tick);
-        let mut tick = tokio::time::interval(period);
-        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
             tokio::select! {
                 m = self.rx.recv() => match m {
@@ -157,11 +158,6 @@ impl BackgroundJob for Dispatcher {
                     if let Some(e) = from_discovery(e) {
                         self.emit(&e);
                     }
-                }
-                _ = tick.tick() => {
-                    let now = crate::health::clock::now_ms();
-                    let alerts = self.rule.as_mut().map(|r| r.check(&self.bus.traffic, now)).unwrap_or_default();
-                    alerts.iter().for_each(|e| self.emit(e));
                 }
                 () = shutdown.cancelled() => return,
             }

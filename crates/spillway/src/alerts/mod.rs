@@ -9,13 +9,15 @@
 //! or failing sink cannot slow or fail a request. Health events (breakers,
 //! rejected keys) come straight from the health registry's channel; the
 //! fallback-share rule is computed from sliding counters the request path
-//! feeds ([`window`]).
+//! feeds ([`window`]), summed over instances when a shared store exists
+//! ([`share`]).
 //!
 //! The bus lives in `runtime::Shared`: its dedupe memory and traffic
 //! counters outlive config reloads; the dispatcher belongs to one config
 //! generation, so changed sinks apply on reload.
 
 pub mod dispatch;
+pub mod share;
 pub mod sink;
 pub mod window;
 

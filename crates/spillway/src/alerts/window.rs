@@ -10,8 +10,10 @@
 //! (so a short burst of fallbacks is not an alert), and a window with fewer
 //! than [`MIN_REQUESTS`] answers says nothing.
 //!
-//! Counters are per instance; with several instances each alerts on its own
-//! traffic, which over a shared cascade is the same share.
+//! Counters are per instance. With a shared store (`backend: redis`) the
+//! [`super::share::ShareJob`] adds each bucket's new answers to shared
+//! counters and decides from every instance's totals ([`Traffic::take_unsent`]
+//! says what is new); without one, each instance decides from its own.
 
 use super::Event;
 use std::collections::HashMap;
@@ -29,6 +31,28 @@ struct Slot {
     index: u64,
     total: u64,
     fallback: u64,
+    /// How much of `total` and `fallback` the shared store has already, so
+    /// each answer is added to the shared counters once.
+    sent_total: u64,
+    sent_fallback: u64,
+}
+
+/// Answers of one cascade in one bucket that the shared store has not seen.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Unsent {
+    /// Cascade name.
+    pub cascade: String,
+    /// The bucket: `now_ms / width_ms`, the same number on every instance.
+    pub index: u64,
+    /// New answers.
+    pub total: u64,
+    /// Of which a later tier served.
+    pub fallback: u64,
+}
+
+/// A cascade's fallback share, when `total` answers are enough to say.
+pub fn share(total: u64, fallback: u64) -> Option<f64> {
+    (total >= MIN_REQUESTS).then(|| fallback as f64 / total as f64)
 }
 
 #[derive(Debug)]
@@ -68,7 +92,7 @@ impl Traffic {
         };
         let slot = &mut ring[(index % SLOTS as u64) as usize];
         if slot.index != index {
-            *slot = Slot { index, total: 0, fallback: 0 };
+            *slot = Slot { index, ..Slot::default() };
         }
         slot.total += 1;
         slot.fallback += u64::from(fallback);
@@ -86,9 +110,53 @@ impl Traffic {
             .filter_map(|(name, ring)| {
                 let live = ring.iter().filter(|s| s.index >= oldest && s.index <= current);
                 let (total, fallback) = live.fold((0, 0), |(t, f), s| (t + s.total, f + s.fallback));
-                (total >= MIN_REQUESTS).then(|| (name.clone(), fallback as f64 / total as f64))
+                share(total, fallback).map(|s| (name.clone(), s))
             })
             .collect()
+    }
+
+    /// Bucket width in ms; `None` when no rule is configured.
+    pub fn width_ms(&self) -> Option<u64> {
+        self.inner.lock().unwrap_or_else(PoisonError::into_inner).as_ref().map(|r| r.width_ms)
+    }
+
+    /// Cascades that answered here since the window was configured.
+    pub fn cascades(&self) -> Vec<String> {
+        let inner = self.inner.lock().unwrap_or_else(PoisonError::into_inner);
+        inner.as_ref().map(|r| r.by_cascade.keys().cloned().collect()).unwrap_or_default()
+    }
+
+    /// The answers of buckets still in the window that the shared store has
+    /// not seen, marked as seen; hand back what could not be sent with
+    /// [`Traffic::restore`].
+    pub fn take_unsent(&self, now_ms: u64) -> Vec<Unsent> {
+        let mut inner = self.inner.lock().unwrap_or_else(PoisonError::into_inner);
+        let Some(rings) = inner.as_mut() else { return Vec::new() };
+        let current = now_ms / rings.width_ms;
+        let oldest = current.saturating_sub(SLOTS as u64 - 1);
+        let mut out = Vec::new();
+        for (name, ring) in &mut rings.by_cascade {
+            for slot in ring.iter_mut().filter(|s| s.index >= oldest && s.index <= current) {
+                let (total, fallback) = (slot.total - slot.sent_total, slot.fallback - slot.sent_fallback);
+                if total > 0 {
+                    out.push(Unsent { cascade: name.clone(), index: slot.index, total, fallback });
+                    (slot.sent_total, slot.sent_fallback) = (slot.total, slot.fallback);
+                }
+            }
+        }
+        out
+    }
+
+    /// Marks `unsent` as not sent again (the store failed), unless its
+    /// bucket has been reused since.
+    pub fn restore(&self, unsent: &Unsent) {
+        let mut inner = self.inner.lock().unwrap_or_else(PoisonError::into_inner);
+        let Some(ring) = inner.as_mut().and_then(|r| r.by_cascade.get_mut(&unsent.cascade)) else { return };
+        let slot = &mut ring[(unsent.index % SLOTS as u64) as usize];
+        if slot.index == unsent.index {
+            slot.sent_total = slot.sent_total.saturating_sub(unsent.total);
+            slot.sent_fallback = slot.sent_fallback.saturating_sub(unsent.fallback);
+        }
     }
 }
 
@@ -111,19 +179,19 @@ impl ShareRule {
         Duration::from_millis((self.for_ms / SLOTS as u64).clamp(1_000, 60_000))
     }
 
-    /// Reads the counters; returns an alert for each cascade above the
-    /// threshold for `for` (the dispatcher deduplicates repeats).
-    pub fn check(&mut self, traffic: &Traffic, now_ms: u64) -> Vec<Event> {
-        let shares = traffic.shares(now_ms);
+    /// Takes each cascade's share over the window (this instance's
+    /// [`Traffic::shares`], or every instance's); returns an alert for each
+    /// cascade above the threshold for `for` (repeats are deduplicated later).
+    pub fn check(&mut self, shares: &[(String, f64)], now_ms: u64) -> Vec<Event> {
         self.since.retain(|name, _| shares.iter().any(|(n, s)| n == name && *s > self.above));
         let mut alerts = Vec::new();
         for (cascade, share) in shares {
-            if share <= self.above {
+            if *share <= self.above {
                 continue;
             }
             let since = *self.since.entry(cascade.clone()).or_insert(now_ms);
             if now_ms.saturating_sub(since) >= self.for_ms {
-                alerts.push(Event::FallbackShare { cascade, share, since_ms: since });
+                alerts.push(Event::FallbackShare { cascade: cascade.clone(), share: *share, since_ms: since });
             }
         }
         alerts
@@ -151,12 +219,12 @@ mod tests {
         assert_eq!(rule.tick(), Duration::from_secs(60));
         for _ in 0..9 {
             serve(&t, 5, 5);
-            assert!(rule.check(&t, now_ms()).is_empty());
+            assert!(rule.check(&t.shares(now_ms()), now_ms()).is_empty());
             tokio::time::advance(rule.tick()).await;
         }
         serve(&t, 5, 5);
         tokio::time::advance(rule.tick()).await;
-        let alerts = rule.check(&t, now_ms());
+        let alerts = rule.check(&t.shares(now_ms()), now_ms());
         assert!(
             matches!(&alerts[..], [Event::FallbackShare { cascade, share, .. }] if cascade == "chat" && (*share - 0.5).abs() < 1e-9),
             "{alerts:?}"
@@ -166,7 +234,7 @@ mod tests {
             serve(&t, 0, 20);
             tokio::time::advance(rule.tick()).await;
         }
-        assert!(rule.check(&t, now_ms()).is_empty());
+        assert!(rule.check(&t.shares(now_ms()), now_ms()).is_empty());
         assert!(rule.since.is_empty());
     }
 
@@ -178,11 +246,30 @@ mod tests {
         serve(&t, 4, 0); // below MIN_REQUESTS
         assert!(t.shares(now_ms()).is_empty());
         serve(&t, 10, 0);
-        assert!(rule.check(&t, now_ms()).is_empty());
+        assert!(rule.check(&t.shares(now_ms()), now_ms()).is_empty());
         // The burst ages out of the window before `for` has passed at share > 0.2.
         tokio::time::advance(Duration::from_secs(101)).await;
         serve(&t, 0, 10);
-        assert!(rule.check(&t, now_ms()).is_empty());
+        assert!(rule.check(&t.shares(now_ms()), now_ms()).is_empty());
+    }
+
+    #[test]
+    fn unsent_answers_are_taken_once_and_restored_on_failure() {
+        let t = Traffic::default();
+        t.configure(Some(Duration::from_secs(10))); // 1 s buckets
+        t.record("chat", true, 5_000);
+        t.record("chat", false, 5_500);
+        let unsent = t.take_unsent(5_900);
+        assert_eq!(unsent, [Unsent { cascade: "chat".into(), index: 5, total: 2, fallback: 1 }]);
+        assert!(t.take_unsent(5_900).is_empty());
+        t.record("chat", true, 5_950);
+        t.restore(&unsent[0]);
+        assert_eq!(t.take_unsent(5_990), [Unsent { cascade: "chat".into(), index: 5, total: 3, fallback: 2 }]);
+        // A bucket that left the window is never sent.
+        t.record("chat", true, 6_000);
+        assert!(t.take_unsent(16_000).is_empty());
+        assert_eq!(t.width_ms(), Some(1_000));
+        assert_eq!(t.cascades(), ["chat"]);
     }
 
     #[test]

@@ -3,7 +3,9 @@
 //!
 //! One [`ListingSource`] per provider with discovery enabled, with its own
 //! pooled client (the same builder as the provider adapters, so `ca_file`
-//! applies) and its auth headers. [`fetch_all`] asks every provider at once;
+//! applies) and its auth headers; GigaChat's listing wants a bearer token
+//! from its OAuth endpoint, so its source holds the chat adapter's
+//! [`TokenCache`]. [`fetch_all`] asks every provider at once;
 //! each request has its own timeout and a body cap, and a failure costs only
 //! that provider's listing. Runs in background jobs and the CLI, never on
 //! the request path.
@@ -15,7 +17,8 @@ use http::header::{HeaderMap, HeaderName, HeaderValue, ACCEPT, AUTHORIZATION};
 
 use super::listing::{listing_url, parse_listing, Listing, ListingError, ListingFormat};
 use crate::config::{Config, HealthConfig, ProviderConfig, ProviderKind};
-use crate::providers::native;
+use crate::providers::gigachat::auth::{Token, TokenCache};
+use crate::providers::{gigachat, native};
 
 /// One listing request may take this long (OpenRouter's listing is a few
 /// MB; a slow provider must not hold the round for long).
@@ -34,14 +37,13 @@ const ANTHROPIC_VERSION: &str = "2023-06-01";
 /// names the provider and the status, never a header.
 #[derive(Debug, thiserror::Error)]
 pub enum FetchError {
-    /// The provider's listing cannot be fetched by this version (GigaChat's
-    /// needs the OAuth token of the chat adapter, which is not shared yet).
-    #[error("{0}")]
-    Unsupported(&'static str),
     /// The config does not say where to fetch from, or the client cannot be
     /// built (a bad `ca_file`).
     #[error("{0}")]
     Setup(String),
+    /// No OAuth token (GigaChat): the token endpoint refused or failed.
+    #[error("no OAuth token: {0}")]
+    Auth(String),
     /// Connect error, timeout, reset.
     #[error("request failed: {0}")]
     Transport(String),
@@ -63,8 +65,8 @@ impl FetchError {
     /// A bounded label for metrics and JSON.
     pub fn metric_label(&self) -> &'static str {
         match self {
-            Self::Unsupported(_) => "unsupported",
             Self::Setup(_) => "setup",
+            Self::Auth(_) => "auth",
             Self::Transport(_) => "transport",
             Self::Status(_) => "status",
             Self::TooLarge => "too_large",
@@ -84,6 +86,9 @@ pub struct ListingSource {
     base_url: String,
     client: reqwest::Client,
     headers: HeaderMap,
+    /// GigaChat: the bearer token for each request. A source lives for one
+    /// round, so a round costs one token request.
+    tokens: Option<TokenCache>,
 }
 
 impl ListingSource {
@@ -95,13 +100,9 @@ impl ListingSource {
         };
         let format: ListingFormat =
             format.parse().map_err(|e: super::UnknownFormat| FetchError::Setup(e.to_string()))?;
-        if p.kind == ProviderKind::GigaChat {
-            return Err(FetchError::Unsupported(
-                "GigaChat listings need the chat adapter's OAuth token, which discovery cannot use yet; \
-                 its static models are used",
-            ));
-        }
         let setup = |e: crate::providers::BuildError| FetchError::Setup(e.to_string());
+        let client = native::build_client(p, health).map_err(setup)?;
+        let mut tokens = None;
         let mut headers = native::base_headers(p).map_err(setup)?;
         headers.insert(ACCEPT, HeaderValue::from_static("application/json"));
         let base_url = match p.kind {
@@ -118,6 +119,11 @@ impl ListingSource {
                 headers.insert(HeaderName::from_static("anthropic-version"), version);
                 p.base_url.clone().unwrap_or_else(|| ANTHROPIC_BASE_URL.to_owned())
             }
+            ProviderKind::GigaChat => {
+                // The auth key only buys tokens; the API takes the token.
+                tokens = Some(TokenCache::new(p, client.clone()).map_err(setup)?);
+                p.base_url.clone().unwrap_or_else(|| gigachat::DEFAULT_BASE_URL.to_owned())
+            }
             _ => {
                 if let Some(key) = &p.api_key {
                     headers.insert(AUTHORIZATION, native::secret_header(p, "Bearer ", key).map_err(setup)?);
@@ -125,8 +131,7 @@ impl ListingSource {
                 p.base_url.clone().ok_or_else(|| FetchError::Setup("no base_url to fetch the listing from".into()))?
             }
         };
-        let client = native::build_client(p, health).map_err(setup)?;
-        Ok(Some(Self { provider: p.name.clone(), format, base_url, client, headers }))
+        Ok(Some(Self { provider: p.name.clone(), format, base_url, client, headers, tokens }))
     }
 
     /// GETs the whole listing (every page) and reads it.
@@ -159,16 +164,22 @@ impl ListingSource {
     }
 
     async fn get(&self, url: &str) -> Result<Vec<u8>, FetchError> {
-        // reqwest's errors name the URL but never headers, so no key leaks.
+        let mut resp = match &self.tokens {
+            None => self.send(url, None).await?,
+            Some(tokens) => {
+                let token = self.token(tokens).await?;
+                let resp = self.send(url, Some(&token)).await?;
+                if resp.status().as_u16() == 401 {
+                    // A token can die before its expiry: one new token and
+                    // one retry, as the chat adapter does.
+                    tokens.invalidate(&token);
+                    self.send(url, Some(&self.token(tokens).await?)).await?
+                } else {
+                    resp
+                }
+            }
+        };
         let transport = |e: reqwest::Error| FetchError::Transport(e.to_string());
-        let mut resp = self
-            .client
-            .get(url)
-            .headers(self.headers.clone())
-            .timeout(REQUEST_TIMEOUT)
-            .send()
-            .await
-            .map_err(transport)?;
         if !resp.status().is_success() {
             return Err(FetchError::Status(resp.status().as_u16()));
         }
@@ -180,6 +191,21 @@ impl ListingSource {
             body.extend_from_slice(&chunk);
         }
         Ok(body)
+    }
+
+    async fn token(&self, tokens: &TokenCache) -> Result<Token, FetchError> {
+        // The error names the status, never the key or the token.
+        tokens.get().await.map_err(|e| FetchError::Auth(e.to_string()))
+    }
+
+    async fn send(&self, url: &str, token: Option<&Token>) -> Result<reqwest::Response, FetchError> {
+        let mut req = self.client.get(url).headers(self.headers.clone()).timeout(REQUEST_TIMEOUT);
+        if let Some(token) = token {
+            // `bearer_auth` marks the header sensitive.
+            req = req.bearer_auth(token.expose());
+        }
+        // reqwest's errors name the URL but never headers, so no key leaks.
+        req.send().await.map_err(|e| FetchError::Transport(e.to_string()))
     }
 }
 

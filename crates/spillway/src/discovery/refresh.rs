@@ -16,7 +16,7 @@ use serde::Serialize;
 use tokio_util::sync::CancellationToken;
 
 use super::diff::{diff, CascadeDiff};
-use super::fetch::{fetch_all, FetchError, Fetched};
+use super::fetch::{fetch_all, Fetched};
 use super::round::{build_cascades, ProviderListing, Round};
 use super::state::{DiscoveryEvent, DiscoveryState};
 use super::{cache, BuiltCascade};
@@ -87,9 +87,6 @@ async fn apply_fetched(state: &AppState, fetched: Vec<Fetched>) -> RefreshReport
                 let fresh = ProviderListing { models: listing.models, fetched_at_ms: now, last_error: None };
                 listings.insert(f.provider, fresh);
             }
-            Err(FetchError::Unsupported(why)) => {
-                tracing::warn!(provider = %f.provider, "Model listing not fetched: {why}.");
-            }
             Err(e) => {
                 let error = e.to_string();
                 tracing::warn!(provider = %f.provider, %error, "Model listing failed; keeping the last good one.");
@@ -109,7 +106,8 @@ async fn apply_fetched(state: &AppState, fetched: Vec<Fetched>) -> RefreshReport
     // Nothing listed means nothing worth keeping (no provider has discovery
     // on): no cache file appears in a data_dir nobody asked for.
     if !round.listings.is_empty() {
-        cache::save(discovery.store.as_ref(), &gw.config.state.data_dir, &round, gw.config.discovery.cache_ttl).await;
+        let store = discovery.cache_store(&gw.shared.state);
+        cache::save(store.as_ref(), &gw.config.state.data_dir, &round, gw.config.discovery.cache_ttl).await;
     }
     RefreshReport { at_ms: now, providers, changes, cascades }
 }
@@ -182,7 +180,8 @@ fn check_alive(name: &str, built: &BuiltCascade, health: &HealthRegistry, discov
 pub async fn restore(state: &AppState) -> bool {
     let gw = state.gateway.load_full();
     let discovery = gw.shared.discovery.clone();
-    let Some(cached) = cache::load(discovery.store.as_ref(), &gw.config.state.data_dir).await else {
+    let store = discovery.cache_store(&gw.shared.state);
+    let Some(cached) = cache::load(store.as_ref(), &gw.config.state.data_dir).await else {
         return false;
     };
     let _applying = discovery.apply.lock().await;

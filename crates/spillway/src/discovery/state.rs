@@ -64,7 +64,8 @@ pub enum DiscoveryEvent {
 pub struct DiscoveryState {
     current: ArcSwap<Round>,
     events: broadcast::Sender<DiscoveryEvent>,
-    /// The shared cache (SPEC §4: "cached in the state store").
+    /// This instance's cache, used while no shared store is configured
+    /// (see [`DiscoveryState::cache_store`]).
     pub(crate) store: Arc<dyn StateStore>,
     /// Held while a round or a reload is applied (a new round stored and the
     /// gateway rebuilt), so a refresh never publishes cascades built for a
@@ -106,6 +107,15 @@ impl DiscoveryState {
             wake: Notify::new(),
             supervisor: OnceLock::new(),
         }
+    }
+
+    /// Where rounds are cached (SPEC §4: "cached in the state store"): the
+    /// shared store once `state` holds one (`backend: redis`), so every
+    /// instance restores the last good cascades any of them found; else
+    /// this state's own memory store. Read at each use: the shared store is
+    /// set after the gateway was built.
+    pub(crate) fn cache_store(&self, state: &crate::state::StateStatus) -> Arc<dyn StateStore> {
+        state.store().unwrap_or_else(|| self.store.clone())
     }
 
     /// The latest round (an empty one before the first).

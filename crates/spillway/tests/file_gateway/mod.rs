@@ -47,10 +47,15 @@ pub struct FileGateway {
 impl FileGateway {
     /// Writes `yaml` to `dir/spillway.yaml` and serves it.
     pub async fn start(dir: &Path, yaml: &str) -> Self {
+        Self::start_with(dir, yaml, &Shared::default()).await
+    }
+
+    /// The same, from `shared` (e.g. one holding a shared state store).
+    pub async fn start_with(dir: &Path, yaml: &str, shared: &Shared) -> Self {
         let config_path = dir.join("spillway.yaml");
         std::fs::write(&config_path, yaml).unwrap();
         let config = spillway::config::load_file(&config_path).unwrap_or_else(|e| panic!("config:\n{e}"));
-        let gateway = Gateway::build(config, &Shared::default()).unwrap();
+        let gateway = Gateway::build(config, shared).unwrap();
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let url = format!("http://{}", listener.local_addr().unwrap());
         let shutdown = CancellationToken::new();

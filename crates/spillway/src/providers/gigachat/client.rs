@@ -20,7 +20,7 @@ use http::header::{HeaderMap, HeaderValue, ACCEPT, AUTHORIZATION, CACHE_CONTROL}
 use serde_json::Value;
 
 /// Sber's API root; `base_url` overrides it.
-const DEFAULT_BASE_URL: &str = "https://gigachat.devices.sberbank.ru/api/v1";
+pub(crate) const DEFAULT_BASE_URL: &str = "https://gigachat.devices.sberbank.ru/api/v1";
 
 /// A GigaChat upstream.
 #[derive(Debug)]

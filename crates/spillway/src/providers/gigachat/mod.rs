@@ -3,7 +3,8 @@
 //!
 //! The adapter's I/O lives in `client.rs` ([`GigaChatAdapter`]: HTTP client
 //! with the Russian root CA, SSE splitting) and `auth.rs` (the OAuth token
-//! cache); they call into the pure translation here:
+//! cache, also used by discovery to read `GET /models`); they call into the
+//! pure translation here:
 //! - [`to_gigachat`] builds the `/api/v1/chat/completions` body for an attempt;
 //! - [`from_gigachat`] reads a 2xx body, [`classify_error`] a non-2xx one;
 //! - [`StreamDecoder`] turns SSE events into OpenAI chunks;
@@ -14,7 +15,7 @@
 //! `tool` results are matched back to function names through the ids in the
 //! same request's assistant messages.
 
-mod auth;
+pub(crate) mod auth;
 mod client;
 mod request;
 mod response;
@@ -26,6 +27,7 @@ mod token;
 pub(crate) mod test_support;
 
 pub use client::GigaChatAdapter;
+pub(crate) use client::DEFAULT_BASE_URL;
 pub use request::to_gigachat;
 pub use response::{classify_error, from_gigachat};
 pub use stream::StreamDecoder;
