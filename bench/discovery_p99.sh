@@ -74,8 +74,10 @@ wrk -t2 -c"$CONNS" -d2s -s "$work/post.lua" "$URL" >/dev/null  # warm-up
 
 echo "== quiet"
 wrk -t2 -c"$CONNS" -d"${DURATION}s" --latency -s "$work/post.lua" "$URL" | tee "$work/quiet.wrk"
-echo "== refreshing back to back"
-( end=$((SECONDS + DURATION)); while [ $SECONDS -lt $end ]; do refresh; done ) >"$work/refresh.times" &
+# REFRESH_EVERY=0: back to back (the worst case); N: one refresh every N seconds.
+REFRESH_EVERY=${REFRESH_EVERY:-0}
+echo "== refreshing (every ${REFRESH_EVERY}s; 0 = back to back)"
+( end=$((SECONDS + DURATION)); while [ $SECONDS -lt $end ]; do refresh; [ "$REFRESH_EVERY" = 0 ] || sleep "$REFRESH_EVERY"; done ) >"$work/refresh.times" &
 REF=$!
 wrk -t2 -c"$CONNS" -d"${DURATION}s" --latency -s "$work/post.lua" "$URL" | tee "$work/busy.wrk"
 wait "$REF" || true
