@@ -31,20 +31,10 @@ pub enum Action {
 
 /// Runs the command.
 pub fn run(config_path: &Path, url: Option<String>, action: Action) -> ExitCode {
-    let config = super::load(config_path).ok();
-    let url = url
-        .or_else(|| config.as_ref().map(|c| format!("http://{}", c.server.listen)))
-        .unwrap_or_else(|| "http://127.0.0.1:8080".to_string());
-    let url = url.trim_end_matches('/').to_string();
-    let token = std::env::var("SPILLWAY_ADMIN_TOKEN")
-        .ok()
-        .or_else(|| config.as_ref().and_then(|c| c.server.admin_token.as_ref().map(|t| t.expose().to_string())));
-    let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+    let super::AdminTarget { url, token } = super::AdminTarget::resolve(config_path, url);
+    let runtime = match super::client_runtime() {
         Ok(rt) => rt,
-        Err(e) => {
-            eprintln!("cannot start: {e}");
-            return ExitCode::from(1);
-        }
+        Err(code) => return code,
     };
     let result: Result<String, String> = runtime.block_on(async {
         match action {

@@ -91,3 +91,35 @@ pub fn load(path: &std::path::Path) -> Result<crate::config::Config, crate::conf
     }
     crate::config::load_file(path)
 }
+
+/// Where a command that talks to a running gateway sends its admin calls:
+/// `--url` or the config's listen address, and the admin token from
+/// `SPILLWAY_ADMIN_TOKEN` or the config.
+pub(crate) struct AdminTarget {
+    /// Base URL without a trailing `/`.
+    pub url: String,
+    /// The admin token, if any.
+    pub token: Option<String>,
+}
+
+impl AdminTarget {
+    /// Resolves the target of `status` and `handoff`.
+    pub(crate) fn resolve(config_path: &std::path::Path, url: Option<String>) -> Self {
+        let config = load(config_path).ok();
+        let url = url
+            .or_else(|| config.as_ref().map(|c| format!("http://{}", c.server.listen)))
+            .unwrap_or_else(|| "http://127.0.0.1:8080".to_string());
+        let token = std::env::var("SPILLWAY_ADMIN_TOKEN")
+            .ok()
+            .or_else(|| config.as_ref().and_then(|c| c.server.admin_token.as_ref().map(|t| t.expose().to_string())));
+        Self { url: url.trim_end_matches('/').to_string(), token }
+    }
+}
+
+/// A small runtime for a command's few HTTP calls; `Err` is the exit code.
+pub(crate) fn client_runtime() -> Result<tokio::runtime::Runtime, ExitCode> {
+    tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(|e| {
+        eprintln!("cannot start: {e}");
+        ExitCode::from(1)
+    })
+}

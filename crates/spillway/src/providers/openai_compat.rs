@@ -14,10 +14,9 @@ use crate::cascade::outcome::{AttemptError, Failure};
 use crate::config::{HealthConfig, ProviderConfig};
 use bytes::Bytes;
 use futures_util::StreamExt;
-use http::header::{HeaderMap, HeaderName, HeaderValue, AUTHORIZATION, CONTENT_TYPE};
+use http::header::{HeaderMap, AUTHORIZATION, CONTENT_TYPE};
 use serde_json::Value;
 use std::collections::VecDeque;
-use std::time::Duration;
 
 /// An OpenAI-compatible upstream.
 #[derive(Debug)]
@@ -33,23 +32,12 @@ impl OpenAiCompat {
     pub fn new(config: &ProviderConfig, health: &HealthConfig) -> Result<Self, super::BuildError> {
         let err = |message: String| super::BuildError { provider: config.name.clone(), message };
         let base = config.base_url.clone().ok_or_else(|| err("no base_url".into()))?;
-        let mut headers = HeaderMap::new();
-        headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        // Configured extra headers first, so they cannot replace the key.
+        let mut headers = super::native::base_headers(config)?;
         if let Some(key) = &config.api_key {
-            let mut v = HeaderValue::from_str(&format!("Bearer {}", key.expose()))
-                .map_err(|_| err("the API key contains characters not allowed in a header".into()))?;
-            v.set_sensitive(true);
-            headers.insert(AUTHORIZATION, v);
+            headers.insert(AUTHORIZATION, super::native::secret_header(config, "Bearer ", key)?);
         }
-        for (name, value) in &config.headers {
-            let n =
-                HeaderName::from_bytes(name.as_bytes()).map_err(|_| err(format!("invalid header name `{name}`")))?;
-            let mut v =
-                HeaderValue::from_str(value.expose()).map_err(|_| err(format!("invalid value for header `{name}`")))?;
-            v.set_sensitive(true);
-            headers.insert(n, v);
-        }
-        let client = build_client(config, health).map_err(err)?;
+        let client = super::native::build_client(config, health)?;
         let url = reqwest::Url::parse(&format!("{base}/chat/completions"))
             .map_err(|e| err(format!("invalid base_url: {e}")))?;
         Ok(Self { client, url, headers })
@@ -100,23 +88,6 @@ impl OpenAiCompat {
         }
         Ok(Reply::Complete(value))
     }
-}
-
-fn build_client(config: &ProviderConfig, health: &HealthConfig) -> Result<reqwest::Client, String> {
-    let mut builder = reqwest::Client::builder()
-        .connect_timeout(health.timeouts.connect)
-        .pool_idle_timeout(Duration::from_secs(90))
-        .tcp_nodelay(true)
-        .user_agent(concat!("spillway/", env!("CARGO_PKG_VERSION")));
-    if let Some(path) = &config.ca_file {
-        let pem = std::fs::read(path).map_err(|e| format!("cannot read ca_file {}: {e}", path.display()))?;
-        let certs = reqwest::Certificate::from_pem_bundle(&pem)
-            .map_err(|e| format!("ca_file {} is not PEM: {e}", path.display()))?;
-        for cert in certs {
-            builder = builder.add_root_certificate(cert);
-        }
-    }
-    builder.build().map_err(|e| format!("cannot build the HTTP client: {e}"))
 }
 
 /// Classifies a transport-level error of the HTTP client.
