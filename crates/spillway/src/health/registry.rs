@@ -97,6 +97,12 @@ pub enum LocalChange {
         /// Model ref.
         key: String,
     },
+    /// A half-open probe succeeded: the breaker closed (other instances
+    /// close the trip they share instead of waiting out `open_for`).
+    BreakerClosed {
+        /// Model ref.
+        key: String,
+    },
 }
 
 /// Where local changes go when a shared state store is configured; unset
@@ -258,6 +264,9 @@ impl ModelHealth {
         self.observer.emit(|| LocalChange::Outcome { key: self.key.clone(), failed: false });
         let t = lock(&self.breaker).on_success(now_ms(), cfg);
         if let Some(t) = t {
+            if t == Transition::Closed {
+                self.observer.emit(|| LocalChange::BreakerClosed { key: self.key.clone() });
+            }
             self.announce(t, events);
         }
     }
@@ -504,6 +513,30 @@ mod tests {
         assert_eq!(rx.try_recv().ok(), Some(HealthEvent::KeyRejected { provider: "groq".into() }));
         assert!(rx.try_recv().is_err());
         assert!(reg.provider("groq").dead.is_dead(now_ms()));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_successful_probe_shares_the_close() {
+        let reg = HealthRegistry::new();
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+        reg.observe(tx);
+        let cfg = BreakerConfig {
+            window: std::time::Duration::from_secs(60),
+            consecutive_failures: 1,
+            failure_rate: 1.0,
+            min_requests: 100,
+            open_for: std::time::Duration::from_secs(10),
+        };
+        let m = reg.model("p/m");
+        m.failure(&cfg, &reg.events);
+        tokio::time::advance(std::time::Duration::from_secs(11)).await;
+        assert_eq!(m.admit(&reg.events), Admission::Probe);
+        m.success(&cfg, &reg.events);
+        let mut changes = Vec::new();
+        while let Ok(c) = rx.try_recv() {
+            changes.push(c);
+        }
+        assert_eq!(changes.last(), Some(&LocalChange::BreakerClosed { key: "p/m".into() }), "{changes:?}");
     }
 
     #[test]

@@ -154,6 +154,7 @@ impl StateSync {
             }
             LocalChange::Ttft { key, ms } => self.store.record_ttft(key, *ms).await,
             LocalChange::Revived { key } => self.store.revive(key).await,
+            LocalChange::BreakerClosed { key } => self.store.close_breaker(key).await,
         };
         let Err(e) = result else {
             return None;
@@ -334,7 +335,7 @@ fn keep(change: LocalChange) -> Option<(String, Pending)> {
     match change {
         LocalChange::Dead { key, until_ms, reason } => Some((key, Pending::Dead(until_ms, reason))),
         LocalChange::Revived { key } => Some((key, Pending::Revived)),
-        LocalChange::Outcome { .. } | LocalChange::Ttft { .. } => None,
+        LocalChange::Outcome { .. } | LocalChange::Ttft { .. } | LocalChange::BreakerClosed { .. } => None,
     }
 }
 
