@@ -23,7 +23,7 @@ pub mod stream;
 
 use crate::api::error::AttemptSummary;
 use crate::api::sse;
-use crate::api::wire::{self, Stamp};
+use crate::api::wire::Stamp;
 use crate::api::{ApiError, ChatRequest};
 use crate::config::ModelRef;
 use crate::health::{HealthRegistry, ModelHealth, ProviderHealth};
@@ -248,11 +248,10 @@ fn serve(walk: &Walk<'_>, plan: &CascadePlan, win: Attempted<'_>) -> Served {
     let stamp = Stamp::new(target.name.clone());
     plan.metrics.ok.inc();
     let body = match answer {
-        Answer::Complete(mut v) => {
+        Answer::Complete(v) => {
             judge::breaker_success(walk, target);
             pass.settle();
-            // Validated in the attempt; stamping again only sets our id.
-            let _ = wire::completion(&mut v, &stamp);
+            // Stamped (our id, `model` = the model ref) and validated in the attempt.
             plan.metrics.duration.observe(walk.started.elapsed().as_secs_f64());
             ServedBody::Complete(v)
         }
