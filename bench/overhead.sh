@@ -83,6 +83,10 @@ run_wrk direct_c1 1 1 "http://127.0.0.1:$UP_FAST/v1/chat/completions" "$LUA_FAST
 run_wrk gw_c1 1 1 "http://127.0.0.1:$GW/v1/chat/completions" "$LUA_FAST"
 run_wrk direct_c64 64 2 "http://127.0.0.1:$UP_FAST/v1/chat/completions" "$LUA_FAST"
 run_wrk gw_c64 64 2 "http://127.0.0.1:$GW/v1/chat/completions" "$LUA_FAST"
+# Warm 256 connections on both paths first: the gateway's upstream pool
+# opens its connections on demand, and the steady state is what is measured.
+wrk -t2 -c256 -d2s -s "$LUA_SLOW" "http://127.0.0.1:$UP_SLOW/v1/chat/completions" >/dev/null
+wrk -t2 -c256 -d2s -s "$LUA_SLOW" "http://127.0.0.1:$GW/v1/chat/completions" >/dev/null
 run_wrk direct_slow_c256 256 2 "http://127.0.0.1:$UP_SLOW/v1/chat/completions" "$LUA_SLOW"
 run_wrk gw_slow_c256 256 2 "http://127.0.0.1:$GW/v1/chat/completions" "$LUA_SLOW"
 "$BIN/bench-client" ttfb "http://127.0.0.1:$UP_FAST/v1/chat/completions" 2000 fast >"$work/direct.ttfb"
