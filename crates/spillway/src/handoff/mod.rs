@@ -193,9 +193,18 @@ pub fn key_id(key: &str) -> String {
     format!("k{:016x}", h.finish())
 }
 
-/// A new random item id.
+/// A new random item id: 128 bits from the OS's CSPRNG, because the id is
+/// the only thing guarding `GET /v1/handoff/{id}` when clients have no keys.
 pub fn new_id() -> String {
-    format!("ho_{:016x}{:016x}", fastrand::u64(..), fastrand::u64(..))
+    let mut bytes = [0u8; 16];
+    if getrandom::fill(&mut bytes).is_err() {
+        // No OS randomness (it never fails on Linux): a fast PRNG still
+        // gives unique ids, only not unguessable ones.
+        tracing::warn!("The OS random source failed; handoff ids fall back to a fast PRNG.");
+        bytes = ((u128::from(fastrand::u64(..)) << 64) | u128::from(fastrand::u64(..))).to_le_bytes();
+    }
+    let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+    format!("ho_{hex}")
 }
 
 /// The runner's last tier: stores the request and answers with
