@@ -5,15 +5,16 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 # Redis for the state-store tests: use SPILLWAY_TEST_REDIS_URL, else a local
-# server on 6379, else start one on a free port (installing it if needed).
+# server on 6379, else start one on a free port. The outage tests also start
+# and stop their own `redis-server`, so the binary must be there either way.
+if ! command -v redis-server >/dev/null 2>&1; then
+  echo "Installing redis-server for the state-store tests..."
+  (apt-get update -qq && apt-get install -y -qq redis-server) >/dev/null
+fi
 if [ -z "${SPILLWAY_TEST_REDIS_URL:-}" ]; then
   if command -v redis-cli >/dev/null 2>&1 && redis-cli -h 127.0.0.1 -p 6379 ping >/dev/null 2>&1; then
     export SPILLWAY_TEST_REDIS_URL="redis://127.0.0.1:6379/0"
   else
-    if ! command -v redis-server >/dev/null 2>&1; then
-      echo "Installing redis-server for the state-store tests..."
-      (apt-get update -qq && apt-get install -y -qq redis-server) >/dev/null
-    fi
     port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
     redis-server --port "$port" --bind 127.0.0.1 --save "" --appendonly no --daemonize yes >/dev/null
     export SPILLWAY_TEST_REDIS_URL="redis://127.0.0.1:$port/0"
