@@ -358,7 +358,7 @@ impl Metrics {
                     .clone()
             })
             .collect();
-        Arc::new(TargetMetrics { attempts, served, ttft, normalize })
+        Arc::new(TargetMetrics { attempts, served, ttft, normalize, usage: UsageHandles::default() })
     }
 
     /// Pre-built handles for one cascade.
@@ -382,6 +382,45 @@ pub struct TargetMetrics {
     /// TTFT histogram of the model.
     pub ttft: Histogram,
     normalize: Vec<Counter<u64, AtomicU64>>,
+    /// Cost and token series, looked up once.
+    pub usage: UsageHandles,
+}
+
+/// The usage series of one target, each created on first use (so a model
+/// that never reports usage, or always has a price, adds no empty series).
+/// The request path would otherwise build label strings and hash them into
+/// the families for every answer.
+#[derive(Debug, Default)]
+pub struct UsageHandles {
+    tokens: std::sync::OnceLock<[Counter; 2]>,
+    unpriced: std::sync::OnceLock<Counter>,
+    cost: std::sync::OnceLock<Counter<f64, AtomicU64>>,
+}
+
+impl UsageHandles {
+    /// `spillway_tokens_total` for `input` and `output`.
+    pub fn tokens(&self, m: &Metrics, provider: &str, model: &str) -> &[Counter; 2] {
+        self.tokens.get_or_init(|| {
+            ["input", "output"].map(|kind| {
+                m.tokens.get_or_create(&TokenLabels { provider: provider.into(), model: model.into(), kind }).clone()
+            })
+        })
+    }
+
+    /// `spillway_unpriced_answers_total`.
+    pub fn unpriced(&self, m: &Metrics, provider: &str, model: &str) -> &Counter {
+        self.unpriced.get_or_init(|| {
+            m.unpriced.get_or_create(&ModelLabels { provider: provider.into(), model: model.into() }).clone()
+        })
+    }
+
+    /// `spillway_cost_usd_total`.
+    pub fn cost(&self, m: &Metrics, cascade: &str, provider: &str, model: &str) -> &Counter<f64, AtomicU64> {
+        self.cost.get_or_init(|| {
+            let labels = CostLabels { cascade: cascade.into(), provider: provider.into(), model: model.into() };
+            m.cost.get_or_create(&labels).clone()
+        })
+    }
 }
 
 /// The `result` values of `spillway_normalize_total`.

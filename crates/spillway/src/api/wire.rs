@@ -27,9 +27,34 @@ impl Stamp {
     }
 }
 
-/// A new completion id.
+/// A new completion id: `chatcmpl-` and 24 random hex digits.
 pub fn new_id() -> String {
-    format!("chatcmpl-{:016x}{:08x}", fastrand::u64(..), fastrand::u32(..))
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    let mut id = String::with_capacity(33);
+    id.push_str("chatcmpl-");
+    let (hi, lo) = (fastrand::u64(..), fastrand::u32(..));
+    let digits =
+        (0..16).rev().map(|i| (hi >> (i * 4)) & 0xf).chain((0..8).rev().map(|i| u64::from(lo >> (i * 4)) & 0xf));
+    // A nibble indexes HEX; the cast cannot truncate.
+    id.extend(digits.map(|d| char::from(HEX[d as usize])));
+    id
+}
+
+/// Sets `key` to `value`, allocating the key only when it is new.
+fn set(obj: &mut Map<String, Value>, key: &str, value: Value) {
+    match obj.get_mut(key) {
+        Some(v) => *v = value,
+        None => {
+            obj.insert(key.to_owned(), value);
+        }
+    }
+}
+
+/// Sets `key` to the string `value` unless it already is that.
+fn set_str(obj: &mut Map<String, Value>, key: &str, value: &str) {
+    if obj.get(key).and_then(Value::as_str) != Some(value) {
+        set(obj, key, Value::String(value.to_owned()));
+    }
 }
 
 /// Seconds since the Unix epoch.
@@ -40,19 +65,21 @@ pub fn now_unix() -> u64 {
 const FINISH_REASONS: [&str; 5] = ["stop", "length", "tool_calls", "content_filter", "function_call"];
 const DELTA_ROLES: [&str; 5] = ["developer", "system", "user", "assistant", "tool"];
 
-fn finish_reason(v: Option<&Value>, default: Value) -> Value {
-    match v.and_then(Value::as_str) {
-        Some(r) if FINISH_REASONS.contains(&r) => Value::String(r.to_string()),
-        Some(_) => Value::String("stop".into()),
-        None => default,
+/// Makes `finish_reason` one of the schema's values: unknown ones become
+/// `stop`, a missing one `default`.
+fn fix_finish_reason(c: &mut Map<String, Value>, default: Value) {
+    match c.get("finish_reason").and_then(Value::as_str) {
+        Some(r) if FINISH_REASONS.contains(&r) => {}
+        Some(_) => set(c, "finish_reason", Value::String("stop".into())),
+        None => set(c, "finish_reason", default),
     }
 }
 
 fn stamp_common(obj: &mut Map<String, Value>, s: &Stamp, object: &'static str) {
-    obj.insert("id".into(), Value::String(s.id.clone()));
-    obj.insert("object".into(), Value::String(object.into()));
-    obj.insert("created".into(), Value::from(s.created));
-    obj.insert("model".into(), Value::String(s.model.clone()));
+    set(obj, "id", Value::String(s.id.clone()));
+    set_str(obj, "object", object);
+    set(obj, "created", Value::from(s.created));
+    set_str(obj, "model", &s.model);
     if let Some(u) = obj.get_mut("usage") {
         if !u.is_null() && !fix_usage(u) {
             obj.remove("usage");
@@ -74,9 +101,9 @@ fn fix_usage(u: &mut Value) -> bool {
     let prompt = num(o, "prompt_tokens").unwrap_or(0);
     let completion = num(o, "completion_tokens").unwrap_or(0);
     let total = num(o, "total_tokens").unwrap_or(prompt + completion);
-    o.insert("prompt_tokens".into(), prompt.into());
-    o.insert("completion_tokens".into(), completion.into());
-    o.insert("total_tokens".into(), total.into());
+    set(o, "prompt_tokens", prompt.into());
+    set(o, "completion_tokens", completion.into());
+    set(o, "total_tokens", total.into());
     for k in ["prompt_tokens_details", "completion_tokens_details"] {
         if o.get(k).is_some_and(|v| !v.is_object()) {
             o.remove(k);
@@ -130,19 +157,29 @@ pub fn completion(v: &mut Value, s: &Stamp) -> Result<(), &'static str> {
     let choices = obj.get_mut("choices").and_then(Value::as_array_mut).ok_or("the body has no `choices` array")?;
     for (i, choice) in choices.iter_mut().enumerate() {
         let c = choice.as_object_mut().ok_or("a choice is not an object")?;
-        c.insert("index".into(), i.into());
-        let fr = finish_reason(c.get("finish_reason"), Value::String("stop".into()));
-        c.insert("finish_reason".into(), fr);
-        if !c.get("logprobs").is_some_and(Value::is_object) {
-            c.insert("logprobs".into(), Value::Null);
+        if c.get("index").and_then(Value::as_u64) != u64::try_from(i).ok() {
+            set(c, "index", i.into());
         }
-        let msg = c.entry("message").or_insert_with(|| Value::Object(Map::new()));
-        let m = msg.as_object_mut().ok_or("a message is not an object")?;
-        m.insert("role".into(), Value::String("assistant".into()));
-        let content = m.get("content").map(content_text).unwrap_or(Value::Null);
-        m.insert("content".into(), content);
-        if !m.get("refusal").is_some_and(Value::is_string) {
-            m.insert("refusal".into(), Value::Null);
+        fix_finish_reason(c, Value::String("stop".into()));
+        if !c.get("logprobs").is_some_and(|l| l.is_object() || l.is_null()) {
+            set(c, "logprobs", Value::Null);
+        }
+        if !c.contains_key("message") {
+            c.insert("message".into(), Value::Object(Map::new()));
+        }
+        let m = c.get_mut("message").and_then(Value::as_object_mut).ok_or("a message is not an object")?;
+        set_str(m, "role", "assistant");
+        match m.get("content") {
+            // Strings (the usual case) and null stay as they are, uncopied.
+            Some(Value::String(_) | Value::Null) => {}
+            Some(other) => {
+                let text = content_text(other);
+                set(m, "content", text);
+            }
+            None => set(m, "content", Value::Null),
+        }
+        if !m.get("refusal").is_some_and(|r| r.is_string() || r.is_null()) {
+            set(m, "refusal", Value::Null);
         }
         match m.get_mut("tool_calls") {
             Some(Value::Array(calls)) if !calls.is_empty() => calls.iter_mut().for_each(|c| fix_tool_call(c, None)),
@@ -167,10 +204,9 @@ pub fn chunk(v: &mut Value, s: &Stamp) {
                 continue;
             };
             if !c.get("index").is_some_and(Value::is_u64) {
-                c.insert("index".into(), i.into());
+                set(c, "index", i.into());
             }
-            let fr = finish_reason(c.get("finish_reason"), Value::Null);
-            c.insert("finish_reason".into(), fr);
+            fix_finish_reason(c, Value::Null);
             if c.get("logprobs")
                 .is_some_and(|l| !(l.is_null() || l.get("content").is_some() && l.get("refusal").is_some()))
             {

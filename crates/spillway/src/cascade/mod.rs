@@ -212,7 +212,9 @@ pub async fn run(gw: &Gateway, plan: &CascadePlan, req: ChatRequest) -> Result<S
         let attempted = match plan.hedge_after {
             None => primary.await,
             Some(after) => {
-                let (attempted, hedged_to) = attempt::hedged(&walk, plan, i, primary, after).await;
+                // Boxed: two attempts side by side would double the size of
+                // every request's future, hedged or not.
+                let (attempted, hedged_to) = Box::pin(attempt::hedged(&walk, plan, i, primary, after)).await;
                 if let Some(j) = hedged_to {
                     next = next.max(j + 1);
                 }
@@ -235,7 +237,7 @@ pub async fn run(gw: &Gateway, plan: &CascadePlan, req: ChatRequest) -> Result<S
     gw.shared.alerts.publish(crate::alerts::Event::CascadeDead { cascade: plan.name.clone() });
     if plan.handoff {
         // The last tier: queue for a person (it counts the outcome itself).
-        return crate::handoff::queue(gw, plan, &req, attempts, calls).await;
+        return Box::pin(crate::handoff::queue(gw, plan, &req, attempts, calls)).await;
     }
     plan.metrics.error.inc();
     Err(ApiError::AllModelsFailed { cascade: plan.name.clone(), attempts })
@@ -264,7 +266,10 @@ fn serve(walk: &Walk<'_>, plan: &CascadePlan, win: Attempted<'_>) -> Served {
                 events: walk.gw.health.events.clone(),
                 _pass: pass,
                 // Upstreams send usage only when the client asked for it.
-                meter: walk.req.include_usage.then(|| crate::usage::Meter::new(walk.gw, &plan.name, &target.name)),
+                meter: walk
+                    .req
+                    .include_usage
+                    .then(|| crate::usage::Meter::new(walk.gw, &plan.name, &target.name, target.metrics.clone())),
             };
             let idle = walk.gw.config.health.timeouts.idle;
             ServedBody::Stream(stream::forward(head, rest, stamp, idle, walk.req.include_usage, end))

@@ -19,7 +19,9 @@ pub fn run(path: &Path) -> ExitCode {
             return ExitCode::from(1);
         }
     };
-    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+    // The main thread's loop runs the background jobs; requests are served
+    // by `server.workers` threads of their own (`server::workers`).
+    let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
         Ok(rt) => rt,
         Err(e) => {
             tracing::error!(error = %e, "Cannot start the async runtime.");
@@ -56,7 +58,11 @@ pub fn run(path: &Path) -> ExitCode {
         // Discovery refresh (restores the cached round first) and SIGHUP reload.
         crate::discovery::refresh::start(&state, &supervisor);
         supervisor.spawn(crate::reload::ReloadOnSighup::new(state.clone()));
-        let served = server::serve(listener, state, shutdown).await;
+        let workers = state.gateway.load().config.server.workers;
+        let served = match listener.into_std() {
+            Ok(listener) => server::workers::serve(listener, state, shutdown, workers).await,
+            Err(e) => Err(e),
+        };
         supervisor.stop(std::time::Duration::from_secs(5)).await;
         match served {
             Ok(()) => ExitCode::SUCCESS,

@@ -172,8 +172,17 @@ fn compile_server(cx: &mut Ctx, s: RawServer) -> ServerConfig {
     if max_concurrent_requests == 0 {
         cx.err("server.max_concurrent_requests", "must be greater than 0");
     }
+    let workers = match s.workers {
+        Some(0) => {
+            cx.err("server.workers", "must be greater than 0");
+            1
+        }
+        Some(n) => usize::try_from(n).unwrap_or(usize::MAX).min(1024),
+        None => std::thread::available_parallelism().map_or(1, usize::from),
+    };
     ServerConfig {
         listen,
+        workers,
         api_keys,
         admin_token,
         max_body_bytes: usize::try_from(max_body_bytes).unwrap_or(usize::MAX),

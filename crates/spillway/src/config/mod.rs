@@ -110,6 +110,8 @@ pub struct ServerConfig {
     pub header_read_timeout: Duration,
     /// Grace period for in-flight requests at shutdown.
     pub shutdown_grace: Duration,
+    /// Serving threads (`spillway serve`).
+    pub workers: usize,
 }
 
 /// Where shared state lives.

@@ -63,6 +63,9 @@ pub struct RawServer {
     pub header_read_timeout: Option<String>,
     /// How long in-flight requests may run after SIGTERM/SIGINT (default `30s`).
     pub shutdown_grace: Option<String>,
+    /// Threads serving requests, each with its own event loop and upstream
+    /// connections (default: one per CPU).
+    pub workers: Option<u64>,
 }
 
 /// A byte size: an integer, or a string such as `4MiB`, `512KiB`, `1MB`.

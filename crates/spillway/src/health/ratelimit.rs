@@ -112,6 +112,11 @@ pub fn retry_after(headers: &HeaderMap, now: SystemTime) -> Option<Duration> {
 /// OpenRouter's unsuffixed pair). `None` when no quota is used up, or when
 /// none of the used-up ones says when it resets.
 pub fn reset_hint(headers: &HeaderMap, now: SystemTime) -> Option<Duration> {
+    // Called on every answer: one pass over the few headers most upstreams
+    // send is cheaper than three name lookups that find nothing.
+    if !headers.keys().any(|k| k.as_str().starts_with("x-ratelimit-remaining")) {
+        return None;
+    }
     PAIRS
         .iter()
         .filter(|(remaining, _)| header(headers, remaining).and_then(number).is_some_and(|n| n <= 0.0))

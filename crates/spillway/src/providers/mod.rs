@@ -7,6 +7,7 @@
 
 pub mod anthropic;
 pub mod gigachat;
+pub mod http;
 pub mod mock;
 pub(crate) mod native;
 pub mod openai_compat;
@@ -129,13 +130,18 @@ impl Provider {
     }
 
     /// Sends one attempt.
+    ///
+    /// The native adapters' futures are boxed: a future is as large as its
+    /// largest variant, and the whole request's future (moved and boxed by
+    /// the server) would otherwise carry their token refreshes and
+    /// translations on every OpenAI-compatible call too.
     pub async fn call(&self, req: AttemptRequest<'_>) -> Result<Reply, AttemptError> {
         match &self.adapter {
             Adapter::OpenAi(a) => a.call(req).await,
-            Adapter::Mock(m) => m.call(req).await,
-            Adapter::Anthropic(a) => a.call(req).await,
-            Adapter::GigaChat(g) => g.call(req).await,
-            Adapter::Yandex(y) => y.call(req).await,
+            Adapter::Mock(m) => Box::pin(m.call(req)).await,
+            Adapter::Anthropic(a) => Box::pin(a.call(req)).await,
+            Adapter::GigaChat(g) => Box::pin(g.call(req)).await,
+            Adapter::Yandex(y) => Box::pin(y.call(req)).await,
         }
     }
 

@@ -14,17 +14,15 @@ use crate::cascade::outcome::{AttemptError, Failure};
 use crate::config::{HealthConfig, ProviderConfig};
 use bytes::Bytes;
 use futures_util::StreamExt;
-use http::header::{HeaderMap, AUTHORIZATION, CONTENT_TYPE};
+use http::header::{AUTHORIZATION, CONTENT_TYPE};
 use serde_json::Value;
 use std::collections::VecDeque;
 
 /// An OpenAI-compatible upstream.
 #[derive(Debug)]
 pub struct OpenAiCompat {
-    client: reqwest::Client,
-    /// Parsed once: parsing a URL per request showed in profiles.
-    url: reqwest::Url,
-    headers: HeaderMap,
+    /// `{base_url}/chat/completions` with the key and extra headers, pooled.
+    endpoint: super::http::Endpoint,
 }
 
 impl OpenAiCompat {
@@ -37,10 +35,14 @@ impl OpenAiCompat {
         if let Some(key) = &config.api_key {
             headers.insert(AUTHORIZATION, super::native::secret_header(config, "Bearer ", key)?);
         }
-        let client = super::native::build_client(config, health)?;
-        let url = reqwest::Url::parse(&format!("{base}/chat/completions"))
-            .map_err(|e| err(format!("invalid base_url: {e}")))?;
-        Ok(Self { client, url, headers })
+        let endpoint = super::http::Endpoint::new(
+            &format!("{base}/chat/completions"),
+            &headers,
+            config.ca_file.as_deref(),
+            health.timeouts.connect,
+        )
+        .map_err(|e| err(e.0))?;
+        Ok(Self { endpoint })
     }
 
     /// Sends one attempt.
@@ -48,18 +50,11 @@ impl OpenAiCompat {
         let mut body = req.body;
         body.insert("model".into(), Value::String(req.model_id.to_string()));
         let bytes = serde_json::to_vec(&body).map_err(|e| AttemptError::new(Failure::BrokenBody, e.to_string()))?;
-        let resp = self
-            .client
-            .post(self.url.clone())
-            .headers(self.headers.clone())
-            .body(bytes)
-            .send()
-            .await
-            .map_err(|e| transport_error(&e))?;
+        let resp = self.endpoint.post(bytes.into()).await.map_err(|e| request_error(&e))?;
         let status = resp.status().as_u16();
         if !(200..300).contains(&status) {
             let retry = crate::health::ratelimit::rate_limit_reset(resp.headers(), std::time::SystemTime::now());
-            let body = resp.bytes().await.unwrap_or_default();
+            let body = resp.into_body().bytes().await.unwrap_or_default();
             let failure = super::classify_openai_error(status, retry, &body);
             return Err(AttemptError::new(failure, format!("HTTP {status}{}", short_message(&body))));
         }
@@ -78,9 +73,9 @@ impl OpenAiCompat {
                     "a stream was asked for but the response is not text/event-stream",
                 ));
             }
-            return Ok(Reply::Stream(sse_chunks(resp.bytes_stream())));
+            return Ok(Reply::Stream(sse_chunks(resp.into_body())));
         }
-        let body = resp.bytes().await.map_err(|e| transport_error(&e))?;
+        let body = resp.into_body().bytes().await.map_err(|e| body_error(&e))?;
         let value: Value = serde_json::from_slice(&body)
             .map_err(|e| AttemptError::new(Failure::BrokenBody, format!("response is not JSON: {e}")))?;
         if let Some(f) = in_band_error(&value) {
@@ -88,6 +83,24 @@ impl OpenAiCompat {
         }
         Ok(Reply::Complete(value))
     }
+}
+
+/// Classifies a request that got no response head.
+pub fn request_error(e: &super::http::HttpError) -> AttemptError {
+    use super::http::HttpError;
+    let failure = match e {
+        HttpError::ConnectTimeout(_) => Failure::Timeout,
+        // Connection refused or reset, TLS failures, a connection that
+        // broke before the response head: nothing was answered.
+        HttpError::Connect(_) | HttpError::Send(_) => Failure::ConnectError,
+    };
+    // The errors name neither the URL's credentials nor any header.
+    AttemptError::new(failure, e.to_string())
+}
+
+/// Classifies a response body that could not be read.
+pub fn body_error(e: &super::http::BodyError) -> AttemptError {
+    AttemptError::new(Failure::BrokenBody, e.to_string())
 }
 
 /// Classifies a transport-level error of the HTTP client.
@@ -210,6 +223,13 @@ impl From<reqwest::Error> for AttemptErrorSource {
             err.failure = Failure::BrokenBody;
         }
         Self(err)
+    }
+}
+
+impl From<hyper::Error> for AttemptErrorSource {
+    fn from(e: hyper::Error) -> Self {
+        // Mid-body: the connection broke or the framing was invalid.
+        Self(AttemptError::new(Failure::BrokenBody, format!("response body: {e}")))
     }
 }
 

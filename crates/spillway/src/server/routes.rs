@@ -15,6 +15,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::Router;
 use futures_util::StreamExt;
+use http_body_util::BodyExt;
 use serde_json::json;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -22,7 +23,7 @@ use std::sync::Arc;
 /// Builds the router.
 pub fn router(state: Arc<AppState>) -> Router {
     Router::new()
-        .route("/v1/chat/completions", post(chat))
+        .route("/v1/chat/completions", post(chat_route))
         .route("/v1/models", get(models))
         .route("/healthz", get(|| async { "ok" }))
         .route("/readyz", get(readyz))
@@ -53,14 +54,29 @@ pub(crate) fn same(a: &str, b: &str) -> bool {
     a.len() == b.len() && a.bytes().zip(b.bytes()).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
-async fn chat(State(state): State<Arc<AppState>>, request: Request) -> Response {
+async fn chat_route(State(state): State<Arc<AppState>>, request: Request) -> Response {
+    chat(state, request).await
+}
+
+/// `POST /v1/chat/completions`. The server calls it directly, without the
+/// router (see `server::Front`); the route above serves the same handler to
+/// anything that goes through the router.
+pub(crate) async fn chat<B>(state: Arc<AppState>, request: http::Request<B>) -> Response
+where
+    B: hyper::body::Body<Data = Bytes> + Send + 'static,
+    B::Error: std::error::Error + Send + Sync + 'static,
+{
     match chat_inner(state, request).await {
         Ok(r) => r,
         Err(e) => e.into_response(),
     }
 }
 
-async fn chat_inner(state: Arc<AppState>, request: Request) -> Result<Response, ApiError> {
+async fn chat_inner<B>(state: Arc<AppState>, request: http::Request<B>) -> Result<Response, ApiError>
+where
+    B: hyper::body::Body<Data = Bytes> + Send + 'static,
+    B::Error: std::error::Error + Send + Sync + 'static,
+{
     let gw = state.gateway.load_full();
     let server = &gw.config.server;
     let mut key_id = None;
@@ -86,7 +102,11 @@ async fn chat_inner(state: Arc<AppState>, request: Request) -> Result<Response, 
     if declared.is_some_and(|n| n > limit) {
         return Err(ApiError::BodyTooLarge(limit));
     }
-    let bytes = axum::body::to_bytes(request.into_body(), limit).await.map_err(|_| ApiError::BodyTooLarge(limit))?;
+    let bytes = http_body_util::Limited::new(request.into_body(), limit)
+        .collect()
+        .await
+        .map_err(|_| ApiError::BodyTooLarge(limit))?
+        .to_bytes();
     let req = ChatRequest::parse(&bytes)?;
     let plan = gw.resolve(&req.model).ok_or_else(|| ApiError::ModelNotFound(req.model.clone()))?;
     let (plan, escalated) = crate::escalation::rules::choose(&gw, plan, &req, escalate);

@@ -20,7 +20,7 @@ pub mod flush;
 use crate::alerts::{AlertBus, Event};
 use crate::config::{Config, Price};
 use crate::discovery::DiscoveryState;
-use crate::metrics::{CostLabels, Metrics, ModelLabels, TokenLabels};
+use crate::metrics::{Metrics, TargetMetrics, UsageHandles};
 use crate::runtime::{CascadePlan, Gateway};
 use serde_json::Value;
 use std::collections::{HashMap, HashSet};
@@ -61,11 +61,19 @@ pub struct Books<'a> {
     pub alerts: &'a AlertBus,
     /// Listed prices of discovered models.
     pub discovery: &'a DiscoveryState,
+    /// The answering target's series, when known (else looked up by label).
+    pub handles: Option<&'a UsageHandles>,
 }
 
 impl<'a> From<&'a Gateway> for Books<'a> {
     fn from(gw: &'a Gateway) -> Self {
-        Self { config: &gw.config, metrics: &gw.metrics, alerts: &gw.shared.alerts, discovery: &gw.shared.discovery }
+        Self {
+            config: &gw.config,
+            metrics: &gw.metrics,
+            alerts: &gw.shared.alerts,
+            discovery: &gw.shared.discovery,
+            handles: None,
+        }
     }
 }
 
@@ -116,13 +124,17 @@ impl Ledger {
             return;
         };
         let m = b.metrics;
-        for (kind, n) in [("input", input), ("output", output)] {
-            m.tokens.get_or_create(&TokenLabels { provider: provider.into(), model: model.into(), kind }).inc_by(n);
-        }
+        let fresh = UsageHandles::default();
+        let handles = b.handles.unwrap_or(&fresh);
+        let [tokens_in, tokens_out] = handles.tokens(m, provider, model);
+        tokens_in.inc_by(input);
+        tokens_out.inc_by(output);
         let Some(p) = price(b.config, b.discovery, model_ref) else {
-            m.unpriced.get_or_create(&ModelLabels { provider: provider.into(), model: model.into() }).inc();
-            let first = self.warned.lock().unwrap_or_else(PoisonError::into_inner).insert(model_ref.to_string());
-            if first {
+            handles.unpriced(m, provider, model).inc();
+            let mut warned = self.warned.lock().unwrap_or_else(PoisonError::into_inner);
+            if !warned.contains(model_ref) {
+                warned.insert(model_ref.to_string());
+                drop(warned);
                 tracing::warn!(model = model_ref, "A model without a known price answered; counting its cost as 0.");
             }
             return;
@@ -131,9 +143,7 @@ impl Ledger {
         if cost <= 0.0 {
             return;
         }
-        m.cost
-            .get_or_create(&CostLabels { cascade: cascade.into(), provider: provider.into(), model: model.into() })
-            .inc_by(cost);
+        handles.cost(m, cascade, provider, model).inc_by(cost);
         let day = now_ms / DAY_MS;
         let limit = b.config.cascades.get(cascade).and_then(|c| c.daily_budget_usd);
         if limit.is_none() {
@@ -197,7 +207,9 @@ pub fn observe(gw: &Gateway, plan: &CascadePlan, served: &crate::cascade::Served
     gw.shared.alerts.traffic.record(&served.cascade, served.tier.index() > first, now);
     if let crate::cascade::ServedBody::Complete(v) = &served.body {
         if served.handoff_id.is_none() {
-            gw.shared.usage.record(gw.into(), &served.cascade, &served.model, v.get("usage"), now);
+            let target = plan.targets.iter().find(|t| t.name == served.model);
+            let books = Books { handles: target.map(|t| &t.metrics.usage), ..gw.into() };
+            gw.shared.usage.record(books, &served.cascade, &served.model, v.get("usage"), now);
         }
     }
 }
@@ -212,11 +224,12 @@ pub struct Meter {
     ledger: Arc<Ledger>,
     cascade: String,
     model_ref: String,
+    target: Arc<TargetMetrics>,
 }
 
 impl Meter {
-    /// A meter for `model_ref` answering in `cascade`.
-    pub fn new(gw: &Gateway, cascade: &str, model_ref: &str) -> Self {
+    /// A meter for `model_ref` answering in `cascade`, with its target's series.
+    pub fn new(gw: &Gateway, cascade: &str, model_ref: &str, target: Arc<TargetMetrics>) -> Self {
         Self {
             config: gw.config.clone(),
             metrics: gw.metrics.clone(),
@@ -225,13 +238,19 @@ impl Meter {
             ledger: gw.shared.usage.clone(),
             cascade: cascade.to_string(),
             model_ref: model_ref.to_string(),
+            target,
         }
     }
 
     /// Records the stream's usage (call once).
     pub fn usage(&self, usage: &Value) {
-        let books =
-            Books { config: &self.config, metrics: &self.metrics, alerts: &self.alerts, discovery: &self.discovery };
+        let books = Books {
+            config: &self.config,
+            metrics: &self.metrics,
+            alerts: &self.alerts,
+            discovery: &self.discovery,
+            handles: Some(&self.target.usage),
+        };
         self.ledger.record(books, &self.cascade, &self.model_ref, Some(usage), crate::health::clock::now_ms());
     }
 }

@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# User-space instructions the gateway executes per proxied request, counted
+# by valgrind's callgrind: repeatable on a shared, noisy machine where
+# timings are not, so it is the number to compare before and after a change
+# to the request path. (Kernel time is not counted; bench/overhead.sh
+# measures the whole cost.)
+#
+#   bench/instructions.sh                 # prints instructions per request
+#   KEEP=1 bench/instructions.sh          # keeps the callgrind profile for callgrind_annotate
+#
+# One serving thread (`server.workers: 1`), 4 connections, non-streamed
+# requests to an instant local upstream. Installs valgrind and wrk (Debian)
+# when missing; listens on 127.0.0.1 only.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+SECONDS_MEASURED=${SECONDS_MEASURED:-10}
+for tool in valgrind wrk; do
+  if ! command -v "$tool" >/dev/null 2>&1; then
+    echo "Installing $tool..."
+    (apt-get update -qq && apt-get install -y -qq "$tool") >/dev/null
+  fi
+done
+cargo build --release -q -p spillway -p test-upstreams --bins
+BIN=${CARGO_TARGET_DIR:-target}/release
+work=$(mktemp -d)
+pids=()
+cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; [ -n "${KEEP:-}" ] || rm -rf "$work"; }
+trap cleanup EXIT
+
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+UP=$(free_port)
+"$BIN/fake-upstream" --port "$UP" >"$work/up.log" 2>&1 &
+pids+=($!)
+GW=$(free_port)
+cat >"$work/gw.yaml" <<YAML
+server: { listen: 127.0.0.1:$GW, max_concurrent_requests: 100000, workers: 1 }
+providers:
+  fast: { kind: openai, base_url: "http://127.0.0.1:$UP/v1" }
+cascades:
+  fast: { models: [fast/bench] }
+YAML
+cat >"$work/fast.lua" <<LUA
+wrk.method = "POST"
+wrk.headers["Content-Type"] = "application/json"
+wrk.body = '{"model":"fast","messages":[{"role":"user","content":"Hello, how are you today?"}]}'
+LUA
+SPILLWAY_LOG=error valgrind --tool=callgrind --instr-atstart=no --callgrind-out-file="$work/cg.out" \
+  "$BIN/spillway" serve --config "$work/gw.yaml" >"$work/gw.log" 2>&1 &
+GW_PID=$!
+pids+=($GW_PID)
+for _ in $(seq 200); do curl -sf -o /dev/null "http://127.0.0.1:$GW/healthz" && break; sleep 0.1; done
+url="http://127.0.0.1:$GW/v1/chat/completions"
+callgrind_control -i on "$GW_PID" >/dev/null
+# Warm-up (pools, lazily created series), then dump and discard it.
+wrk -t1 -c4 -d3s -s "$work/fast.lua" "$url" >/dev/null
+callgrind_control -d "$GW_PID" >/dev/null
+wrk -t1 -c4 -d"${SECONDS_MEASURED}s" -s "$work/fast.lua" "$url" >"$work/wrk.out"
+callgrind_control -i off "$GW_PID" >/dev/null
+callgrind_control -d "$GW_PID" >/dev/null
+sleep 1
+requests=$(awk '/requests in/{print $1}' "$work/wrk.out")
+non2xx=$(awk '/Non-2xx/{print $NF}' "$work/wrk.out")
+# Each dump holds the counts since the previous one: the newest is the measured run.
+profile=$(ls -t "$work"/cg.out.* | head -1)
+total=$(awk '/^totals:/{print $2; exit}' "$profile")
+echo "requests: $requests (non-2xx: ${non2xx:-0})"
+echo "instructions per request: $((total / requests))"
+[ -z "${KEEP:-}" ] || echo "profile: $profile"

@@ -1,0 +1,77 @@
+//! Serving threads: `server.workers` threads, each with its own
+//! single-threaded event loop, accepting from the same listening socket.
+//!
+//! A connection, the requests on it, the upstream calls they make and the
+//! upstream connections those use all stay on the thread that accepted it:
+//! no task migrates, and no request wakes another thread. Measured on the
+//! project's 2-core machine, tokio's work-stealing scheduler cost about a
+//! quarter of the gateway's CPU per request in cross-thread wake-ups and
+//! queue handling (`docs/PERFORMANCE.md`). Upstream connection pools keep
+//! one idle list per thread ([`slot`]), so a connection is reused by the
+//! thread whose event loop drives it.
+//!
+//! Every thread polls its own duplicate of the listening socket; the
+//! kernel wakes them all for a new connection and the first to call
+//! `accept` takes it, so an idle thread tends to win. (Unlike
+//! `SO_REUSEPORT`, a second gateway cannot bind the same port by mistake.)
+//! Background jobs (discovery, health sync, alerts) run on the main
+//! thread's loop, not here.
+
+use super::AppState;
+use std::cell::Cell;
+use std::sync::Arc;
+use tokio_util::sync::CancellationToken;
+
+thread_local! {
+    static SLOT: Cell<usize> = const { Cell::new(0) };
+}
+
+/// The calling thread's slot: `1..=workers` on a serving thread, 0
+/// elsewhere (the main thread, tests' runtimes, blocking threads).
+pub fn slot() -> usize {
+    SLOT.with(Cell::get)
+}
+
+/// Serves `listener` on `workers` threads until `shutdown` is cancelled
+/// and every thread has drained its connections.
+pub async fn serve(
+    listener: std::net::TcpListener,
+    state: Arc<AppState>,
+    shutdown: CancellationToken,
+    workers: usize,
+) -> std::io::Result<()> {
+    tracing::info!(addr = %listener.local_addr()?, workers, "Spillway is listening.");
+    let mut done = Vec::with_capacity(workers);
+    for i in 1..=workers.max(1) {
+        let socket = listener.try_clone()?;
+        let (state, shutdown) = (state.clone(), shutdown.clone());
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        std::thread::Builder::new().name(format!("spillway-w{i}")).spawn(move || {
+            SLOT.with(|s| s.set(i));
+            let _ = tx.send(run_one(socket, state, shutdown));
+        })?;
+        done.push(rx);
+    }
+    drop(listener);
+    let mut result = Ok(());
+    for rx in done {
+        // A thread that vanished without an answer panicked.
+        let ended = rx.await.unwrap_or_else(|_| Err(std::io::Error::other("a serving thread panicked")));
+        if let Err(e) = ended {
+            tracing::error!(error = %e, "A serving thread failed.");
+            // Stop the others too: a gateway serving on fewer threads than
+            // configured would hide the failure.
+            shutdown.cancel();
+            result = Err(e);
+        }
+    }
+    result
+}
+
+fn run_one(socket: std::net::TcpListener, state: Arc<AppState>, shutdown: CancellationToken) -> std::io::Result<()> {
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+    runtime.block_on(async move {
+        let listener = tokio::net::TcpListener::from_std(socket)?;
+        super::accept_loop(listener, state, shutdown).await
+    })
+}
