@@ -50,13 +50,13 @@ GW_PID=$!
 pids+=($GW_PID)
 for _ in $(seq 200); do curl -sf -o /dev/null "http://127.0.0.1:$GW/healthz" && break; sleep 0.1; done
 url="http://127.0.0.1:$GW/v1/chat/completions"
-callgrind_control -i on "$GW_PID" >/dev/null
+callgrind_control -i on "$GW_PID" >/dev/null 2>&1
 # Warm-up (pools, lazily created series), then dump and discard it.
 wrk -t1 -c4 -d3s -s "$work/fast.lua" "$url" >/dev/null
-callgrind_control -d "$GW_PID" >/dev/null
+callgrind_control -d "$GW_PID" >/dev/null 2>&1
 wrk -t1 -c4 -d"${SECONDS_MEASURED}s" -s "$work/fast.lua" "$url" >"$work/wrk.out"
-callgrind_control -i off "$GW_PID" >/dev/null
-callgrind_control -d "$GW_PID" >/dev/null
+callgrind_control -i off "$GW_PID" >/dev/null 2>&1
+callgrind_control -d "$GW_PID" >/dev/null 2>&1
 sleep 1
 requests=$(awk '/requests in/{print $1}' "$work/wrk.out")
 non2xx=$(awk '/Non-2xx/{print $NF}' "$work/wrk.out")

@@ -149,3 +149,29 @@ async fn new_connections_are_refused_after_shutdown() {
     gw.stopped(Duration::from_secs(5)).await.unwrap();
     assert!(tokio::net::TcpStream::connect(addr).await.is_err());
 }
+
+#[tokio::test]
+async fn several_serving_threads_answer_and_drain_on_shutdown() {
+    let up = FakeUpstream::start().await;
+    let mut gw = start_workers(&config(&up, "  shutdown_grace: 5s"), 3).await;
+    let url = format!("{}/v1/chat/completions", gw.url);
+    // Each request on its own connection, all at once: they spread over the threads.
+    let answers = futures_util::future::join_all((0..24).map(|_| {
+        let url = url.clone();
+        async move { client().post(url).json(&chat("chat", false)).send().await.unwrap().status() }
+    }))
+    .await;
+    assert!(answers.iter().all(|s| *s == 200), "{answers:?}");
+    assert_eq!(up.calls(), 24);
+    up.push(Reply::text("finished anyway").delay(Duration::from_millis(500)));
+    let in_flight = tokio::spawn(async move {
+        let r = client().post(url).json(&chat("chat", false)).send().await.unwrap();
+        (r.status(), r.text().await.unwrap())
+    });
+    assert!(up.wait_for(Duration::from_secs(2), |u| u.calls() == 25).await);
+    gw.shutdown.cancel();
+    let (status, text) = in_flight.await.unwrap();
+    assert_eq!(status, 200);
+    assert!(text.contains("finished anyway"));
+    gw.stopped(Duration::from_secs(5)).await.unwrap();
+}

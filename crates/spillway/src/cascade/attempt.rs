@@ -95,7 +95,9 @@ async fn once(walk: &Walk<'_>, target: &Target) -> Result<Success, AttemptError>
     let token_deadline = walk.deadline.min(started + first_token);
     let mut prepared = prepare::prepare(walk.gw, target, walk.req);
     if let Some(plan) = walk.json.as_ref().filter(|_| !target.provider.config.native_json) {
-        super::json::instruct(&mut prepared.body, plan);
+        if plan.instruction.is_some() {
+            super::json::instruct(prepared.body.to_mut(), plan);
+        }
     }
     let hints = UpstreamHints::default();
     let request = AttemptRequest {

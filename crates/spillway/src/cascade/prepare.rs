@@ -1,6 +1,7 @@
 //! Per-attempt request rewriting: what one model of the cascade receives.
 //!
-//! The client's body is copied for each attempt and adapted to the target:
+//! The client's body is adapted to the target — copied first, and only when
+//! something rewrites it (most attempts send it as it came):
 //! its provider's load profile (SPEC §9) and, later, its prompt variant
 //! (SPEC §7). Everything here reads in-memory state only — no I/O on the
 //! request path: the load profile is one atomic load on state a background
@@ -11,12 +12,14 @@ use crate::api::ChatRequest;
 use crate::providers::Reply;
 use crate::runtime::Gateway;
 use serde_json::{Map, Value};
+use std::borrow::Cow;
 
 /// The body one attempt sends, and what was applied to it.
 #[derive(Debug)]
-pub struct Prepared {
-    /// The OpenAI request body for this attempt.
-    pub body: Map<String, Value>,
+pub struct Prepared<'a> {
+    /// The OpenAI request body for this attempt: the client's own unless
+    /// something rewrote it.
+    pub body: Cow<'a, Map<String, Value>>,
     /// The load profile applied, when the provider's load is monitored.
     pub load_profile: Option<String>,
     /// The prompt variant applied, if a `prompts:` rule matched.
@@ -25,11 +28,15 @@ pub struct Prepared {
 
 /// Builds the body of one attempt: the client's body with the provider's
 /// active load profile applied (system prompt, scaled `max_tokens`).
-pub fn prepare(gw: &Gateway, target: &Target, req: &ChatRequest) -> Prepared {
-    let mut body = req.body.clone();
+pub fn prepare<'a>(gw: &Gateway, target: &Target, req: &'a ChatRequest) -> Prepared<'a> {
+    let mut body = Cow::Borrowed(&req.body);
     // The prompt variant first, so a load profile's system prompt is added
     // to what this model actually receives.
-    let prompt = if gw.prompts.is_empty() { None } else { gw.prompts.apply(&target.name, &mut body) };
+    let prompt = if gw.prompts.is_empty() || !gw.prompts.matches(&target.name) {
+        None
+    } else {
+        gw.prompts.apply(&target.name, body.to_mut())
+    };
     if let Some(p) = &prompt {
         gw.metrics
             .prompt_variants
@@ -42,7 +49,7 @@ pub fn prepare(gw: &Gateway, target: &Target, req: &ChatRequest) -> Prepared {
             .inc();
     }
     let load_profile =
-        gw.load.get(&target.model_ref.provider).and_then(|load| load.rewrite(&mut body)).map(str::to_owned);
+        gw.load.get(&target.model_ref.provider).and_then(|load| load.rewrite(body.to_mut())).map(str::to_owned);
     Prepared { body, load_profile, prompt }
 }
 

@@ -67,6 +67,11 @@ impl Prompts {
         self.rules.is_empty()
     }
 
+    /// Whether a rule matches `model_ref` (so its body must be rewritten).
+    pub fn matches(&self, model_ref: &str) -> bool {
+        self.rules.iter().any(|r| glob_match(&r.pattern, model_ref))
+    }
+
     /// Applies the first rule matching `model_ref` to `body`.
     pub fn apply(&self, model_ref: &str, body: &mut Map<String, Value>) -> Option<Applied> {
         let rule = self.rules.iter().find(|r| glob_match(&r.pattern, model_ref))?;

@@ -426,6 +426,113 @@ mod tests {
         assert!(e.pool.origin.tls.is_some());
     }
 
+    /// A raw HTTP/1.1 upstream that counts its connections; with
+    /// `close_after_first` it drops each connection after one answer
+    /// without saying so (as servers do with idle keep-alive connections).
+    #[allow(clippy::disallowed_methods)] // a test server: its tasks end with the test's runtime
+    async fn upstream(close_after_first: bool) -> (String, Arc<std::sync::atomic::AtomicUsize>) {
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}/v1/chat/completions", listener.local_addr().unwrap());
+        let accepted = Arc::new(AtomicUsize::new(0));
+        let count = accepted.clone();
+        tokio::spawn(async move {
+            loop {
+                let (mut sock, _) = listener.accept().await.unwrap();
+                count.fetch_add(1, Ordering::SeqCst);
+                tokio::spawn(async move {
+                    let mut buf = Vec::new();
+                    loop {
+                        // One request: headers, then a body of content-length bytes.
+                        let mut chunk = [0u8; 4096];
+                        let head_end = loop {
+                            if let Some(at) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+                                break at + 4;
+                            }
+                            match sock.read(&mut chunk).await {
+                                Ok(0) | Err(_) => return,
+                                Ok(n) => buf.extend_from_slice(&chunk[..n]),
+                            }
+                        };
+                        let head = String::from_utf8_lossy(&buf[..head_end]).to_ascii_lowercase();
+                        let len: usize = head
+                            .lines()
+                            .find_map(|l| l.strip_prefix("content-length:"))
+                            .map_or(0, |v| v.trim().parse().unwrap());
+                        while buf.len() < head_end + len {
+                            match sock.read(&mut chunk).await {
+                                Ok(0) | Err(_) => return,
+                                Ok(n) => buf.extend_from_slice(&chunk[..n]),
+                            }
+                        }
+                        buf.drain(..head_end + len);
+                        let body = "{\"ok\":true}";
+                        let resp = format!(
+                            "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{body}",
+                            body.len()
+                        );
+                        if sock.write_all(resp.as_bytes()).await.is_err() || close_after_first {
+                            return;
+                        }
+                    }
+                });
+            }
+        });
+        (url, accepted)
+    }
+
+    fn endpoint(url: &str) -> Endpoint {
+        Endpoint::new(url, &HeaderMap::new(), None, Duration::from_secs(2)).unwrap()
+    }
+
+    #[tokio::test]
+    async fn a_connection_is_reused_once_its_body_was_read() {
+        let (url, accepted) = upstream(false).await;
+        let e = endpoint(&url);
+        for _ in 0..3 {
+            let body = e.post(Bytes::from_static(b"{}")).await.unwrap().into_body().bytes().await.unwrap();
+            assert_eq!(&body[..], b"{\"ok\":true}");
+        }
+        assert_eq!(accepted.load(std::sync::atomic::Ordering::SeqCst), 1);
+    }
+
+    #[tokio::test]
+    async fn a_connection_with_an_unread_body_is_not_handed_out() {
+        let (url, accepted) = upstream(false).await;
+        let e = endpoint(&url);
+        let first = e.post(Bytes::from_static(b"{}")).await.unwrap();
+        let second = e.post(Bytes::from_static(b"{}")).await.unwrap();
+        assert_eq!(accepted.load(std::sync::atomic::Ordering::SeqCst), 2);
+        // Dropped halfway (unread): closed, not pooled; the read one is.
+        drop(first);
+        second.into_body().bytes().await.unwrap();
+        e.post(Bytes::from_static(b"{}")).await.unwrap().into_body().bytes().await.unwrap();
+        assert_eq!(accepted.load(std::sync::atomic::Ordering::SeqCst), 2);
+    }
+
+    #[tokio::test]
+    async fn an_idle_connection_the_upstream_closed_does_not_fail_the_next_request() {
+        let (url, accepted) = upstream(true).await;
+        let e = endpoint(&url);
+        for i in 1..=3 {
+            let resp = e.post(Bytes::from_static(b"{}")).await.unwrap_or_else(|err| panic!("request {i}: {err}"));
+            assert_eq!(resp.status(), 200);
+            resp.into_body().bytes().await.unwrap();
+        }
+        assert_eq!(accepted.load(std::sync::atomic::Ordering::SeqCst), 3);
+    }
+
+    #[tokio::test]
+    async fn a_refused_connection_is_a_connect_error() {
+        let port = {
+            let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+            l.local_addr().unwrap().port()
+        };
+        let e = endpoint(&format!("http://127.0.0.1:{port}/v1/chat/completions"));
+        assert!(matches!(e.post(Bytes::new()).await, Err(HttpError::Connect(_))));
+    }
+
     #[test]
     fn bad_urls_and_ca_files_are_errors() {
         let h = HeaderMap::new();

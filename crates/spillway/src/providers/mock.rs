@@ -270,6 +270,7 @@ mod tests {
     async fn call(p: &MockProvider, body: Value, stream: bool) -> Result<Reply, AttemptError> {
         let hints = UpstreamHints::default();
         let body = body.as_object().cloned().unwrap_or_default();
+        let body = std::borrow::Cow::Owned(body);
         p.call(AttemptRequest { model_id: "x", body, stream, include_usage: true, hints: &hints }).await
     }
 

@@ -47,8 +47,9 @@ impl std::fmt::Debug for Reply {
 pub struct AttemptRequest<'a> {
     /// The model id at the provider.
     pub model_id: &'a str,
-    /// The OpenAI request body for this attempt (its `model` is replaced by the adapter).
-    pub body: Map<String, Value>,
+    /// The OpenAI request body for this attempt (its `model` is replaced by
+    /// the adapter); borrowed from the client's request when not rewritten.
+    pub body: std::borrow::Cow<'a, Map<String, Value>>,
     /// Stream the answer.
     pub stream: bool,
     /// The client asked for a usage chunk.

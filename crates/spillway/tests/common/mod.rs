@@ -48,6 +48,21 @@ pub async fn start(yaml: &str) -> TestGateway {
     TestGateway { url, state, shutdown, task: Some(task) }
 }
 
+/// Starts a gateway from YAML on `workers` serving threads of its own, as
+/// `spillway serve` does.
+pub async fn start_workers(yaml: &str, workers: usize) -> TestGateway {
+    let config = spillway::config::load_str(yaml, None, &|_| None).unwrap_or_else(|e| panic!("config:\n{e}"));
+    let gateway = Gateway::build(config, &Shared::default()).unwrap();
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let shutdown = CancellationToken::new();
+    gateway.start_background(&spillway::supervisor::Supervisor::new(shutdown.clone()));
+    let state = AppState::new(gateway);
+    let task = tokio::spawn(server::workers::serve(listener, state.clone(), shutdown.clone(), workers));
+    TestGateway { url, state, shutdown, task: Some(task) }
+}
+
 /// A provider block pointing at a fake upstream.
 pub fn openai_provider(name: &str, up: &FakeUpstream) -> String {
     format!("  {name}:\n    kind: openai\n    base_url: {}\n    api_key: test-key-{name}\n", up.base_url())

@@ -61,7 +61,7 @@ impl AnthropicAdapter {
 
     /// Sends one attempt.
     pub async fn call(&self, req: AttemptRequest<'_>) -> Result<Reply, AttemptError> {
-        let openai = Value::Object(req.body);
+        let openai = Value::Object(req.body.into_owned());
         let mut body =
             super::to_anthropic(&openai, req.model_id, self.default_max_tokens).map_err(native::translate_failure)?;
         if let Some(obj) = body.as_object_mut() {

@@ -47,7 +47,7 @@ impl GigaChatAdapter {
 
     /// Sends one attempt.
     pub async fn call(&self, req: AttemptRequest<'_>) -> Result<Reply, AttemptError> {
-        let openai = Value::Object(req.body);
+        let openai = Value::Object(req.body.into_owned());
         let mut body = super::to_gigachat(&openai, req.model_id).map_err(native::translate_failure)?;
         if let Some(obj) = body.as_object_mut() {
             obj.insert("stream".into(), Value::Bool(req.stream));

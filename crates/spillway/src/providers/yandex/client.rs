@@ -59,7 +59,7 @@ impl YandexAdapter {
 
     /// Sends one attempt.
     pub async fn call(&self, req: AttemptRequest<'_>) -> Result<Reply, AttemptError> {
-        let mut openai = Value::Object(req.body);
+        let mut openai = Value::Object(req.body.into_owned());
         if let Some(obj) = openai.as_object_mut() {
             // The translator reads `stream` from the body; the runner decides.
             obj.insert("stream".into(), Value::Bool(req.stream));
