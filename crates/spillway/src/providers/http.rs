@@ -266,15 +266,40 @@ impl Endpoint {
     }
 
     fn wrap(&self, resp: Response<Incoming>, sender: SendRequest<Full<Bytes>>, slot: usize) -> Response<Body> {
-        resp.map(|incoming| Body { incoming, back: Some(Back { sender, pool: self.pool.clone(), slot }) })
+        resp.map(|incoming| Body {
+            incoming: Some(incoming),
+            back: Some(Back { sender, pool: self.pool.clone(), slot }),
+            complete: Arc::new(std::sync::atomic::AtomicBool::new(false)),
+        })
     }
 }
 
 /// A response body; the connection returns to its pool when it has been
 /// read to the end.
 pub struct Body {
-    incoming: Incoming,
+    /// `None` only while being dropped.
+    incoming: Option<Incoming>,
     back: Option<Back>,
+    /// Set by the reader when the answer is complete at its own level (an
+    /// SSE `[DONE]`) though the body may not have ended yet.
+    complete: Arc<std::sync::atomic::AtomicBool>,
+}
+
+/// How long a dropped body whose answer was complete may take to reach its
+/// end (the chunked terminator after `[DONE]`) so its connection can be
+/// reused, and how many bytes it may still send.
+const DRAIN_TIME: Duration = Duration::from_secs(1);
+const DRAIN_BYTES: usize = 64 * 1024;
+
+/// Marks a body's answer complete; see [`Body::completion`].
+#[derive(Debug, Clone)]
+pub struct Completion(Arc<std::sync::atomic::AtomicBool>);
+
+impl Completion {
+    /// The answer is complete: what the body still sends is its end.
+    pub fn mark(&self) {
+        self.0.store(true, std::sync::atomic::Ordering::Release);
+    }
 }
 
 /// Where a connection goes back to.
@@ -290,7 +315,48 @@ impl std::fmt::Debug for Body {
     }
 }
 
+impl Drop for Body {
+    /// A body dropped before its end closes its connection — unless its
+    /// answer was complete (a stream's `[DONE]` seen): then the rest (the
+    /// chunked terminator, normally already on its way) is read in the
+    /// background, briefly, and the connection goes back to its pool. A
+    /// body dropped mid-answer (the client left) is never drained: closing
+    /// the connection is what cancels the upstream's generation.
+    fn drop(&mut self) {
+        let (Some(back), Some(mut incoming)) = (self.back.take(), self.incoming.take()) else { return };
+        if !self.complete.load(std::sync::atomic::Ordering::Acquire) {
+            return;
+        }
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else { return };
+        // Detached on purpose: it ends within DRAIN_TIME.
+        runtime.spawn(async move {
+            let drained = tokio::time::timeout(DRAIN_TIME, async {
+                let mut left = DRAIN_BYTES;
+                while let Some(frame) = incoming.frame().await {
+                    let Ok(frame) = frame else { return false };
+                    let n = frame.data_ref().map_or(0, Bytes::len);
+                    if n > left {
+                        return false;
+                    }
+                    left -= n;
+                }
+                true
+            })
+            .await;
+            if drained == Ok(true) {
+                back.pool.give_back(back.slot, back.sender);
+            }
+        });
+    }
+}
+
 impl Body {
+    /// A handle the reader uses to say the answer is complete, so that
+    /// dropping the body afterwards keeps its connection (see `Drop`).
+    pub fn completion(&self) -> Completion {
+        Completion(self.complete.clone())
+    }
+
     /// Reads the whole body (at most [`MAX_BODY`] bytes).
     pub async fn bytes(self) -> Result<Bytes, BodyError> {
         let limited = http_body_util::Limited::new(self, MAX_BODY);
@@ -318,7 +384,8 @@ impl hyper::body::Body for Body {
         mut self: Pin<&mut Self>,
         cx: &mut Context<'_>,
     ) -> Poll<Option<Result<hyper::body::Frame<Bytes>, hyper::Error>>> {
-        let polled = Pin::new(&mut self.incoming).poll_frame(cx);
+        let Some(incoming) = self.incoming.as_mut() else { return Poll::Ready(None) };
+        let polled = Pin::new(incoming).poll_frame(cx);
         match &polled {
             Poll::Ready(None) => self.ended(),
             Poll::Ready(Some(Err(_))) => self.back = None,
@@ -328,11 +395,11 @@ impl hyper::body::Body for Body {
     }
 
     fn is_end_stream(&self) -> bool {
-        self.incoming.is_end_stream()
+        self.incoming.as_ref().is_none_or(Incoming::is_end_stream)
     }
 
     fn size_hint(&self) -> hyper::body::SizeHint {
-        self.incoming.size_hint()
+        self.incoming.as_ref().map(Incoming::size_hint).unwrap_or_default()
     }
 }
 
@@ -429,8 +496,13 @@ mod tests {
     /// A raw HTTP/1.1 upstream that counts its connections; with
     /// `close_after_first` it drops each connection after one answer
     /// without saying so (as servers do with idle keep-alive connections).
-    #[allow(clippy::disallowed_methods)] // a test server: its tasks end with the test's runtime
     async fn upstream(close_after_first: bool) -> (String, Arc<std::sync::atomic::AtomicUsize>) {
+        serve(close_after_first, Duration::ZERO).await
+    }
+
+    /// Like [`upstream`]; the last 8 bytes of each body come `split` later.
+    #[allow(clippy::disallowed_methods)] // a test server: its tasks end with the test's runtime
+    async fn serve(close_after_first: bool, split: Duration) -> (String, Arc<std::sync::atomic::AtomicUsize>) {
         use std::sync::atomic::{AtomicUsize, Ordering};
         use tokio::io::{AsyncReadExt, AsyncWriteExt};
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -472,7 +544,18 @@ mod tests {
                             "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{body}",
                             body.len()
                         );
-                        if sock.write_all(resp.as_bytes()).await.is_err() || close_after_first {
+                        let cut = resp.len() - if split.is_zero() { 0 } else { 8 };
+                        let (now, later) = resp.as_bytes().split_at(cut);
+                        if sock.write_all(now).await.is_err() {
+                            return;
+                        }
+                        if !later.is_empty() {
+                            tokio::time::sleep(split).await;
+                            if sock.write_all(later).await.is_err() {
+                                return;
+                            }
+                        }
+                        if close_after_first {
                             return;
                         }
                     }
@@ -521,6 +604,35 @@ mod tests {
             resp.into_body().bytes().await.unwrap();
         }
         assert_eq!(accepted.load(std::sync::atomic::Ordering::SeqCst), 3);
+    }
+
+    #[tokio::test]
+    async fn a_body_dropped_after_its_answer_was_complete_keeps_its_connection() {
+        use futures_util::StreamExt;
+        let (url, accepted) = serve(false, Duration::from_millis(50)).await;
+        let e = endpoint(&url);
+        for (complete, connections) in [(true, 1), (false, 2)] {
+            let mut body = e.post(Bytes::from_static(b"{}")).await.unwrap().into_body();
+            // The first part only: the last bytes are still on their way.
+            assert!(body.next().await.unwrap().is_ok());
+            if complete {
+                body.completion().mark();
+            }
+            drop(body);
+            if complete {
+                // The drain finishes once the last bytes arrive.
+                let idle = |e: &Endpoint| e.pool.idle[0].lock().unwrap().len();
+                let deadline = Instant::now() + Duration::from_secs(5);
+                while idle(&e) == 0 && Instant::now() < deadline {
+                    tokio::task::yield_now().await;
+                }
+            }
+            let again = e.post(Bytes::from_static(b"{}")).await.unwrap();
+            again.into_body().bytes().await.unwrap();
+            // Complete: drained and reused. Not complete (the client left):
+            // closed, so the next request needed a new connection.
+            assert_eq!(accepted.load(std::sync::atomic::Ordering::SeqCst), connections, "complete: {complete}");
+        }
     }
 
     #[tokio::test]

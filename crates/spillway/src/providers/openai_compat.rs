@@ -72,7 +72,9 @@ impl OpenAiCompat {
                     "a stream was asked for but the response is not text/event-stream",
                 ));
             }
-            return Ok(Reply::Stream(sse_chunks(resp.into_body())));
+            let body = resp.into_body();
+            let completion = body.completion();
+            return Ok(Reply::Stream(sse_chunks_until(body, move || completion.mark())));
         }
         let body = resp.into_body().bytes().await.map_err(|e| body_error(&e))?;
         let value: Value = serde_json::from_slice(&body)
@@ -176,8 +178,20 @@ where
     S: futures_util::Stream<Item = Result<Bytes, E>> + Send + 'static,
     E: Into<AttemptErrorSource>,
 {
-    struct State<S> {
+    sse_chunks_until(bytes, || {})
+}
+
+/// [`sse_chunks`], calling `on_done` when `[DONE]` arrives (the answer is
+/// complete even if the byte stream has not ended yet).
+pub fn sse_chunks_until<S, E, F>(bytes: S, on_done: F) -> ChunkStream
+where
+    S: futures_util::Stream<Item = Result<Bytes, E>> + Send + 'static,
+    E: Into<AttemptErrorSource>,
+    F: FnOnce() + Send + 'static,
+{
+    struct State<S, F> {
         bytes: S,
+        on_done: Option<F>,
         parser: SseParser,
         events: Vec<SseEvent>,
         pending: VecDeque<Result<StreamItem, AttemptError>>,
@@ -188,6 +202,7 @@ where
     }
     let state = State {
         bytes: Box::pin(bytes),
+        on_done: Some(on_done),
         parser: SseParser::new(),
         events: Vec::new(),
         pending: VecDeque::new(),
@@ -200,8 +215,13 @@ where
                 return None;
             }
             if let Some(item) = st.pending.pop_front() {
-                if item.is_err() || matches!(item, Ok(StreamItem::Done)) {
+                if item.is_err() {
                     st.finished = true;
+                } else if matches!(item, Ok(StreamItem::Done)) {
+                    st.finished = true;
+                    if let Some(done) = st.on_done.take() {
+                        done();
+                    }
                 }
                 return Some((item, st));
             }
