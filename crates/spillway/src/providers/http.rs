@@ -193,7 +193,7 @@ impl Endpoint {
         ca_file: Option<&std::path::Path>,
         connect_timeout: Duration,
     ) -> Result<Self, EndpointError> {
-        let parsed = reqwest::Url::parse(url).map_err(|e| EndpointError(format!("invalid URL: {e}")))?;
+        let parsed = url::Url::parse(url).map_err(|e| EndpointError(format!("invalid URL: {e}")))?;
         let host = match parsed.host() {
             Some(url::Host::Domain(d)) => d.to_string(),
             Some(url::Host::Ipv4(ip)) => ip.to_string(),

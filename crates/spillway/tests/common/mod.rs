@@ -36,31 +36,37 @@ health:
 
 /// Starts a gateway from YAML.
 pub async fn start(yaml: &str) -> TestGateway {
-    let config = spillway::config::load_str(yaml, None, &|_| None).unwrap_or_else(|e| panic!("config:\n{e}"));
-    let gateway = Gateway::build(config, &Shared::default()).unwrap();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}", listener.local_addr().unwrap());
-    let shutdown = CancellationToken::new();
-    // Background jobs (load monitors) stop with the test gateway.
-    gateway.start_background(&spillway::supervisor::Supervisor::new(shutdown.clone()));
-    let state = AppState::new(gateway);
-    let task = tokio::spawn(server::serve(listener, state.clone(), shutdown.clone()));
-    TestGateway { url, state, shutdown, task: Some(task) }
+    launch(yaml, listener.local_addr().unwrap(), |state, shutdown| {
+        tokio::spawn(server::serve(listener, state, shutdown))
+    })
 }
 
 /// Starts a gateway from YAML on `workers` serving threads of its own, as
 /// `spillway serve` does.
 pub async fn start_workers(yaml: &str, workers: usize) -> TestGateway {
-    let config = spillway::config::load_str(yaml, None, &|_| None).unwrap_or_else(|e| panic!("config:\n{e}"));
-    let gateway = Gateway::build(config, &Shared::default()).unwrap();
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     listener.set_nonblocking(true).unwrap();
-    let url = format!("http://{}", listener.local_addr().unwrap());
+    launch(yaml, listener.local_addr().unwrap(), |state, shutdown| {
+        tokio::spawn(server::workers::serve(listener, state, shutdown, workers))
+    })
+}
+
+type ServeTask = tokio::task::JoinHandle<std::io::Result<()>>;
+
+fn launch(
+    yaml: &str,
+    addr: std::net::SocketAddr,
+    serve: impl FnOnce(Arc<AppState>, CancellationToken) -> ServeTask,
+) -> TestGateway {
+    let config = spillway::config::load_str(yaml, None, &|_| None).unwrap_or_else(|e| panic!("config:\n{e}"));
+    let gateway = Gateway::build(config, &Shared::default()).unwrap();
     let shutdown = CancellationToken::new();
+    // Background jobs (load monitors) stop with the test gateway.
     gateway.start_background(&spillway::supervisor::Supervisor::new(shutdown.clone()));
     let state = AppState::new(gateway);
-    let task = tokio::spawn(server::workers::serve(listener, state.clone(), shutdown.clone(), workers));
-    TestGateway { url, state, shutdown, task: Some(task) }
+    let task = serve(state.clone(), shutdown.clone());
+    TestGateway { url: format!("http://{addr}"), state, shutdown, task: Some(task) }
 }
 
 /// A provider block pointing at a fake upstream.
