@@ -43,6 +43,33 @@ async fn non_stream_round_trip_is_openai_conformant() {
 }
 
 #[tokio::test]
+async fn a_complete_answer_passes_through_with_our_stamp_and_its_extras() {
+    let (a, b) = two_upstreams().await;
+    // What OpenAI sends, with a vendor's extra fields and escaped text.
+    a.push(Reply::json(json!({
+        "id": "up-1", "object": "chat.completion", "created": 1, "model": "model-a-2025", "service_tier": "default",
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": "say \"hi\"\n\u{e9}", "refusal": null,
+                     "annotations": []}, "logprobs": null, "finish_reason": "stop"}],
+        "usage": {"prompt_tokens": 11, "completion_tokens": 3, "total_tokens": 14,
+                  "prompt_tokens_details": {"cached_tokens": 0}},
+        "system_fingerprint": "fp_1", "x_vendor": {"region": "eu"},
+    })));
+    let gw = start(&config(&a, &b)).await;
+    let resp = gw.post(&chat("chat", false)).await;
+    assert_eq!(header(&resp, "content-type"), "application/json");
+    let body: Value = resp.json().await.unwrap();
+    assert_valid("CreateChatCompletionResponse", &body);
+    assert!(body["id"].as_str().unwrap().starts_with("chatcmpl-") && body["id"] != "up-1");
+    assert_eq!(body["model"], "a/model-a");
+    assert!(body["created"].as_u64().unwrap() > 1);
+    assert_eq!(body["choices"][0]["message"]["content"], "say \"hi\"\n\u{e9}");
+    assert_eq!(body["x_vendor"]["region"], "eu");
+    assert_eq!(body["usage"]["prompt_tokens_details"]["cached_tokens"], 0);
+    let metrics = gw.get("/metrics").await.text().await.unwrap();
+    assert!(metrics.contains("spillway_tokens_total{provider=\"a\",model=\"model-a\",kind=\"input\"} 11"), "{metrics}");
+}
+
+#[tokio::test]
 async fn fills_fields_an_upstream_omits() {
     let (a, b) = two_upstreams().await;
     // A bare-bones server: no id, no refusal, no logprobs, no finish_reason.

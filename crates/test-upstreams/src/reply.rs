@@ -34,7 +34,8 @@ pub fn completion(content: &str) -> Value {
         "object": "chat.completion",
         "created": 1_760_000_000,
         "model": "fake-model",
-        "choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}],
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": content, "refusal": null},
+                     "logprobs": null, "finish_reason": "stop"}],
         "usage": {"prompt_tokens": 5, "completion_tokens": 2, "total_tokens": 7},
     })
 }

@@ -6,6 +6,7 @@
 //! bodies that validate against OpenAI's official schemas; errors take the
 //! OpenAI shape ([`error`]); [`sse`] reads and writes server-sent events.
 
+pub mod completion;
 pub mod error;
 pub mod request;
 pub mod sse;

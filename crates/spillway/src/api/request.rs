@@ -30,7 +30,10 @@ const ROLES: [&str; 6] = ["system", "developer", "user", "assistant", "tool", "f
 impl ChatRequest {
     /// Parses and validates a request body.
     pub fn parse(bytes: &[u8]) -> Result<Self, ApiError> {
-        let value: Value = serde_json::from_slice(bytes).map_err(|e| ApiError::InvalidJson(e.to_string()))?;
+        // One UTF-8 check of the whole body, not one per string.
+        let text =
+            std::str::from_utf8(bytes).map_err(|e| ApiError::InvalidJson(format!("the body is not UTF-8: {e}")))?;
+        let value: Value = serde_json::from_str(text).map_err(|e| ApiError::InvalidJson(e.to_string()))?;
         let Value::Object(body) = value else {
             return Err(ApiError::InvalidJson("the body must be a JSON object".into()));
         };

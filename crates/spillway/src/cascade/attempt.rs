@@ -5,6 +5,7 @@
 use super::gate::{self, Pass};
 use super::outcome::{AttemptError, Failure};
 use super::{prepare, Target, Walk};
+use crate::api::completion::Completion;
 use crate::api::wire::{self, Stamp};
 use crate::providers::{AttemptRequest, ChunkStream, Reply, StreamItem, UpstreamHints};
 use crate::runtime::CascadePlan;
@@ -17,7 +18,7 @@ use tokio::time::{timeout_at, Duration, Instant};
 /// What a successful attempt produced, before it becomes a response.
 pub enum Answer {
     /// A whole completion, validated.
-    Complete(Value),
+    Complete(Completion),
     /// A stream, peeked up to and including its first token.
     Stream {
         /// The chunks read so far.
@@ -113,17 +114,19 @@ async fn once(walk: &Walk<'_>, target: &Target) -> Result<Success, AttemptError>
     };
     let reply = prepare::observe(walk.gw, target, reply);
     let answer = match reply {
-        Reply::Complete(mut v) => {
-            if let Err(why) = wire::completion(&mut v, &Stamp::new(target.name.clone())) {
+        Reply::Complete(mut c) => {
+            if let Err(why) = c.stamp(Stamp::new(target.name.clone())) {
                 return Err(AttemptError::new(Failure::BrokenBody, why));
             }
-            if !wire::completion_has_answer(&v) {
+            if !c.has_answer() {
                 return Err(AttemptError::new(Failure::Empty, "no content and no tool calls"));
             }
             if let Some(plan) = &walk.json {
+                let mut v = c.into_value().map_err(|why| AttemptError::new(Failure::BrokenBody, why))?;
                 super::json::check_completion(&mut v, plan, target)?;
+                c = v.into();
             }
-            Answer::Complete(v)
+            Answer::Complete(c)
         }
         Reply::Stream(s) => {
             let (head, rest) = peek(s, token_deadline).await?;

@@ -35,7 +35,6 @@ use bytes::Bytes;
 use futures_util::stream::BoxStream;
 use judge::Verdict;
 use outcome::AttemptError;
-use serde_json::Value;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use tokio::time::Instant;
@@ -123,7 +122,7 @@ impl Target {
 /// The body of a served answer.
 pub enum ServedBody {
     /// A stamped `chat.completion`.
-    Complete(Value),
+    Complete(crate::api::completion::Completion),
     /// SSE bytes, forwarded as they arrive.
     Stream(BoxStream<'static, Result<Bytes, std::convert::Infallible>>),
 }
@@ -247,7 +246,6 @@ pub async fn run(gw: &Gateway, plan: &CascadePlan, req: ChatRequest) -> Result<S
 fn serve(walk: &Walk<'_>, plan: &CascadePlan, win: Attempted<'_>) -> Served {
     let Attempted { target, answer, mut pass, load_profile, ttft, exhausted } = win;
     judge::answered(walk, target, ttft, exhausted);
-    let stamp = Stamp::new(target.name.clone());
     plan.metrics.ok.inc();
     let body = match answer {
         Answer::Complete(v) => {
@@ -272,6 +270,7 @@ fn serve(walk: &Walk<'_>, plan: &CascadePlan, win: Attempted<'_>) -> Served {
                     .then(|| crate::usage::Meter::new(walk.gw, &plan.name, &target.name, target.metrics.clone())),
             };
             let idle = walk.gw.config.health.timeouts.idle;
+            let stamp = Stamp::new(target.name.clone());
             ServedBody::Stream(stream::forward(head, rest, stamp, idle, walk.req.include_usage, end))
         }
     };

@@ -43,7 +43,7 @@ pub fn served(plan: &CascadePlan, req: &ChatRequest, reply: &str, id: String, ca
         });
         // Our own body: stamping fills the required fields and cannot fail.
         let _ = wire::completion(&mut v, &stamp);
-        ServedBody::Complete(v)
+        ServedBody::Complete(v.into())
     };
     Served {
         cascade: plan.name.clone(),

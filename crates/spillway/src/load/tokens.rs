@@ -16,9 +16,9 @@ use std::sync::Arc;
 /// Wraps `reply` so that what it generates is added to `load`'s count.
 pub fn count(load: Arc<ProviderLoad>, reply: Reply) -> Reply {
     match reply {
-        Reply::Complete(v) => {
-            load.record_tokens(completion_tokens(&v));
-            Reply::Complete(v)
+        Reply::Complete(c) => {
+            load.record_tokens(c.completion_tokens());
+            Reply::Complete(c)
         }
         Reply::Stream(s) => {
             let mut counter = StreamCounter::default();
@@ -113,7 +113,7 @@ mod tests {
         let metrics = Metrics::new();
         let load = super::super::registry::test_provider(LoadSource::TokenVelocity { capacity: 10.0 }, &metrics);
         let whole = json!({"choices":[{"message":{"content":"x"}}],"usage":{"completion_tokens":7}});
-        let _ = count(load.clone(), Reply::Complete(whole));
+        let _ = count(load.clone(), Reply::Complete(whole.into()));
         assert_eq!(load.tokens(), 7);
         let chunks =
             vec![Ok(StreamItem::Chunk(content("a"))), Ok(StreamItem::Chunk(content("b"))), Ok(StreamItem::Done)];

@@ -77,7 +77,8 @@ impl MockProvider {
                 "object": "chat.completion",
                 "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
                 "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens, "total_tokens": prompt_tokens + completion_tokens},
-            })));
+            })
+            .into()));
         }
         Ok(Reply::Stream(stream(text, b.clone(), prompt_tokens, req.include_usage)))
     }
@@ -280,7 +281,9 @@ mod tests {
 
     fn text(r: Reply) -> String {
         match r {
-            Reply::Complete(v) => v["choices"][0]["message"]["content"].as_str().unwrap().to_string(),
+            Reply::Complete(c) => {
+                c.into_value().unwrap()["choices"][0]["message"]["content"].as_str().unwrap().to_string()
+            }
             Reply::Stream(_) => panic!("expected a whole answer"),
         }
     }

@@ -28,7 +28,7 @@ pub type ChunkStream = BoxStream<'static, Result<StreamItem, AttemptError>>;
 /// What an upstream answered.
 pub enum Reply {
     /// A whole `chat.completion` (not yet stamped).
-    Complete(Value),
+    Complete(crate::api::completion::Completion),
     /// A stream of chunks.
     Stream(ChunkStream),
 }

@@ -9,6 +9,7 @@
 //! `finish_reason: "error"`).
 
 use super::{AttemptRequest, ChunkStream, Reply, StreamItem};
+use crate::api::completion::{Completion, RawCompletion};
 use crate::api::sse::{SseEvent, SseParser};
 use crate::cascade::outcome::{AttemptError, Failure};
 use crate::config::{HealthConfig, ProviderConfig};
@@ -77,12 +78,16 @@ impl OpenAiCompat {
             return Ok(Reply::Stream(sse_chunks_until(body, move || completion.mark())));
         }
         let body = resp.into_body().bytes().await.map_err(|e| body_error(&e))?;
+        // Most answers need only the gateway's stamp: kept as bytes.
+        if let Some(raw) = RawCompletion::check(body.clone()) {
+            return Ok(Reply::Complete(Completion::Raw(raw)));
+        }
         let value: Value = serde_json::from_slice(&body)
             .map_err(|e| AttemptError::new(Failure::BrokenBody, format!("response is not JSON: {e}")))?;
         if let Some(f) = in_band_error(&value) {
             return Err(f);
         }
-        Ok(Reply::Complete(value))
+        Ok(Reply::Complete(value.into()))
     }
 }
 

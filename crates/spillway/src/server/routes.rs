@@ -117,6 +117,16 @@ where
     Ok(respond(served, permit))
 }
 
+// Checked at compile time (`from_static` in a const), not per response.
+const X_CASCADE: HeaderName = HeaderName::from_static("x-spillway-cascade");
+const X_MODEL: HeaderName = HeaderName::from_static("x-spillway-model");
+const X_TIER: HeaderName = HeaderName::from_static("x-spillway-tier");
+const X_ATTEMPTS: HeaderName = HeaderName::from_static("x-spillway-attempts");
+const X_LOAD_PROFILE: HeaderName = HeaderName::from_static("x-spillway-load-profile");
+const X_HANDOFF_ID: HeaderName = HeaderName::from_static("x-spillway-handoff-id");
+const X_ESCALATED: HeaderName = HeaderName::from_static("x-spillway-escalated");
+const X_ACCEL_BUFFERING: HeaderName = HeaderName::from_static("x-accel-buffering");
+
 fn header_value(s: &str) -> HeaderValue {
     HeaderValue::from_str(s).unwrap_or_else(|_| HeaderValue::from_static("invalid"))
 }
@@ -124,9 +134,9 @@ fn header_value(s: &str) -> HeaderValue {
 fn respond(served: Served, permit: Permit) -> Response {
     let Served { cascade, model, tier, attempts, load_profile, handoff_id, escalated, body } = served;
     let mut resp = match body {
-        ServedBody::Complete(v) => {
+        ServedBody::Complete(c) => {
             drop(permit);
-            let bytes = serde_json::to_vec(&v).unwrap_or_default();
+            let bytes = c.to_bytes();
             let mut r = Response::new(Body::from(bytes));
             r.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
             r
@@ -141,23 +151,23 @@ fn respond(served: Served, permit: Permit) -> Response {
             let h = r.headers_mut();
             h.insert(header::CONTENT_TYPE, HeaderValue::from_static("text/event-stream"));
             h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
-            h.insert(HeaderName::from_static("x-accel-buffering"), HeaderValue::from_static("no"));
+            h.insert(X_ACCEL_BUFFERING, HeaderValue::from_static("no"));
             r
         }
     };
     let h = resp.headers_mut();
-    h.insert(HeaderName::from_static("x-spillway-cascade"), header_value(&cascade));
-    h.insert(HeaderName::from_static("x-spillway-model"), header_value(&model));
-    h.insert(HeaderName::from_static("x-spillway-tier"), HeaderValue::from_static(tier.as_str()));
-    h.insert(HeaderName::from_static("x-spillway-attempts"), HeaderValue::from(attempts));
+    h.insert(X_CASCADE, header_value(&cascade));
+    h.insert(X_MODEL, header_value(&model));
+    h.insert(X_TIER, HeaderValue::from_static(tier.as_str()));
+    h.insert(X_ATTEMPTS, HeaderValue::from(attempts));
     if let Some(profile) = load_profile {
-        h.insert(HeaderName::from_static("x-spillway-load-profile"), header_value(&profile));
+        h.insert(X_LOAD_PROFILE, header_value(&profile));
     }
     if let Some(id) = handoff_id {
-        h.insert(HeaderName::from_static("x-spillway-handoff-id"), header_value(&id));
+        h.insert(X_HANDOFF_ID, header_value(&id));
     }
     if escalated {
-        h.insert(HeaderName::from_static("x-spillway-escalated"), HeaderValue::from_static("true"));
+        h.insert(X_ESCALATED, HeaderValue::from_static("true"));
     }
     resp
 }

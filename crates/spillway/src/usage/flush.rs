@@ -107,6 +107,7 @@ impl crate::supervisor::BackgroundJob for Flush {
 mod tests {
     use crate::runtime::{Gateway, Shared};
     use crate::state::memory::MemoryStore;
+    use crate::usage::Tokens;
     use serde_json::json;
 
     const YAML: &str = "providers:\n  p:\n    kind: mock\n    models: [{ id: m, price_per_1m: { input: 100000, output: 100000 } }]\ncascades:\n  chat:\n    models: [p/m]\n    budget: { daily_usd: 1.0 }\n";
@@ -124,8 +125,8 @@ mod tests {
         let (a, b) = (gateway(), gateway());
         let usage = json!({"prompt_tokens": 5, "completion_tokens": 2});
         let now = 1_764_441_000_000;
-        a.shared.usage.record((&a).into(), "chat", "p/m", Some(&usage), now);
-        b.shared.usage.record((&b).into(), "chat", "p/m", Some(&usage), now);
+        a.shared.usage.record((&a).into(), "chat", "p/m", Some(Tokens::of(&usage)), now);
+        b.shared.usage.record((&b).into(), "chat", "p/m", Some(Tokens::of(&usage)), now);
         assert!((a.shared.usage.spent_today("chat", now) - 0.7).abs() < 1e-9);
         a.shared.usage.flush((&a).into(), &store, now).await;
         b.shared.usage.flush((&b).into(), &store, now).await;

@@ -18,6 +18,7 @@
 pub mod flush;
 
 use crate::alerts::{AlertBus, Event};
+pub use crate::api::completion::Tokens;
 use crate::config::{Config, Price};
 use crate::discovery::DiscoveryState;
 use crate::metrics::{Metrics, TargetMetrics, UsageHandles};
@@ -114,13 +115,9 @@ pub struct Ledger {
 
 impl Ledger {
     /// Counts one answer's `usage` (`prompt_tokens`, `completion_tokens`).
-    pub fn record(&self, b: Books<'_>, cascade: &str, model_ref: &str, usage: Option<&Value>, now_ms: u64) {
-        let Some(usage) = usage else { return };
-        let (Some((provider, model)), input, output) = (
-            model_ref.split_once('/'),
-            usage.get("prompt_tokens").and_then(Value::as_u64).unwrap_or(0),
-            usage.get("completion_tokens").and_then(Value::as_u64).unwrap_or(0),
-        ) else {
+    pub fn record(&self, b: Books<'_>, cascade: &str, model_ref: &str, usage: Option<Tokens>, now_ms: u64) {
+        let Some(Tokens { input, output }) = usage else { return };
+        let Some((provider, model)) = model_ref.split_once('/') else {
             return;
         };
         let m = b.metrics;
@@ -205,11 +202,11 @@ pub fn observe(gw: &Gateway, plan: &CascadePlan, served: &crate::cascade::Served
     let now = crate::health::clock::now_ms();
     let first = plan.targets.first().map_or(0, |t| t.tier.index());
     gw.shared.alerts.traffic.record(&served.cascade, served.tier.index() > first, now);
-    if let crate::cascade::ServedBody::Complete(v) = &served.body {
+    if let crate::cascade::ServedBody::Complete(c) = &served.body {
         if served.handoff_id.is_none() {
             let target = plan.targets.iter().find(|t| t.name == served.model);
             let books = Books { handles: target.map(|t| &t.metrics.usage), ..gw.into() };
-            gw.shared.usage.record(books, &served.cascade, &served.model, v.get("usage"), now);
+            gw.shared.usage.record(books, &served.cascade, &served.model, c.tokens(), now);
         }
     }
 }
@@ -251,7 +248,8 @@ impl Meter {
             discovery: &self.discovery,
             handles: Some(&self.target.usage),
         };
-        self.ledger.record(books, &self.cascade, &self.model_ref, Some(usage), crate::health::clock::now_ms());
+        let tokens = Some(Tokens::of(usage));
+        self.ledger.record(books, &self.cascade, &self.model_ref, tokens, crate::health::clock::now_ms());
     }
 }
 

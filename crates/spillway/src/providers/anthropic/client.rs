@@ -91,6 +91,6 @@ impl AnthropicAdapter {
         }
         let body = native::body_bytes(resp).await?;
         let value = super::from_anthropic(&body).map_err(native::translate_failure)?;
-        Ok(Reply::Complete(value))
+        Ok(Reply::Complete(value.into()))
     }
 }

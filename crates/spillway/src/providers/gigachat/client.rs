@@ -74,7 +74,7 @@ impl GigaChatAdapter {
         }
         let body = native::body_bytes(resp).await?;
         let value = super::from_gigachat(&body).map_err(native::translate_failure)?;
-        Ok(Reply::Complete(value))
+        Ok(Reply::Complete(value.into()))
     }
 
     /// One chat request with the current token; returns the token used, so

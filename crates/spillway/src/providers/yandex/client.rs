@@ -87,6 +87,6 @@ impl YandexAdapter {
         }
         let body = native::body_bytes(resp).await?;
         let value = super::from_yandex(&body).map_err(native::translate_failure)?;
-        Ok(Reply::Complete(value))
+        Ok(Reply::Complete(value.into()))
     }
 }
