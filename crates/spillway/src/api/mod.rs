@@ -8,6 +8,7 @@
 
 pub mod completion;
 pub mod error;
+pub mod json;
 pub mod request;
 pub mod sse;
 pub mod wire;

@@ -9,7 +9,6 @@ use crate::health::breaker::Admission;
 use crate::health::clock::now_ms;
 use crate::health::ModelHealth;
 use crate::providers::InFlight;
-use serde_json::{Map, Value};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
@@ -36,30 +35,6 @@ impl Drop for Pass {
             h.release_probe();
         }
     }
-}
-
-/// A cheap prompt-size estimate: about four characters a token, plus a few
-/// tokens of overhead per message. Good enough to skip models that clearly
-/// cannot hold the prompt; the upstream's own context error covers the rest.
-pub fn estimate_prompt_tokens(body: &Map<String, Value>) -> u64 {
-    let Some(messages) = body.get("messages").and_then(Value::as_array) else {
-        return 0;
-    };
-    let mut chars = 0usize;
-    for m in messages {
-        chars += match m.get("content") {
-            Some(Value::String(s)) => s.len(),
-            Some(Value::Array(parts)) => {
-                parts.iter().filter_map(|p| p.get("text").and_then(Value::as_str)).map(str::len).sum()
-            }
-            _ => 0,
-        };
-        if let Some(calls) = m.get("tool_calls") {
-            chars += calls.to_string().len();
-        }
-    }
-    let tools = body.get("tools").map(|t| t.to_string().len()).unwrap_or(0);
-    ((chars + tools) as u64).div_ceil(4) + 4 * messages.len() as u64
 }
 
 /// Why a target cannot be tried now, if it cannot.

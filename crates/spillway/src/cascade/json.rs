@@ -41,13 +41,16 @@ impl JsonPlan {
             param: "response_format".into(),
             message: format!("invalid response_format: {e}"),
         };
-        let rf = req.body.get("response_format").filter(|v| !v.is_null());
+        if !req.shapes_output {
+            return Ok(None);
+        }
+        let rf = req.body().get("response_format").filter(|v| !v.is_null());
         let content = match rf {
             Some(rf) => normalize::expected_from_response_format(rf, cache).map_err(bad)?,
             None => None,
         };
         let mut tools = HashMap::new();
-        for tool in req.body.get("tools").and_then(Value::as_array).map(Vec::as_slice).unwrap_or_default() {
+        for tool in req.body().get("tools").and_then(Value::as_array).map(Vec::as_slice).unwrap_or_default() {
             let Some(name) = tool.get("function").and_then(|f| f.get("name")).and_then(Value::as_str) else {
                 continue;
             };

@@ -192,7 +192,7 @@ pub async fn run(gw: &Gateway, plan: &CascadePlan, req: ChatRequest) -> Result<S
         deadline: started + gw.config.health.timeouts.total,
         calls: AtomicU32::new(0),
         log: Mutex::new(Vec::new()),
-        prompt_tokens: gate::estimate_prompt_tokens(&req.body),
+        prompt_tokens: req.prompt_tokens,
         min_context: AtomicU64::new(0),
         json: json::JsonPlan::of(&req, &gw.shared.schemas)?,
     };

@@ -8,18 +8,17 @@
 //! monitor publishes (see [`crate::load`]).
 
 use super::Target;
+use crate::api::request::Outgoing;
 use crate::api::ChatRequest;
 use crate::providers::Reply;
 use crate::runtime::Gateway;
-use serde_json::{Map, Value};
-use std::borrow::Cow;
 
 /// The body one attempt sends, and what was applied to it.
 #[derive(Debug)]
 pub struct Prepared<'a> {
     /// The OpenAI request body for this attempt: the client's own unless
     /// something rewrote it.
-    pub body: Cow<'a, Map<String, Value>>,
+    pub body: Outgoing<'a>,
     /// The load profile applied, when the provider's load is monitored.
     pub load_profile: Option<String>,
     /// The prompt variant applied, if a `prompts:` rule matched.
@@ -29,7 +28,7 @@ pub struct Prepared<'a> {
 /// Builds the body of one attempt: the client's body with the provider's
 /// active load profile applied (system prompt, scaled `max_tokens`).
 pub fn prepare<'a>(gw: &Gateway, target: &Target, req: &'a ChatRequest) -> Prepared<'a> {
-    let mut body = Cow::Borrowed(&req.body);
+    let mut body = Outgoing::new(req);
     // The prompt variant first, so a load profile's system prompt is added
     // to what this model actually receives.
     let prompt = if gw.prompts.is_empty() || !gw.prompts.matches(&target.name) {

@@ -26,7 +26,7 @@ pub fn choose(gw: &Gateway, plan: Arc<CascadePlan>, req: &ChatRequest, forced: b
     let reason = if forced {
         "header"
     } else {
-        let messages = req.body.get("messages").and_then(|m| m.as_array()).map(Vec::as_slice).unwrap_or_default();
+        let messages = req.body().get("messages").and_then(|m| m.as_array()).map(Vec::as_slice).unwrap_or_default();
         if !super::detect(messages).is_frustrated() {
             return (plan, false);
         }

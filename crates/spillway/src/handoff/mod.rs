@@ -223,7 +223,7 @@ pub async fn queue(
         status: Status::Open,
         cascade: plan.name.clone(),
         client_key_id: CALLER.try_with(Clone::clone).ok().flatten(),
-        messages: req.body.get("messages").cloned().unwrap_or(Value::Null),
+        messages: req.body().get("messages").cloned().unwrap_or(Value::Null),
         attempts: attempts.iter().map(|a| StoredAttempt { model: a.model.clone(), reason: a.reason.clone() }).collect(),
         created_ms: crate::health::clock::now_ms(),
         answer: None,

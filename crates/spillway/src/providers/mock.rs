@@ -270,8 +270,10 @@ mod tests {
 
     async fn call(p: &MockProvider, body: Value, stream: bool) -> Result<Reply, AttemptError> {
         let hints = UpstreamHints::default();
-        let body = body.as_object().cloned().unwrap_or_default();
-        let body = std::borrow::Cow::Owned(body);
+        let mut body = body.as_object().cloned().unwrap_or_default();
+        body.insert("model".into(), json!("x"));
+        let client = crate::api::ChatRequest::from_map(body).unwrap();
+        let body = crate::api::request::Outgoing::new(&client);
         p.call(AttemptRequest { model_id: "x", body, stream, include_usage: true, hints: &hints }).await
     }
 

@@ -17,7 +17,7 @@ pub mod yandex;
 use crate::cascade::outcome::{AttemptError, Failure};
 use crate::config::{ProviderConfig, ProviderKind};
 use futures_util::stream::BoxStream;
-use serde_json::{Map, Value};
+use serde_json::Value;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 pub use translate::StreamItem;
@@ -49,7 +49,7 @@ pub struct AttemptRequest<'a> {
     pub model_id: &'a str,
     /// The OpenAI request body for this attempt (its `model` is replaced by
     /// the adapter); borrowed from the client's request when not rewritten.
-    pub body: std::borrow::Cow<'a, Map<String, Value>>,
+    pub body: crate::api::request::Outgoing<'a>,
     /// Stream the answer.
     pub stream: bool,
     /// The client asked for a usage chunk.

@@ -48,8 +48,10 @@ impl OpenAiCompat {
 
     /// Sends one attempt.
     pub async fn call(&self, req: AttemptRequest<'_>) -> Result<Reply, AttemptError> {
-        let body = WithModel { body: &req.body, model: req.model_id };
-        let bytes = serde_json::to_vec(&body).map_err(|e| AttemptError::new(Failure::BrokenBody, e.to_string()))?;
+        let bytes = req
+            .body
+            .encode_with_model(req.model_id)
+            .map_err(|e| AttemptError::new(Failure::BrokenBody, e.to_string()))?;
         let resp = self.endpoint.post(bytes.into()).await.map_err(|e| request_error(&e))?;
         let status = resp.status().as_u16();
         if !(200..300).contains(&status) {
@@ -88,26 +90,6 @@ impl OpenAiCompat {
             return Err(f);
         }
         Ok(Reply::Complete(value.into()))
-    }
-}
-
-/// A request body with `model` replaced, serialized without copying the
-/// client's body.
-struct WithModel<'a> {
-    body: &'a serde_json::Map<String, Value>,
-    model: &'a str,
-}
-
-impl serde::Serialize for WithModel<'_> {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        use serde::ser::SerializeMap;
-        let others = self.body.iter().filter(|(k, _)| k.as_str() != "model");
-        let mut map = s.serialize_map(None)?;
-        map.serialize_entry("model", self.model)?;
-        for (k, v) in others {
-            map.serialize_entry(k, v)?;
-        }
-        map.end()
     }
 }
 

@@ -107,7 +107,7 @@ where
         .await
         .map_err(|_| ApiError::BodyTooLarge(limit))?
         .to_bytes();
-    let req = ChatRequest::parse(&bytes)?;
+    let req = ChatRequest::parse(bytes)?;
     let plan = gw.resolve(&req.model).ok_or_else(|| ApiError::ModelNotFound(req.model.clone()))?;
     let (plan, escalated) = crate::escalation::rules::choose(&gw, plan, &req, escalate);
     let plan = gw.shared.usage.budget_plan(&gw, plan, crate::health::clock::now_ms());

@@ -72,10 +72,10 @@ fn run_one(socket: std::net::TcpListener, state: Arc<AppState>, shutdown: Cancel
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
     runtime.block_on(async move {
         let listener = tokio::net::TcpListener::from_std(socket)?;
-        let heartbeat = tokio::spawn(heartbeat());
-        let served = super::accept_loop(listener, state, shutdown).await;
-        heartbeat.abort();
-        served
+        tokio::select! {
+            served = super::accept_loop(listener, state, shutdown) => served,
+            never = heartbeat() => match never {},
+        }
     })
 }
 
@@ -93,7 +93,7 @@ const HEARTBEAT: std::time::Duration = std::time::Duration::from_millis(500);
 /// system call (measured in `docs/PERFORMANCE.md`: one `write` and one
 /// `epoll_wait` less per request at one connection). The price is two
 /// wake-ups a second per serving thread.
-async fn heartbeat() {
+async fn heartbeat() -> std::convert::Infallible {
     let mut tick = tokio::time::interval(HEARTBEAT);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
     loop {
