@@ -5,7 +5,9 @@
 #   bench/overhead.sh            # writes the results table into docs/PERFORMANCE.md
 #   DURATION=5 bench/overhead.sh # shorter runs
 #
-# Installs its load generator (wrk, from Debian) when missing. Everything
+# A bare proxy (`bare-proxy`: hyper on both sides, parses and rewrites the
+# JSON, nothing else) is measured in the same run as the floor for this
+# machine. Installs its load generator (wrk, from Debian) when missing. Everything
 # listens on 127.0.0.1 only; every run is bounded in time.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -37,6 +39,10 @@ wait_port() { for _ in $(seq 100); do (echo >"/dev/tcp/127.0.0.1/$1") 2>/dev/nul
 UP_FAST=$(start_upstream fast)
 UP_SLOW=$(start_upstream slow --delay-ms 50)
 UP_HOLD=$(start_upstream hold --chunks 600 --chunk-interval-ms 1000)
+# The floor: a bare hyper proxy that only parses and rewrites the JSON.
+BARE=$(free_port)
+"$BIN/bare-proxy" --port "$BARE" --upstream "$UP_FAST" >"$work/bare.log" 2>&1 &
+BARE_PID=$!; pids+=($BARE_PID)
 GW=$(free_port)
 cat >"$work/gw.yaml" <<YAML
 server: { listen: 127.0.0.1:$GW, max_concurrent_requests: 100000 }
@@ -52,7 +58,7 @@ cascades:
 YAML
 SPILLWAY_LOG=warn "$BIN/spillway" serve --config "$work/gw.yaml" >"$work/gw.log" 2>&1 &
 GW_PID=$!; pids+=($GW_PID)
-for p in "$UP_FAST" "$UP_SLOW" "$UP_HOLD" "$GW"; do wait_port "$p"; done
+for p in "$UP_FAST" "$UP_SLOW" "$UP_HOLD" "$BARE" "$GW"; do wait_port "$p"; done
 
 lua() { # model -> a wrk script posting a chat request
   cat >"$work/$1.lua" <<LUA
@@ -63,7 +69,7 @@ LUA
   echo "$work/$1.lua"
 }
 LUA_FAST=$(lua fast); LUA_SLOW=$(lua slow)
-cpu_ticks() { awk '{print $14+$15}' "/proc/$GW_PID/stat"; }
+cpu_ticks() { awk '{print $14+$15}' "/proc/${CPU_OF:-$GW_PID}/stat"; }
 rss_kib() { awk '/VmRSS/{print $2}' "/proc/$GW_PID/status"; }
 run_wrk() { # label conns threads url script -> appends "label|wrk output" to results
   local label=$1 c=$2 t=$3 url=$4 script=$5
@@ -77,11 +83,14 @@ run_wrk() { # label conns threads url script -> appends "label|wrk output" to re
 # Warm both paths (connection pools, page cache).
 wrk -t1 -c8 -d2s -s "$LUA_FAST" "http://127.0.0.1:$GW/v1/chat/completions" >/dev/null
 wrk -t1 -c8 -d2s -s "$LUA_FAST" "http://127.0.0.1:$UP_FAST/v1/chat/completions" >/dev/null
+wrk -t1 -c8 -d2s -s "$LUA_FAST" "http://127.0.0.1:$BARE/v1/chat/completions" >/dev/null
 RSS_IDLE=$(rss_kib)
 
 run_wrk direct_c1 1 1 "http://127.0.0.1:$UP_FAST/v1/chat/completions" "$LUA_FAST"
+CPU_OF=$BARE_PID run_wrk bare_c1 1 1 "http://127.0.0.1:$BARE/v1/chat/completions" "$LUA_FAST"
 run_wrk gw_c1 1 1 "http://127.0.0.1:$GW/v1/chat/completions" "$LUA_FAST"
 run_wrk direct_c64 64 2 "http://127.0.0.1:$UP_FAST/v1/chat/completions" "$LUA_FAST"
+CPU_OF=$BARE_PID run_wrk bare_c64 64 2 "http://127.0.0.1:$BARE/v1/chat/completions" "$LUA_FAST"
 run_wrk gw_c64 64 2 "http://127.0.0.1:$GW/v1/chat/completions" "$LUA_FAST"
 # Warm 256 connections on both paths first: the gateway's upstream pool
 # opens its connections on demand, and the steady state is what is measured.

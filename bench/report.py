@@ -47,8 +47,8 @@ def ttfb(label):
     return int(m.group(1)), int(m.group(2))
 
 
-d1, g1 = wrk("direct_c1"), wrk("gw_c1")
-d64, g64 = wrk("direct_c64"), wrk("gw_c64")
+d1, g1, b1 = wrk("direct_c1"), wrk("gw_c1"), wrk("bare_c1")
+d64, g64, b64 = wrk("direct_c64"), wrk("gw_c64"), wrk("bare_c64")
 ds, gs = wrk("direct_slow_c256"), wrk("gw_slow_c256")
 td, tg = ttfb("direct"), ttfb("gw")
 hold = open(f"{work}/hold.out").read().strip()
@@ -90,6 +90,16 @@ gateway share the cores. Release build, `SPILLWAY_LOG=warn`.
 Raw: 1 conn direct {d1['rps']:,.0f} req/s vs gateway {g1['rps']:,.0f} req/s (p99 {d1['p99']:.0f} µs vs {g1['p99']:.0f} µs);
 stream TTFB p99 {td[1]} µs direct vs {tg[1]} µs; RSS after the load runs {int(rss_load) / 1024:.1f} MiB;
 streams: {hold}; non-2xx answers through the gateway: {errors}.
+
+The floor on this machine, same run — `bare-proxy` (hyper on both sides, parses and rewrites the JSON, nothing
+else; built like Spillway's serving path):
+
+| measure | bare proxy | Spillway | Spillway − bare |
+|---|---|---|---|
+| added median latency, 1 connection | +{(b1['p50'] - d1['p50']) / 1000:.3f} ms | +{(g1['p50'] - d1['p50']) / 1000:.3f} ms | {(g1['p50'] - b1['p50']) / 1000:+.3f} ms |
+| CPU per request, 1 connection | {b1['cpu_ms_per_req']:.4f} ms | {g1['cpu_ms_per_req']:.4f} ms | {g1['cpu_ms_per_req'] - b1['cpu_ms_per_req']:+.4f} ms |
+| CPU per request, 64 connections | {b64['cpu_ms_per_req']:.4f} ms | {g64['cpu_ms_per_req']:.4f} ms | {g64['cpu_ms_per_req'] - b64['cpu_ms_per_req']:+.4f} ms |
+| req/s, 64 connections | {b64['rps']:,.0f} ({b64['rps'] / d64['rps']:.0%} of direct) | {g64['rps']:,.0f} | {g64['rps'] / b64['rps']:.0%} of bare |
 <!-- END overhead -->"""
 
 try:

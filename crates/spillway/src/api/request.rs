@@ -36,6 +36,9 @@ pub struct ChatRequest {
     /// `response_format` or `tools` is given (JSON checks may apply).
     pub shapes_output: bool,
     wants_json: bool,
+    /// The id of the client key that sent it ([`crate::handoff::key_id`]),
+    /// when clients have keys.
+    pub caller: Option<String>,
 }
 
 impl Clone for ChatRequest {
@@ -54,6 +57,7 @@ impl Clone for ChatRequest {
             prompt_tokens: self.prompt_tokens,
             shapes_output: self.shapes_output,
             wants_json: self.wants_json,
+            caller: self.caller.clone(),
         }
     }
 }
@@ -281,6 +285,7 @@ fn check<J: JsonView>(body: &J) -> Result<ChatRequest, ApiError> {
         prompt_tokens: 0,
         shapes_output,
         wants_json,
+        caller: None,
     })
 }
 

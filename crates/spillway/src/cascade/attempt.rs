@@ -108,7 +108,11 @@ async fn once(walk: &Walk<'_>, target: &Target) -> Result<Success, AttemptError>
         include_usage: walk.req.include_usage,
         hints: &hints,
     };
-    let reply = match timeout_at(token_deadline, target.provider.call(request)).await {
+    // Pinned here and awaited through a reference: handed to `timeout_at`
+    // by value, the call's future would take its size twice in this state.
+    let call = target.provider.call(request);
+    tokio::pin!(call);
+    let reply = match timeout_at(token_deadline, call).await {
         Ok(r) => r?,
         Err(_) => return Err(AttemptError::new(Failure::Timeout, "no response before the first-token deadline")),
     };

@@ -207,10 +207,12 @@ pub async fn run(gw: &Gateway, plan: &CascadePlan, req: ChatRequest) -> Result<S
         };
         next = i + 1;
         let target = &plan.targets[i];
-        let primary = attempt::run(&walk, target, pass);
+        // The attempt's future is made where it is awaited: bound to a local
+        // first, it would take its size twice in this future's state.
         let attempted = match plan.hedge_after {
-            None => primary.await,
+            None => attempt::run(&walk, target, pass).await,
             Some(after) => {
+                let primary = attempt::run(&walk, target, pass);
                 // Boxed: two attempts side by side would double the size of
                 // every request's future, hedged or not.
                 let (attempted, hedged_to) = Box::pin(attempt::hedged(&walk, plan, i, primary, after)).await;

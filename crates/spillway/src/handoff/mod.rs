@@ -171,18 +171,6 @@ impl Desk {
     }
 }
 
-tokio::task_local! {
-    /// The client key id of the request being served, for the handoff item
-    /// (set by the route around the runner, so the runner's signature stays
-    /// about the cascade).
-    static CALLER: Option<String>;
-}
-
-/// Runs `fut` (the cascade runner) with the caller's key id in scope.
-pub async fn with_caller<F: std::future::Future>(key_id: Option<String>, fut: F) -> F::Output {
-    CALLER.scope(key_id, fut).await
-}
-
 /// A stable, non-secret id of a client key: a 64-bit SipHash of it, so
 /// stored items name the key without holding it.
 pub fn key_id(key: &str) -> String {
@@ -222,7 +210,7 @@ pub async fn queue(
         id: new_id(),
         status: Status::Open,
         cascade: plan.name.clone(),
-        client_key_id: CALLER.try_with(Clone::clone).ok().flatten(),
+        client_key_id: req.caller.clone(),
         messages: req.body().get("messages").cloned().unwrap_or(Value::Null),
         attempts: attempts.iter().map(|a| StoredAttempt { model: a.model.clone(), reason: a.reason.clone() }).collect(),
         created_ms: crate::health::clock::now_ms(),

@@ -107,11 +107,12 @@ where
         .await
         .map_err(|_| ApiError::BodyTooLarge(limit))?
         .to_bytes();
-    let req = ChatRequest::parse(bytes)?;
+    let mut req = ChatRequest::parse(bytes)?;
+    req.caller = key_id;
     let plan = gw.resolve(&req.model).ok_or_else(|| ApiError::ModelNotFound(req.model.clone()))?;
     let (plan, escalated) = crate::escalation::rules::choose(&gw, plan, &req, escalate);
     let plan = gw.shared.usage.budget_plan(&gw, plan, crate::health::clock::now_ms());
-    let mut served = crate::handoff::with_caller(key_id, cascade::run(&gw, &plan, req)).await?;
+    let mut served = cascade::run(&gw, &plan, req).await?;
     served.escalated = escalated;
     crate::usage::observe(&gw, &plan, &served);
     Ok(respond(served, permit))
