@@ -7,6 +7,7 @@
 #
 #   bench/instructions.sh                 # prints instructions per request
 #   KEEP=1 bench/instructions.sh          # keeps the callgrind profile for callgrind_annotate
+#   BARE=1 bench/instructions.sh          # the same for bare-proxy (the floor, see overhead.sh)
 #
 # One serving thread (`server.workers: 1`), 4 connections, non-streamed
 # requests to an instant local upstream. Installs valgrind and wrk (Debian)
@@ -44,11 +45,16 @@ wrk.method = "POST"
 wrk.headers["Content-Type"] = "application/json"
 wrk.body = '{"model":"fast","messages":[{"role":"user","content":"Hello, how are you today?"}]}'
 LUA
-SPILLWAY_LOG=error valgrind --tool=callgrind --instr-atstart=no --callgrind-out-file="$work/cg.out" \
-  "$BIN/spillway" serve --config "$work/gw.yaml" >"$work/gw.log" 2>&1 &
+if [ -n "${BARE:-}" ]; then
+  valgrind --tool=callgrind --instr-atstart=no --callgrind-out-file="$work/cg.out" \
+    "$BIN/bare-proxy" --port "$GW" --upstream "$UP" >"$work/gw.log" 2>&1 &
+else
+  SPILLWAY_LOG=error valgrind --tool=callgrind --instr-atstart=no --callgrind-out-file="$work/cg.out" \
+    "$BIN/spillway" serve --config "$work/gw.yaml" >"$work/gw.log" 2>&1 &
+fi
 GW_PID=$!
 pids+=($GW_PID)
-for _ in $(seq 200); do curl -sf -o /dev/null "http://127.0.0.1:$GW/healthz" && break; sleep 0.1; done
+for _ in $(seq 200); do (echo >"/dev/tcp/127.0.0.1/$GW") 2>/dev/null && break; sleep 0.1; done
 url="http://127.0.0.1:$GW/v1/chat/completions"
 callgrind_control -i on "$GW_PID" >/dev/null 2>&1
 # Warm-up (pools, lazily created series), then dump and discard it.
