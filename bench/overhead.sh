@@ -43,6 +43,9 @@ UP_HOLD=$(start_upstream hold --chunks 600 --chunk-interval-ms 1000)
 BARE=$(free_port)
 "$BIN/bare-proxy" --port "$BARE" --upstream "$UP_FAST" >"$work/bare.log" 2>&1 &
 BARE_PID=$!; pids+=($BARE_PID)
+BARE_SLOW=$(free_port)
+"$BIN/bare-proxy" --port "$BARE_SLOW" --upstream "$UP_SLOW" >"$work/bare-slow.log" 2>&1 &
+BARE_SLOW_PID=$!; pids+=($BARE_SLOW_PID)
 GW=$(free_port)
 cat >"$work/gw.yaml" <<YAML
 server: { listen: 127.0.0.1:$GW, max_concurrent_requests: 100000 }
@@ -58,7 +61,7 @@ cascades:
 YAML
 SPILLWAY_LOG=warn "$BIN/spillway" serve --config "$work/gw.yaml" >"$work/gw.log" 2>&1 &
 GW_PID=$!; pids+=($GW_PID)
-for p in "$UP_FAST" "$UP_SLOW" "$UP_HOLD" "$BARE" "$GW"; do wait_port "$p"; done
+for p in "$UP_FAST" "$UP_SLOW" "$UP_HOLD" "$BARE" "$BARE_SLOW" "$GW"; do wait_port "$p"; done
 
 lua() { # model -> a wrk script posting a chat request
   cat >"$work/$1.lua" <<LUA
@@ -96,7 +99,9 @@ run_wrk gw_c64 64 2 "http://127.0.0.1:$GW/v1/chat/completions" "$LUA_FAST"
 # opens its connections on demand, and the steady state is what is measured.
 wrk -t2 -c256 -d2s -s "$LUA_SLOW" "http://127.0.0.1:$UP_SLOW/v1/chat/completions" >/dev/null
 wrk -t2 -c256 -d2s -s "$LUA_SLOW" "http://127.0.0.1:$GW/v1/chat/completions" >/dev/null
+wrk -t2 -c256 -d2s -s "$LUA_SLOW" "http://127.0.0.1:$BARE_SLOW/v1/chat/completions" >/dev/null
 run_wrk direct_slow_c256 256 2 "http://127.0.0.1:$UP_SLOW/v1/chat/completions" "$LUA_SLOW"
+CPU_OF=$BARE_SLOW_PID run_wrk bare_slow_c256 256 2 "http://127.0.0.1:$BARE_SLOW/v1/chat/completions" "$LUA_SLOW"
 run_wrk gw_slow_c256 256 2 "http://127.0.0.1:$GW/v1/chat/completions" "$LUA_SLOW"
 "$BIN/bench-client" ttfb "http://127.0.0.1:$UP_FAST/v1/chat/completions" 2000 fast >"$work/direct.ttfb"
 "$BIN/bench-client" ttfb "http://127.0.0.1:$GW/v1/chat/completions" 2000 fast >"$work/gw.ttfb"

@@ -49,7 +49,7 @@ def ttfb(label):
 
 d1, g1, b1 = wrk("direct_c1"), wrk("gw_c1"), wrk("bare_c1")
 d64, g64, b64 = wrk("direct_c64"), wrk("gw_c64"), wrk("bare_c64")
-ds, gs = wrk("direct_slow_c256"), wrk("gw_slow_c256")
+ds, gs, bs = wrk("direct_slow_c256"), wrk("gw_slow_c256"), wrk("bare_slow_c256")
 td, tg = ttfb("direct"), ttfb("gw")
 hold = open(f"{work}/hold.out").read().strip()
 cpu = ""
@@ -100,6 +100,8 @@ else; built like Spillway's serving path):
 | CPU per request, 1 connection | {b1['cpu_ms_per_req']:.4f} ms | {g1['cpu_ms_per_req']:.4f} ms | {g1['cpu_ms_per_req'] - b1['cpu_ms_per_req']:+.4f} ms |
 | CPU per request, 64 connections | {b64['cpu_ms_per_req']:.4f} ms | {g64['cpu_ms_per_req']:.4f} ms | {g64['cpu_ms_per_req'] - b64['cpu_ms_per_req']:+.4f} ms |
 | req/s, 64 connections | {b64['rps']:,.0f} ({b64['rps'] / d64['rps']:.0%} of direct) | {g64['rps']:,.0f} | {g64['rps'] / b64['rps']:.0%} of bare |
+| req/s, 256 connections, 50 ms upstream | {bs['rps'] / ds['rps']:.1%} of direct | {gs['rps'] / ds['rps']:.1%} of direct | {gs['rps'] / bs['rps']:.1%} of bare |
+| p99 added, 256 connections, 50 ms upstream | +{(bs['p99'] - ds['p99']) / 1000:.1f} ms | +{(gs['p99'] - ds['p99']) / 1000:.1f} ms | {(gs['p99'] - bs['p99']) / 1000:+.1f} ms |
 <!-- END overhead -->"""
 
 try:
