@@ -52,7 +52,7 @@ LUA
 
 url() { echo "http://127.0.0.1:$1/v1/chat/completions"; }
 for c in $CONNS; do
-  for p in "$BARE" "$GW"; do wrk -t2 -c"$c" -d2s -s "$work/req.lua" "$(url "$p")" >/dev/null; done
+  for p in "$BARE" "$GW"; do wrk -t1 -c"$c" -d2s -s "$work/req.lua" "$(url "$p")" >/dev/null; done
 done
 run() { # name pid port conns
   local threads=1 t0 t1 out n
