@@ -119,7 +119,7 @@ fn main() {
 
     println!("prepare() per attempt, typical 4-message request, batch {BATCH}, {SAMPLES} samples");
     let base = measure_prepare(&gw, 1, &req);
-    println!("  {:<34} median {base:>6.0} ns", "no load monitoring (clone only)");
+    println!("  {:<34} median {base:>6.0} ns", "no load monitoring (body not copied)");
     for (profile, load) in [("normal", 0.2), ("tired", 0.8), ("lazy", 0.95)] {
         local.set_emulated(Some(load)).unwrap();
         let ns = measure_prepare(&gw, 0, &req);

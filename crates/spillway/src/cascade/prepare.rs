@@ -48,7 +48,7 @@ pub fn prepare<'a>(gw: &Gateway, target: &Target, req: &'a ChatRequest) -> Prepa
             .inc();
     }
     let load_profile =
-        gw.load.get(&target.model_ref.provider).and_then(|load| load.rewrite(body.to_mut())).map(str::to_owned);
+        gw.load.get(&target.model_ref.provider).and_then(|load| load.rewrite(&mut body)).map(str::to_owned);
     Prepared { body, load_profile, prompt }
 }
 

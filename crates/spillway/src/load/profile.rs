@@ -24,6 +24,14 @@ pub struct Profile {
 }
 
 impl Profile {
+    /// Whether [`super::apply_profile`] changes a body under this profile
+    /// (a system prompt or a `max_tokens` factor); a plain profile leaves the
+    /// client's body uncopied.
+    pub fn rewrites(&self) -> bool {
+        self.system_prompt.as_deref().is_some_and(|p| !p.is_empty())
+            || self.max_tokens_factor.is_some_and(|f| f.is_finite() && f > 0.0)
+    }
+
     /// A profile that changes nothing, e.g. the usual first `normal` one.
     pub fn plain(name: impl Into<String>, below: Option<f64>) -> Self {
         Profile { name: name.into(), below, system_prompt: None, max_tokens_factor: None }
@@ -165,6 +173,28 @@ impl Staleness {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_profiles_that_change_something_rewrite() {
+        let with = |prompt: Option<&str>, factor: Option<f64>| Profile {
+            name: "p".into(),
+            below: None,
+            system_prompt: prompt.map(str::to_owned),
+            max_tokens_factor: factor,
+        };
+        assert!(!Profile::plain("normal", Some(0.7)).rewrites());
+        assert!(!with(Some(""), Some(f64::NAN)).rewrites());
+        assert!(!with(None, Some(0.0)).rewrites());
+        assert!(with(Some("Be brief."), None).rewrites());
+        assert!(with(None, Some(0.5)).rewrites());
+        // What `rewrites` skips, apply_profile would not have changed.
+        let body = serde_json::json!({"messages": [{"role": "user", "content": "hi"}], "max_tokens": 100});
+        for p in [Profile::plain("normal", None), with(Some(""), Some(f64::INFINITY)), with(None, Some(-1.0))] {
+            let mut b = body.as_object().cloned().unwrap();
+            super::super::apply_profile(&mut b, &p, Some(50), true);
+            assert_eq!(serde_json::Value::Object(b), body, "{}", p.name);
+        }
+    }
 
     /// The SPEC's example: normal < 0.75 ≤ tired < 0.90 ≤ lazy, hysteresis 0.03.
     fn spec_selector() -> ProfileSelector {

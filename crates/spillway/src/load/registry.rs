@@ -15,7 +15,6 @@ use crate::providers::Provider;
 use crate::supervisor::Supervisor;
 use prometheus_client::metrics::gauge::Gauge;
 use serde::Serialize;
-use serde_json::{Map, Value};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
@@ -153,9 +152,11 @@ impl ProviderLoad {
 
     /// Applies the active profile to one attempt's body and returns the
     /// profile's name (for `x-spillway-load-profile`).
-    pub fn rewrite(&self, body: &mut Map<String, Value>) -> Option<&str> {
+    pub fn rewrite(&self, body: &mut crate::api::request::Outgoing<'_>) -> Option<&str> {
         let profile = self.profile()?;
-        apply_profile(body, profile, self.default_max_tokens, self.single_system);
+        if profile.rewrites() {
+            apply_profile(body.to_mut(), profile, self.default_max_tokens, self.single_system);
+        }
         Some(&profile.name)
     }
 
