@@ -301,12 +301,154 @@ fn check_usage(u: &UsageCheck<'_>) -> Option<Tokens> {
     }
 }
 
+/// What the check reads of one stream choice; the rest passes through.
+#[derive(Deserialize)]
+struct DeltaChoiceCheck<'a> {
+    #[serde(default, borrow)]
+    index: Shape<'a>,
+    #[serde(default, borrow)]
+    finish_reason: Shape<'a>,
+    #[serde(default, borrow)]
+    logprobs: Shape<'a>,
+    #[serde(default, borrow)]
+    delta: Option<DeltaCheck<'a>>,
+}
+
+#[derive(Deserialize)]
+struct DeltaCheck<'a> {
+    #[serde(default, borrow)]
+    role: Shape<'a>,
+    #[serde(default, borrow)]
+    content: Shape<'a>,
+    #[serde(default, borrow)]
+    refusal: Shape<'a>,
+    #[serde(default, borrow)]
+    tool_calls: Shape<'a>,
+}
+
+const DELTA_ROLES: [&str; 5] = ["developer", "system", "user", "assistant", "tool"];
+
+/// What the check found in a chunk's choices.
+#[derive(Default)]
+struct ChunkChecked {
+    has_token: bool,
+    finishes: bool,
+    empty: bool,
+}
+
+fn check_deltas(choices: &[DeltaChoiceCheck<'_>]) -> Option<ChunkChecked> {
+    let mut out = ChunkChecked { empty: choices.is_empty(), ..ChunkChecked::default() };
+    for c in choices {
+        if !matches!(c.index, Shape::Int(_)) || !matches!(c.logprobs, Shape::Absent | Shape::Null) {
+            return None;
+        }
+        match &c.finish_reason {
+            Shape::Null => {}
+            Shape::Str(r) if FINISH_REASONS.contains(&r.as_ref()) => out.finishes = true,
+            _ => return None,
+        }
+        let d = c.delta.as_ref()?;
+        let role_ok = match &d.role {
+            Shape::Absent => true,
+            Shape::Str(r) => DELTA_ROLES.contains(&r.as_ref()),
+            _ => false,
+        };
+        let text_ok = |s: &Shape<'_>| matches!(s, Shape::Absent | Shape::Null | Shape::Str(_));
+        if !role_ok || !matches!(d.tool_calls, Shape::Absent) || !text_ok(&d.content) || !text_ok(&d.refusal) {
+            return None;
+        }
+        out.has_token |= d.content.as_str().is_some_and(|t| !t.is_empty());
+        out.has_token |= d.refusal.as_str().is_some_and(|t| !t.is_empty());
+    }
+    Some(out)
+}
+
+/// An upstream stream chunk that needs nothing but the stamp, kept as the
+/// bytes to write after it.
+#[derive(Clone, PartialEq, Eq)]
+pub struct RawChunk {
+    tail: Vec<u8>,
+    has_token: bool,
+    finishes: bool,
+    usage_only: bool,
+    usage: Option<Tokens>,
+}
+
+impl fmt::Debug for RawChunk {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RawChunk").field("tail", &String::from_utf8_lossy(&self.tail)).finish_non_exhaustive()
+    }
+}
+
+impl RawChunk {
+    /// Checks one event's data; `None` when it needs the general path (the
+    /// same rules as [`RawCompletion::check`], for deltas).
+    pub fn check(data: &str) -> Option<Self> {
+        let (top, tail) = split(data, true)?;
+        let checked = top.chunk?;
+        Some(Self {
+            tail,
+            has_token: checked.has_token,
+            finishes: checked.finishes,
+            usage_only: checked.empty && top.usage_counted,
+            usage: top.usage.filter(|_| top.usage_counted),
+        })
+    }
+
+    /// It carries the first token: some content or a refusal.
+    pub fn has_token(&self) -> bool {
+        self.has_token
+    }
+
+    /// It ends its choice (`finish_reason` set).
+    pub fn finishes(&self) -> bool {
+        self.finishes
+    }
+
+    /// The usage-only chunk (`choices: []` with usage).
+    pub fn is_usage_chunk(&self) -> bool {
+        self.usage_only
+    }
+
+    /// The counts of its `usage` object, when it has one.
+    pub fn tokens(&self) -> Option<Tokens> {
+        self.usage
+    }
+
+    /// The SSE event the client receives: the gateway's stamp, then the
+    /// upstream's fields.
+    pub fn encode(&self, stamp: &Stamp) -> Bytes {
+        let mut out = Vec::with_capacity(self.tail.len() + 160);
+        out.extend_from_slice(b"data: {\"id\":\"");
+        out.extend_from_slice(stamp.id.as_bytes());
+        out.extend_from_slice(b"\",\"object\":\"chat.completion.chunk\",\"created\":");
+        out.extend_from_slice(stamp.created.to_string().as_bytes());
+        out.extend_from_slice(b",\"model\":");
+        // A string always serializes.
+        let _ = serde_json::to_writer(&mut out, &stamp.model);
+        out.extend_from_slice(&self.tail);
+        out.extend_from_slice(b"}\n\n");
+        Bytes::from(out)
+    }
+
+    /// The chunk as a tree, without the fields the stamp replaces.
+    pub fn into_value(self) -> Value {
+        let mut text = Vec::with_capacity(self.tail.len() + 2);
+        text.push(b'{');
+        text.extend_from_slice(self.tail.get(1..).unwrap_or_default());
+        text.push(b'}');
+        // Checked JSON, reassembled from whole entries: it parses.
+        serde_json::from_slice(&text).unwrap_or(Value::Null)
+    }
+}
+
 /// What one pass over the top level of a body finds.
 #[derive(Default)]
 struct Top {
     /// Where each key's opening quote is, and whether its entry is kept.
     keys: Vec<(usize, bool)>,
     checked: Option<Checked>,
+    chunk: Option<ChunkChecked>,
     usage: Option<Tokens>,
     usage_counted: bool,
 }
@@ -317,6 +459,8 @@ struct Top {
 /// anything to complete or fix.
 struct TopSeed<'a> {
     text: &'a str,
+    /// A `chat.completion.chunk` (deltas), not a `chat.completion`.
+    chunk: bool,
 }
 
 impl<'de> DeserializeSeed<'de> for TopSeed<'de> {
@@ -369,6 +513,11 @@ impl<'de> Visitor<'de> for TopSeed<'de> {
                     }
                     true
                 }
+                "choices" if self.chunk => {
+                    let choices: Vec<DeltaChoiceCheck<'_>> = map.next_value()?;
+                    top.chunk = Some(check_deltas(&choices).ok_or_else(general)?);
+                    true
+                }
                 "choices" => {
                     let choices: Vec<ChoiceCheck<'_>> = map.next_value()?;
                     top.checked = Some(check_choices(&choices).ok_or_else(general)?);
@@ -402,38 +551,46 @@ impl<'de> Visitor<'de> for TopSeed<'de> {
     }
 }
 
+/// Reads a body's top level in one pass and cuts out `id`, `object`,
+/// `created` and `model`: what remains, as `,"key":value` runs ready to be
+/// written after the gateway's stamp.
+fn split(text: &str, chunk: bool) -> Option<(Top, Vec<u8>)> {
+    let mut de = serde_json::Deserializer::from_str(text);
+    let top = TopSeed { text, chunk }.deserialize(&mut de).ok()?;
+    de.end().ok()?;
+    // Each entry runs from its key's quote to the next key's quote (or the
+    // closing brace); written out without its separating comma.
+    let close = text.trim_end().len().checked_sub(1)?;
+    let mut tail = Vec::with_capacity(text.len());
+    for (i, &(start, keep)) in top.keys.iter().enumerate() {
+        if !keep {
+            continue;
+        }
+        let end = top.keys.get(i + 1).map_or(close, |&(next, _)| next);
+        let entry = text.get(start..end)?.trim_end();
+        let entry = entry.strip_suffix(',').unwrap_or(entry).trim_end();
+        tail.push(b',');
+        tail.extend_from_slice(entry.as_bytes());
+    }
+    Some((top, tail))
+}
+
 impl RawCompletion {
     /// Checks an upstream body; `None` when it needs the general path
     /// (something to complete or fix, tool calls, an in-band error, not a
     /// completion at all).
     pub fn check(bytes: Bytes) -> Option<Self> {
         let text = std::str::from_utf8(&bytes).ok()?;
-        let mut de = serde_json::Deserializer::from_str(text);
-        let top = TopSeed { text }.deserialize(&mut de).ok()?;
-        de.end().ok()?;
-        // Each entry runs from its key's quote to the next key's quote (or
-        // the closing brace); written out without its separating comma.
-        let close = text.trim_end().len().checked_sub(1)?;
-        let mut tail = Vec::with_capacity(text.len());
-        for (i, &(start, keep)) in top.keys.iter().enumerate() {
-            if !keep {
-                continue;
-            }
-            let end = top.keys.get(i + 1).map_or(close, |&(next, _)| next);
-            let entry = text.get(start..end)?.trim_end();
-            let entry = entry.strip_suffix(',').unwrap_or(entry).trim_end();
-            tail.push(b',');
-            tail.extend_from_slice(entry.as_bytes());
-        }
+        let (top, tail) = split(text, false)?;
         let checked = top.checked?;
         Some(Self {
-            bytes,
             tail,
             stamp: None,
             has_answer: checked.has_answer,
             usage: top.usage,
             usage_counted: top.usage_counted,
             content_chars: checked.content_chars,
+            bytes,
         })
     }
 
@@ -595,5 +752,65 @@ mod tests {
         let v = c.into_value().unwrap();
         assert_eq!(v["id"], "chatcmpl-1");
         assert_eq!(v["model"], "p/m");
+    }
+
+    /// A chunk through both paths: what the client receives, and what the
+    /// runner reads of it.
+    fn both_chunk_paths(chunk: &Value) -> (Value, Value) {
+        let text = chunk.to_string();
+        let raw = RawChunk::check(&text).expect("takes the fast path");
+        assert_eq!(raw.has_token(), wire::chunk_has_token(chunk), "{chunk}");
+        assert_eq!(raw.finishes(), wire::chunk_finishes(chunk), "{chunk}");
+        assert_eq!(raw.is_usage_chunk(), wire::is_usage_chunk(chunk), "{chunk}");
+        assert_eq!(raw.tokens(), chunk.get("usage").filter(|u| u.is_object()).map(Tokens::of), "{chunk}");
+        let event = |b: Bytes| -> Value {
+            let text = String::from_utf8(b.to_vec()).unwrap();
+            let json = text.strip_prefix("data: ").and_then(|t| t.strip_suffix("\n\n")).unwrap();
+            serde_json::from_str(json).unwrap()
+        };
+        let mut general = chunk.clone();
+        wire::chunk(&mut general, &stamp());
+        (event(raw.encode(&stamp())), event(crate::api::sse::encode_json(&general)))
+    }
+
+    #[test]
+    fn conformant_chunks_are_stamped_without_a_tree() {
+        for chunk in [
+            json!({"id": "c", "object": "chat.completion.chunk", "created": 1, "model": "m", "system_fingerprint": "fp",
+                   "choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}, "logprobs": null, "finish_reason": null}]}),
+            json!({"choices": [{"index": 0, "delta": {"content": "say \"hi\"\n"}, "finish_reason": null}], "x_groq": {"id": "q"}}),
+            json!({"choices": [{"index": 0, "delta": {"refusal": "no"}, "finish_reason": null}]}),
+            json!({"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}], "usage": null}),
+            json!({"choices": [], "usage": {"prompt_tokens": 3, "completion_tokens": 4, "total_tokens": 7}}),
+            json!({"choices": [{"index": 1, "delta": {"content": "b"}, "finish_reason": "length"}], "x_vendor": [1]}),
+        ] {
+            let (raw, general) = both_chunk_paths(&chunk);
+            assert_eq!(raw, general, "{chunk}");
+            assert_eq!(raw["id"], "chatcmpl-1");
+            assert_eq!(raw["object"], "chat.completion.chunk");
+            let back = RawChunk::check(&chunk.to_string()).unwrap().into_value();
+            assert_eq!(back.get("choices"), chunk.get("choices"));
+        }
+    }
+
+    #[test]
+    fn chunks_with_anything_to_fix_take_the_general_path() {
+        for chunk in [
+            json!({"choices": [{"index": 0, "delta": {"tool_calls": [{"index": 0}]}, "finish_reason": null}]}),
+            json!({"choices": [{"index": 0, "delta": {"content": "a"}}]}),
+            json!({"choices": [{"index": 0, "delta": {"content": "a"}, "finish_reason": "error"}]}),
+            json!({"choices": [{"index": 0, "delta": {"content": "a"}, "finish_reason": "eos"}]}),
+            json!({"choices": [{"index": 0, "message": {"content": "a"}, "finish_reason": null}]}),
+            json!({"choices": [{"delta": {"content": "a"}, "finish_reason": null}]}),
+            json!({"choices": [{"index": 0, "delta": {"role": "model"}, "finish_reason": null}]}),
+            json!({"choices": [{"index": 0, "delta": {"content": [{"type": "text", "text": "a"}]}, "finish_reason": null}]}),
+            json!({"choices": [{"index": 0, "delta": {}, "finish_reason": null, "logprobs": {"content": []}}]}),
+            json!({"choices": [], "usage": {"prompt_tokens": 3}}),
+            json!({"choices": [], "error": {"message": "boom"}}),
+            json!({"object": "error", "message": "old vllm"}),
+            json!({"usage": null}),
+        ] {
+            assert!(RawChunk::check(&chunk.to_string()).is_none(), "{chunk}");
+        }
     }
 }

@@ -6,11 +6,10 @@ use super::gate::{self, Pass};
 use super::outcome::{AttemptError, Failure};
 use super::{prepare, Target, Walk};
 use crate::api::completion::Completion;
-use crate::api::wire::{self, Stamp};
+use crate::api::wire::Stamp;
 use crate::providers::{AttemptRequest, ChunkStream, Reply, StreamItem, UpstreamHints};
 use crate::runtime::CascadePlan;
 use futures_util::StreamExt;
-use serde_json::Value;
 use std::future::Future;
 use std::sync::atomic::Ordering;
 use tokio::time::{timeout_at, Duration, Instant};
@@ -22,7 +21,7 @@ pub enum Answer {
     /// A stream, peeked up to and including its first token.
     Stream {
         /// The chunks read so far.
-        head: Vec<Value>,
+        head: Vec<StreamItem>,
         /// The rest.
         rest: ChunkStream,
     },
@@ -137,7 +136,9 @@ async fn once(walk: &Walk<'_>, target: &Target) -> Result<Success, AttemptError>
             match walk.json.as_ref().filter(|p| p.buffers_streams()) {
                 // Validate first, then stream (SPEC §7).
                 Some(plan) => {
+                    let head = head.into_iter().filter_map(StreamItem::into_value).collect();
                     let chunks = super::json::buffered(head, rest, walk.deadline, plan, target).await?;
+                    let chunks = chunks.into_iter().map(StreamItem::Chunk).collect();
                     let done: ChunkStream = futures_util::stream::iter([Ok(StreamItem::Done)]).boxed();
                     Answer::Stream { head: chunks, rest: done }
                 }
@@ -150,7 +151,7 @@ async fn once(walk: &Walk<'_>, target: &Target) -> Result<Success, AttemptError>
 
 /// Reads a stream until its first real token; everything before it (role
 /// chunks, keep-alives) is kept to be sent first.
-pub async fn peek(mut s: ChunkStream, deadline: Instant) -> Result<(Vec<Value>, ChunkStream), AttemptError> {
+pub async fn peek(mut s: ChunkStream, deadline: Instant) -> Result<(Vec<StreamItem>, ChunkStream), AttemptError> {
     let mut head = Vec::new();
     let mut finished = false;
     loop {
@@ -164,13 +165,13 @@ pub async fn peek(mut s: ChunkStream, deadline: Instant) -> Result<(Vec<Value>, 
             Ok(Some(Ok(StreamItem::Done))) => {
                 return Err(AttemptError::new(Failure::Empty, "the stream finished without content"))
             }
-            Ok(Some(Ok(StreamItem::Chunk(v)))) => {
-                if wire::chunk_has_token(&v) {
-                    head.push(v);
+            Ok(Some(Ok(chunk))) => {
+                if chunk.has_token() {
+                    head.push(chunk);
                     return Ok((head, s));
                 }
-                finished |= wire::chunk_finishes(&v);
-                head.push(v);
+                finished |= chunk.finishes();
+                head.push(chunk);
             }
         }
     }

@@ -211,6 +211,7 @@ pub async fn buffered(
             Ok(Some(Err(e))) => return Err(e),
             Ok(Some(Ok(StreamItem::Done))) => done = true,
             Ok(Some(Ok(StreamItem::Chunk(c)))) => acc.absorb(&c),
+            Ok(Some(Ok(StreamItem::Raw(r)))) => acc.absorb(&r.into_value()),
         }
     }
     let Assembled { content, calls, finish, usage } = acc;

@@ -21,7 +21,6 @@ use crate::providers::{ChunkStream, StreamItem};
 use bytes::Bytes;
 use futures_util::stream::BoxStream;
 use futures_util::StreamExt;
-use serde_json::Value;
 use std::collections::VecDeque;
 use std::convert::Infallible;
 use std::sync::Arc;
@@ -62,7 +61,7 @@ impl Drop for StreamEnd {
 }
 
 struct State {
-    head: VecDeque<Value>,
+    head: VecDeque<StreamItem>,
     rest: ChunkStream,
     stamp: Stamp,
     idle: Duration,
@@ -74,7 +73,7 @@ struct State {
 
 /// Turns a peeked upstream stream into the client's SSE bytes.
 pub fn forward(
-    head: Vec<Value>,
+    head: Vec<StreamItem>,
     rest: ChunkStream,
     stamp: Stamp,
     idle: Duration,
@@ -88,7 +87,7 @@ pub fn forward(
         }
         loop {
             let next = match st.head.pop_front() {
-                Some(v) => Some(Ok(StreamItem::Chunk(v))),
+                Some(item) => Some(Ok(item)),
                 None => match timeout(st.idle, st.rest.next()).await {
                     Ok(item) => item,
                     Err(_) => {
@@ -109,6 +108,18 @@ pub fn forward(
                     st.saw_finish |= wire::chunk_finishes(&v);
                     wire::chunk(&mut v, &st.stamp);
                     return Some((Ok(sse::encode_json(&v)), st));
+                }
+                Some(Ok(StreamItem::Raw(r))) => {
+                    if let Some(tokens) = r.tokens() {
+                        if let Some(meter) = st.end.meter.take() {
+                            meter.tokens(tokens);
+                        }
+                    }
+                    if !st.include_usage && r.is_usage_chunk() {
+                        continue;
+                    }
+                    st.saw_finish |= r.finishes();
+                    return Some((Ok(r.encode(&st.stamp)), st));
                 }
                 Some(Ok(StreamItem::Done)) => {
                     st.done = true;

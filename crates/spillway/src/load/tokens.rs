@@ -24,8 +24,10 @@ pub fn count(load: Arc<ProviderLoad>, reply: Reply) -> Reply {
             let mut counter = StreamCounter::default();
             Reply::Stream(
                 s.map(move |item| {
-                    if let Ok(StreamItem::Chunk(v)) = &item {
-                        load.record_tokens(counter.chunk(v));
+                    match &item {
+                        Ok(StreamItem::Chunk(v)) => load.record_tokens(counter.chunk(v)),
+                        Ok(StreamItem::Raw(r)) => load.record_tokens(counter.raw(r)),
+                        _ => {}
                     }
                     item
                 })
@@ -66,9 +68,18 @@ pub struct StreamCounter {
 impl StreamCounter {
     /// Tokens to add for one chunk.
     pub fn chunk(&mut self, v: &Value) -> u64 {
-        let add = match usage_tokens(v) {
+        self.add(usage_tokens(v), crate::api::wire::chunk_has_token(v))
+    }
+
+    /// [`Self::chunk`] for a chunk kept as bytes.
+    pub fn raw(&mut self, r: &crate::api::completion::RawChunk) -> u64 {
+        self.add(r.tokens().map(|t| t.output), r.has_token())
+    }
+
+    fn add(&mut self, usage: Option<u64>, has_token: bool) -> u64 {
+        let add = match usage {
             Some(total) => total.saturating_sub(self.counted),
-            None if crate::api::wire::chunk_has_token(v) => 1,
+            None if has_token => 1,
             None => 0,
         };
         self.counted += add;

@@ -270,6 +270,10 @@ fn decode_event(ev: &SseEvent) -> Result<StreamItem, AttemptError> {
     if data == "[DONE]" {
         return Ok(StreamItem::Done);
     }
+    // Most chunks need only the gateway's stamp: kept as bytes.
+    if let Some(raw) = crate::api::completion::RawChunk::check(data) {
+        return Ok(StreamItem::Raw(raw));
+    }
     let v: Value = serde_json::from_str(data)
         .map_err(|e| AttemptError::new(Failure::BrokenBody, format!("a stream event is not JSON: {e}")))?;
     if let Some(err) = in_band_error(&v) {

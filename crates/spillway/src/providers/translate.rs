@@ -13,10 +13,42 @@ pub enum StreamItem {
     /// An OpenAI `chat.completion.chunk` object (without `id`, `created` or
     /// `model`: the gateway stamps those so they stay stable for the stream).
     Chunk(serde_json::Value),
+    /// An OpenAI-compatible upstream's chunk that already has every field
+    /// the schema requires: forwarded as its bytes behind the stamp.
+    Raw(crate::api::completion::RawChunk),
     /// The upstream signalled a proper end of stream (`[DONE]`,
     /// `message_stop`, a final status). A stream that closes without it is a
     /// broken body.
     Done,
+}
+
+impl StreamItem {
+    /// The chunk as a tree (`None` for `Done`), for what must read it whole.
+    pub fn into_value(self) -> Option<serde_json::Value> {
+        match self {
+            Self::Chunk(v) => Some(v),
+            Self::Raw(r) => Some(r.into_value()),
+            Self::Done => None,
+        }
+    }
+
+    /// A chunk that carries the first token (content, a refusal, a tool call).
+    pub fn has_token(&self) -> bool {
+        match self {
+            Self::Chunk(v) => crate::api::wire::chunk_has_token(v),
+            Self::Raw(r) => r.has_token(),
+            Self::Done => false,
+        }
+    }
+
+    /// A chunk that ends its choice.
+    pub fn finishes(&self) -> bool {
+        match self {
+            Self::Chunk(v) => crate::api::wire::chunk_finishes(v),
+            Self::Raw(r) => r.finishes(),
+            Self::Done => false,
+        }
+    }
 }
 
 /// How an upstream error (an HTTP status plus body, or an error event inside

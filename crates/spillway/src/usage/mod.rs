@@ -241,6 +241,11 @@ impl Meter {
 
     /// Records the stream's usage (call once).
     pub fn usage(&self, usage: &Value) {
+        self.tokens(Tokens::of(usage));
+    }
+
+    /// Records the stream's usage, read already (call once).
+    pub fn tokens(&self, tokens: Tokens) {
         let books = Books {
             config: &self.config,
             metrics: &self.metrics,
@@ -248,8 +253,7 @@ impl Meter {
             discovery: &self.discovery,
             handles: Some(&self.target.usage),
         };
-        let tokens = Some(Tokens::of(usage));
-        self.ledger.record(books, &self.cascade, &self.model_ref, tokens, crate::health::clock::now_ms());
+        self.ledger.record(books, &self.cascade, &self.model_ref, Some(tokens), crate::health::clock::now_ms());
     }
 }
 

@@ -21,7 +21,7 @@ fn chunks(items: &[StreamItem]) -> Vec<&Value> {
         .iter()
         .filter_map(|i| match i {
             StreamItem::Chunk(c) => Some(c),
-            StreamItem::Done => None,
+            StreamItem::Done | StreamItem::Raw(_) => None,
         })
         .collect()
 }

@@ -31,7 +31,7 @@ fn chunks(items: &[StreamItem]) -> Vec<&Value> {
         .iter()
         .filter_map(|item| match item {
             StreamItem::Chunk(c) => Some(c),
-            StreamItem::Done => None,
+            StreamItem::Done | StreamItem::Raw(_) => None,
         })
         .collect()
 }
