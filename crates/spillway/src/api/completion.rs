@@ -218,8 +218,9 @@ impl Shape<'_> {
     }
 }
 
-/// What the check reads of one choice; other fields pass through as
-/// bytes. (A field given twice fails the read: the general path decides.)
+/// What the check reads of one choice — `message` in a completion,
+/// `delta` in a stream chunk; other fields pass through as bytes. (A field
+/// given twice fails the read: the general path decides.)
 #[derive(Deserialize)]
 struct ChoiceCheck<'a> {
     #[serde(default, borrow)]
@@ -230,8 +231,11 @@ struct ChoiceCheck<'a> {
     logprobs: Shape<'a>,
     #[serde(default, borrow)]
     message: Option<MessageCheck<'a>>,
+    #[serde(default, borrow)]
+    delta: Option<MessageCheck<'a>>,
 }
 
+/// A message or a delta.
 #[derive(Deserialize)]
 struct MessageCheck<'a> {
     #[serde(default, borrow)]
@@ -301,31 +305,6 @@ fn check_usage(u: &UsageCheck<'_>) -> Option<Tokens> {
     }
 }
 
-/// What the check reads of one stream choice; the rest passes through.
-#[derive(Deserialize)]
-struct DeltaChoiceCheck<'a> {
-    #[serde(default, borrow)]
-    index: Shape<'a>,
-    #[serde(default, borrow)]
-    finish_reason: Shape<'a>,
-    #[serde(default, borrow)]
-    logprobs: Shape<'a>,
-    #[serde(default, borrow)]
-    delta: Option<DeltaCheck<'a>>,
-}
-
-#[derive(Deserialize)]
-struct DeltaCheck<'a> {
-    #[serde(default, borrow)]
-    role: Shape<'a>,
-    #[serde(default, borrow)]
-    content: Shape<'a>,
-    #[serde(default, borrow)]
-    refusal: Shape<'a>,
-    #[serde(default, borrow)]
-    tool_calls: Shape<'a>,
-}
-
 const DELTA_ROLES: [&str; 5] = ["developer", "system", "user", "assistant", "tool"];
 
 /// What the check found in a chunk's choices.
@@ -336,7 +315,7 @@ struct ChunkChecked {
     empty: bool,
 }
 
-fn check_deltas(choices: &[DeltaChoiceCheck<'_>]) -> Option<ChunkChecked> {
+fn check_deltas(choices: &[ChoiceCheck<'_>]) -> Option<ChunkChecked> {
     let mut out = ChunkChecked { empty: choices.is_empty(), ..ChunkChecked::default() };
     for c in choices {
         if !matches!(c.index, Shape::Int(_)) || !matches!(c.logprobs, Shape::Absent | Shape::Null) {
@@ -514,7 +493,7 @@ impl<'de> Visitor<'de> for TopSeed<'de> {
                     true
                 }
                 "choices" if self.chunk => {
-                    let choices: Vec<DeltaChoiceCheck<'_>> = map.next_value()?;
+                    let choices: Vec<ChoiceCheck<'_>> = map.next_value()?;
                     top.chunk = Some(check_deltas(&choices).ok_or_else(general)?);
                     true
                 }
