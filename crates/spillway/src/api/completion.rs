@@ -457,13 +457,16 @@ impl<'de> Visitor<'de> for TopSeed<'de> {
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Top, A::Error> {
         let general = || A::Error::custom("needs the general path");
         let mut top = Top { keys: Vec::with_capacity(8), ..Top::default() };
-        let mut seen: Vec<&'de str> = Vec::with_capacity(8);
         // Keys without escapes are borrowed from the text itself.
         while let Some(key) = map.next_key::<&'de str>()? {
-            if seen.contains(&key) {
+            let seen = |&(at, _): &(usize, bool)| {
+                self.text
+                    .get(at + 1..)
+                    .is_some_and(|t| t.starts_with(key) && t.as_bytes().get(key.len()) == Some(&b'"'))
+            };
+            if top.keys.iter().any(seen) {
                 return Err(general());
             }
-            seen.push(key);
             let start = (key.as_ptr() as usize).wrapping_sub(self.text.as_ptr() as usize).wrapping_sub(1);
             let quoted = start.checked_add(key.len() + 2).and_then(|end| self.text.get(start..end));
             if quoted.is_none_or(|q| q.get(1..=key.len()) != Some(key) || !q.starts_with('"')) {

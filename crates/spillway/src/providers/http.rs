@@ -269,7 +269,7 @@ impl Endpoint {
         resp.map(|incoming| Body {
             incoming: Some(incoming),
             back: Some(Back { sender, pool: self.pool.clone(), slot }),
-            complete: Arc::new(std::sync::atomic::AtomicBool::new(false)),
+            complete: None,
         })
     }
 }
@@ -281,8 +281,9 @@ pub struct Body {
     incoming: Option<Incoming>,
     back: Option<Back>,
     /// Set by the reader when the answer is complete at its own level (an
-    /// SSE `[DONE]`) though the body may not have ended yet.
-    complete: Arc<std::sync::atomic::AtomicBool>,
+    /// SSE `[DONE]`) though the body may not have ended yet; made only for
+    /// readers that ask ([`Body::completion`]).
+    complete: Option<Arc<std::sync::atomic::AtomicBool>>,
 }
 
 /// How long a dropped body whose answer was complete may take to reach its
@@ -324,7 +325,7 @@ impl Drop for Body {
     /// the connection is what cancels the upstream's generation.
     fn drop(&mut self) {
         let (Some(back), Some(mut incoming)) = (self.back.take(), self.incoming.take()) else { return };
-        if !self.complete.load(std::sync::atomic::Ordering::Acquire) {
+        if !self.complete.as_ref().is_some_and(|c| c.load(std::sync::atomic::Ordering::Acquire)) {
             return;
         }
         let Ok(runtime) = tokio::runtime::Handle::try_current() else { return };
@@ -353,20 +354,16 @@ impl Drop for Body {
 impl Body {
     /// A handle the reader uses to say the answer is complete, so that
     /// dropping the body afterwards keeps its connection (see `Drop`).
-    pub fn completion(&self) -> Completion {
-        Completion(self.complete.clone())
+    pub fn completion(&mut self) -> Completion {
+        Completion(self.complete.get_or_insert_with(Arc::default).clone())
     }
 
     /// Reads the whole body (at most [`MAX_BODY`] bytes).
     pub async fn bytes(self) -> Result<Bytes, BodyError> {
-        let limited = http_body_util::Limited::new(self, MAX_BODY);
-        match limited.collect().await {
-            Ok(collected) => Ok(collected.to_bytes()),
-            Err(e) => match e.downcast::<hyper::Error>() {
-                Ok(e) => Err(BodyError::Transport(*e)),
-                Err(_) => Err(BodyError::TooLarge),
-            },
-        }
+        read_to_end(self, MAX_BODY).await.map_err(|e| match e {
+            ReadError::Body(e) => BodyError::Transport(e),
+            ReadError::TooLarge => BodyError::TooLarge,
+        })
     }
 
     fn ended(&mut self) {
@@ -374,6 +371,44 @@ impl Body {
             pool.give_back(slot, sender);
         }
     }
+}
+
+/// Why [`read_to_end`] stopped.
+#[derive(Debug)]
+pub enum ReadError<E> {
+    /// The body failed.
+    Body(E),
+    /// It is longer than the limit.
+    TooLarge,
+}
+
+/// Reads a body to its end, at most `limit` bytes: a body that comes as one
+/// frame (the usual case) is returned as that frame, uncopied; more frames
+/// are joined.
+pub async fn read_to_end<B>(body: B, limit: usize) -> Result<Bytes, ReadError<B::Error>>
+where
+    B: hyper::body::Body<Data = Bytes>,
+{
+    let mut body = std::pin::pin!(body);
+    let mut single: Option<Bytes> = None;
+    let mut joined = bytes::BytesMut::new();
+    let mut len = 0usize;
+    while let Some(frame) = body.frame().await {
+        let Ok(data) = frame.map_err(ReadError::Body)?.into_data() else { continue };
+        len = len.saturating_add(data.len());
+        if len > limit {
+            return Err(ReadError::TooLarge);
+        }
+        if single.is_none() && joined.is_empty() {
+            single = Some(data);
+        } else {
+            if let Some(first) = single.take() {
+                joined.extend_from_slice(&first);
+            }
+            joined.extend_from_slice(&data);
+        }
+    }
+    Ok(single.unwrap_or_else(|| joined.freeze()))
 }
 
 impl hyper::body::Body for Body {
@@ -466,6 +501,20 @@ fn tls_connector(ca_file: Option<&std::path::Path>) -> Result<tokio_rustls::TlsC
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[tokio::test]
+    async fn read_to_end_keeps_one_frame_as_is_and_joins_several() {
+        let one = Bytes::from_static(b"whole");
+        let got = read_to_end(Full::new(one.clone()), 10).await.unwrap();
+        assert_eq!(got.as_ptr(), one.as_ptr(), "a single frame is not copied");
+        let frames = || {
+            let parts =
+                ["ab", "cd", "e"].map(|p| Ok::<_, std::convert::Infallible>(hyper::body::Frame::data(Bytes::from(p))));
+            http_body_util::StreamBody::new(futures_util::stream::iter(parts))
+        };
+        assert_eq!(read_to_end(frames(), 5).await.unwrap(), "abcde");
+        assert!(matches!(read_to_end(frames(), 4).await, Err(ReadError::TooLarge)));
+    }
 
     #[test]
     fn the_request_line_and_host_come_from_the_url() {

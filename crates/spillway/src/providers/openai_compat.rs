@@ -75,7 +75,7 @@ impl OpenAiCompat {
                     "a stream was asked for but the response is not text/event-stream",
                 ));
             }
-            let body = resp.into_body();
+            let mut body = resp.into_body();
             let completion = body.completion();
             return Ok(Reply::Stream(sse_chunks_until(body, move || completion.mark())));
         }

@@ -15,7 +15,6 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::Router;
 use futures_util::StreamExt;
-use http_body_util::BodyExt;
 use serde_json::json;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -102,11 +101,9 @@ where
     if declared.is_some_and(|n| n > limit) {
         return Err(ApiError::BodyTooLarge(limit));
     }
-    let bytes = http_body_util::Limited::new(request.into_body(), limit)
-        .collect()
+    let bytes = crate::providers::http::read_to_end(request.into_body(), limit)
         .await
-        .map_err(|_| ApiError::BodyTooLarge(limit))?
-        .to_bytes();
+        .map_err(|_| ApiError::BodyTooLarge(limit))?;
     let mut req = ChatRequest::parse(bytes)?;
     req.caller = key_id;
     let plan = gw.resolve(&req.model).ok_or_else(|| ApiError::ModelNotFound(req.model.clone()))?;
@@ -127,6 +124,15 @@ const X_LOAD_PROFILE: HeaderName = HeaderName::from_static("x-spillway-load-prof
 const X_HANDOFF_ID: HeaderName = HeaderName::from_static("x-spillway-handoff-id");
 const X_ESCALATED: HeaderName = HeaderName::from_static("x-spillway-escalated");
 const X_ACCEL_BUFFERING: HeaderName = HeaderName::from_static("x-accel-buffering");
+
+/// A small count as a header value without allocating.
+fn count_value(n: u32) -> HeaderValue {
+    const DIGITS: [&str; 10] = ["0", "1", "2", "3", "4", "5", "6", "7", "8", "9"];
+    usize::try_from(n)
+        .ok()
+        .and_then(|i| DIGITS.get(i))
+        .map_or_else(|| HeaderValue::from(n), |d| HeaderValue::from_static(d))
+}
 
 fn header_value(s: &str) -> HeaderValue {
     HeaderValue::from_str(s).unwrap_or_else(|_| HeaderValue::from_static("invalid"))
@@ -160,7 +166,7 @@ fn respond(served: Served, permit: Permit) -> Response {
     h.insert(X_CASCADE, header_value(&cascade));
     h.insert(X_MODEL, header_value(&model));
     h.insert(X_TIER, HeaderValue::from_static(tier.as_str()));
-    h.insert(X_ATTEMPTS, HeaderValue::from(attempts));
+    h.insert(X_ATTEMPTS, count_value(attempts));
     if let Some(profile) = load_profile {
         h.insert(X_LOAD_PROFILE, header_value(&profile));
     }
