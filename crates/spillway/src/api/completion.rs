@@ -1,14 +1,16 @@
-//! A whole `chat.completion` on its way from an upstream to a client.
+//! Answers on their way from an upstream to a client: whole
+//! `chat.completion`s and `chat.completion.chunk`s of a stream.
 //!
 //! Most answers of OpenAI-compatible upstreams already validate against
 //! OpenAI's schema: only `id`, `created` and `model` change on the way
-//! through. For those, [`RawCompletion::check`] reads the body once without
-//! building a JSON tree (borrowed strings, untouched values kept as their
-//! bytes) and the answer is written out as the upstream's bytes behind the
-//! gateway's own stamp. Anything else — a field to fill in, tool calls,
-//! escaped keys, an in-band error — takes the general path: a
-//! [`serde_json::Value`] completed by [`super::wire::completion`]. Both
-//! paths give the client the same fields and values.
+//! through. For those, [`RawCompletion::check`] (and [`RawChunk::check`],
+//! per stream event) reads the body once without building a JSON tree
+//! (borrowed strings, untouched values kept as their bytes) and the answer
+//! is written out as the upstream's bytes behind the gateway's own stamp.
+//! Anything else — a field to fill in, tool calls, escaped or repeated
+//! keys, an in-band error — takes the general path: a [`serde_json::Value`]
+//! completed by [`super::wire`]. Both paths give the client the same fields
+//! and values.
 
 use super::wire::{self, Stamp};
 use bytes::Bytes;
