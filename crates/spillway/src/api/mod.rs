@@ -7,6 +7,8 @@
 //! OpenAI shape ([`error`]); [`sse`] reads and writes server-sent events.
 
 pub mod completion;
+#[cfg(test)]
+mod completion_proptests;
 pub mod error;
 pub mod json;
 pub mod request;

@@ -1,0 +1,199 @@
+//! Differential property tests of the pass-through: for generated answers
+//! and chunks shaped like what upstreams send — fields present, missing,
+//! null or of the wrong type, extra fields — whenever the one-pass check
+//! accepts a body, the client gets what the `Value` path would give and the
+//! runner reads the same facts; and the check never panics.
+
+use super::completion::{Completion, RawChunk, RawCompletion, Tokens};
+use super::wire::{self, Stamp};
+use bytes::Bytes;
+use proptest::prelude::*;
+use serde_json::{json, Map, Value};
+
+/// A field that is usually right, sometimes missing, null or odd.
+fn field(good: Value) -> impl Strategy<Value = Option<Value>> {
+    prop_oneof![
+        14 => Just(Some(good)),
+        1 => Just(None),
+        1 => Just(Some(Value::Null)),
+        1 => prop_oneof![Just(json!(7)), Just(json!("x")), Just(json!([])), Just(json!({"a": 1})), Just(json!(1.5))]
+            .prop_map(Some),
+    ]
+}
+
+fn object(fields: Vec<(&'static str, Option<Value>)>) -> Value {
+    Value::Object(fields.into_iter().filter_map(|(k, v)| v.map(|v| (k.to_string(), v))).collect::<Map<_, _>>())
+}
+
+fn text() -> impl Strategy<Value = Value> {
+    prop_oneof![Just(json!("")), Just(json!(" \n")), "[a-z \"\\\\\n\u{e9}]{0,12}".prop_map(Value::from)]
+}
+
+fn finish() -> impl Strategy<Value = Value> {
+    prop_oneof![
+        Just(json!("stop")),
+        Just(json!("length")),
+        Just(json!("tool_calls")),
+        Just(json!("error")),
+        Just(json!("eos"))
+    ]
+}
+
+fn usage() -> impl Strategy<Value = Option<Value>> {
+    (field(json!(9)), field(json!(4)), field(json!(13)), field(json!({"cached_tokens": 0}))).prop_flat_map(
+        |(p, c, t, d)| {
+            field(object(vec![
+                ("prompt_tokens", p),
+                ("completion_tokens", c),
+                ("total_tokens", t),
+                ("prompt_tokens_details", d),
+            ]))
+        },
+    )
+}
+
+fn extras() -> impl Strategy<Value = Vec<(&'static str, Option<Value>)>> {
+    (
+        field(json!("fp_1")),
+        field(json!({"id": "q", "error": null})),
+        field(json!({"keep": [1, "two"]})),
+        field(Value::Null),
+    )
+        .prop_map(|(fp, groq, vendor, err)| {
+            vec![("system_fingerprint", fp), ("x_groq", groq), ("x_vendor", vendor), ("error", err)]
+        })
+}
+
+fn completion() -> impl Strategy<Value = Value> {
+    let choice = (
+        field(json!(0)),
+        field(json!("assistant")),
+        field(json!("hi")),
+        text(),
+        field(Value::Null),
+        field(Value::Null),
+    )
+        .prop_flat_map(|(index, role, _, content, refusal, logprobs)| {
+            (finish(), any::<bool>()).prop_map(move |(finish, tools)| {
+                let mut message =
+                    vec![("role", role.clone()), ("content", Some(content.clone())), ("refusal", refusal.clone())];
+                if tools {
+                    message.push((
+                        "tool_calls",
+                        Some(json!([{"id": "c", "type": "function", "function": {"name": "f", "arguments": "{}"}}])),
+                    ));
+                }
+                object(vec![
+                    ("index", index.clone()),
+                    ("message", Some(object(message))),
+                    ("logprobs", logprobs.clone()),
+                    ("finish_reason", Some(finish)),
+                ])
+            })
+        });
+    (prop::collection::vec(choice, 0..3), usage(), extras(), field(json!("chat.completion"))).prop_map(
+        |(choices, usage, extras, object_field)| {
+            let mut fields = vec![
+                ("id", Some(json!("up"))),
+                ("object", object_field),
+                ("created", Some(json!(1))),
+                ("model", Some(json!("m"))),
+            ];
+            fields.push(("choices", Some(Value::Array(choices))));
+            fields.push(("usage", usage));
+            fields.extend(extras);
+            object(fields)
+        },
+    )
+}
+
+fn chunk() -> impl Strategy<Value = Value> {
+    let choice = (field(json!(0)), field(json!("assistant")), text(), field(json!("no")), field(Value::Null))
+        .prop_flat_map(|(index, role, content, refusal, logprobs)| {
+            (prop_oneof![Just(Value::Null), finish()], any::<bool>(), any::<bool>()).prop_map(
+                move |(finish, has_finish, tools)| {
+                    let mut delta =
+                        vec![("role", role.clone()), ("content", Some(content.clone())), ("refusal", refusal.clone())];
+                    if tools {
+                        delta.push(("tool_calls", Some(json!([{"index": 0, "function": {"arguments": "{"}}]))));
+                    }
+                    object(vec![
+                        ("index", index.clone()),
+                        ("delta", Some(object(delta))),
+                        ("logprobs", logprobs.clone()),
+                        ("finish_reason", has_finish.then_some(finish)),
+                    ])
+                },
+            )
+        });
+    (prop::collection::vec(choice, 0..3), usage(), extras()).prop_map(|(choices, usage, extras)| {
+        let mut fields = vec![("id", Some(json!("c"))), ("choices", Some(Value::Array(choices))), ("usage", usage)];
+        fields.extend(extras);
+        object(fields)
+    })
+}
+
+fn stamp() -> Stamp {
+    Stamp { id: "chatcmpl-1".into(), created: 7, model: "p/m".into() }
+}
+
+fn event(b: &Bytes) -> Value {
+    let text = std::str::from_utf8(b).unwrap();
+    serde_json::from_str(text.strip_prefix("data: ").unwrap().strip_suffix("\n\n").unwrap()).unwrap()
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 512, ..ProptestConfig::default() })]
+
+    #[test]
+    fn a_completion_the_check_accepts_reaches_the_client_as_the_value_path_would_give_it(body in completion()) {
+        let Some(raw) = RawCompletion::check(Bytes::from(body.to_string())) else { return Ok(()) };
+        let mut raw = Completion::Raw(raw);
+        let mut general = Completion::Value(body.clone());
+        // The general path rejects some bodies the check would never accept.
+        prop_assert!(general.stamp(stamp()).is_ok(), "{}", body);
+        raw.stamp(stamp()).unwrap();
+        prop_assert_eq!(raw.has_answer(), general.has_answer());
+        prop_assert_eq!(raw.tokens(), general.tokens());
+        prop_assert_eq!(raw.completion_tokens(), general.completion_tokens());
+        let raw_out: Value = serde_json::from_slice(&raw.to_bytes()).unwrap();
+        let general_out: Value = serde_json::from_slice(&general.to_bytes()).unwrap();
+        prop_assert_eq!(raw_out, general_out, "{}", body);
+    }
+
+    #[test]
+    fn a_chunk_the_check_accepts_reaches_the_client_as_the_value_path_would_give_it(body in chunk()) {
+        let Some(raw) = RawChunk::check(&body.to_string()) else { return Ok(()) };
+        prop_assert_eq!(raw.has_token(), wire::chunk_has_token(&body));
+        prop_assert_eq!(raw.finishes(), wire::chunk_finishes(&body));
+        prop_assert_eq!(raw.is_usage_chunk(), wire::is_usage_chunk(&body));
+        prop_assert_eq!(raw.tokens(), body.get("usage").filter(|u| u.is_object()).map(Tokens::of));
+        let mut general = body.clone();
+        wire::chunk(&mut general, &stamp());
+        prop_assert_eq!(event(&raw.encode(&stamp())), event(&super::sse::encode_json(&general)), "{}", body);
+    }
+
+    #[test]
+    fn the_checks_never_panic_on_arbitrary_text(text in "\\PC{0,64}|[{}\\[\\]\":,a-z0-9 ]{0,64}") {
+        let _ = RawCompletion::check(Bytes::from(text.clone()));
+        let _ = RawChunk::check(&text);
+    }
+}
+
+/// The properties above are not vacuous: a fair share of generated bodies
+/// takes the pass-through, and a fair share does not.
+#[test]
+fn the_generators_reach_both_paths() {
+    use proptest::strategy::ValueTree;
+    use proptest::test_runner::TestRunner;
+    let mut runner = TestRunner::deterministic();
+    let (mut whole, mut chunks) = (0, 0);
+    for _ in 0..400 {
+        let body = completion().new_tree(&mut runner).unwrap().current();
+        whole += usize::from(RawCompletion::check(Bytes::from(body.to_string())).is_some());
+        let body = chunk().new_tree(&mut runner).unwrap().current();
+        chunks += usize::from(RawChunk::check(&body.to_string()).is_some());
+    }
+    assert!((20..380).contains(&whole), "completions on the pass-through: {whole} of 400");
+    assert!((20..380).contains(&chunks), "chunks on the pass-through: {chunks} of 400");
+}
