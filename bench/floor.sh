@@ -12,23 +12,16 @@
 # Installs wrk (Debian) when missing; listens on 127.0.0.1 only.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# shellcheck source=bench/common.sh
+source bench/common.sh
 ROUNDS=${ROUNDS:-3}
 SECS=${SECS:-4}
 CONNS=${CONNS:-1 64}
 DELAY_MS=${DELAY_MS:-0}
-if ! command -v wrk >/dev/null 2>&1; then
-  echo "Installing wrk..."
-  (apt-get update -qq && apt-get install -y -qq wrk) >/dev/null
-fi
+install_tools wrk
 cargo build --release -q -p spillway -p test-upstreams --bins
 BIN=${CARGO_TARGET_DIR:-target}/release
-work=$(mktemp -d)
-pids=()
-cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; rm -rf "$work"; }
-trap cleanup EXIT
 
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-wait_port() { for _ in $(seq 100); do (echo >"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0; sleep 0.05; done; return 1; }
 UP=$(free_port); BARE=$(free_port); GW=$(free_port)
 "$BIN/fake-upstream" --port "$UP" --delay-ms "$DELAY_MS" >/dev/null 2>&1 &
 pids+=($!)

@@ -14,21 +14,13 @@
 # when missing; listens on 127.0.0.1 only.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# shellcheck source=bench/common.sh
+source bench/common.sh
 SECONDS_MEASURED=${SECONDS_MEASURED:-10}
-for tool in valgrind wrk; do
-  if ! command -v "$tool" >/dev/null 2>&1; then
-    echo "Installing $tool..."
-    (apt-get update -qq && apt-get install -y -qq "$tool") >/dev/null
-  fi
-done
+install_tools valgrind wrk
 cargo build --release -q -p spillway -p test-upstreams --bins
 BIN=${CARGO_TARGET_DIR:-target}/release
-work=$(mktemp -d)
-pids=()
-cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; [ -n "${KEEP:-}" ] || rm -rf "$work"; }
-trap cleanup EXIT
 
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 UP=$(free_port)
 "$BIN/fake-upstream" --port "$UP" >"$work/up.log" 2>&1 &
 pids+=($!)

@@ -8,18 +8,14 @@
 #   bench/outage.sh      # appends/replaces the outage section of docs/PERFORMANCE.md
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# shellcheck source=bench/common.sh
+source bench/common.sh
 DURATION=${DURATION:-10}
 OUT=${OUT:-docs/PERFORMANCE.md}
 ulimit -n 65536 2>/dev/null || true
-command -v wrk >/dev/null 2>&1 || (apt-get update -qq && apt-get install -y -qq wrk) >/dev/null
+install_tools wrk
 cargo build --release -q -p spillway -p test-upstreams --bins
 BIN=${CARGO_TARGET_DIR:-target}/release
-work=$(mktemp -d)
-pids=()
-cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; rm -rf "$work"; }
-trap cleanup EXIT
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-wait_port() { for _ in $(seq 100); do (echo >"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0; sleep 0.05; done; return 1; }
 start() { local port; port=$(free_port); "$@" --port "$port" >/dev/null 2>&1 & pids+=($!); wait_port "$port"; echo "$port"; }
 
 RESERVE=$(start "$BIN/fake-upstream" --delay-ms "${RESERVE_DELAY_MS:-50}")

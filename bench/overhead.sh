@@ -11,22 +11,16 @@
 # listens on 127.0.0.1 only; every run is bounded in time.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# shellcheck source=bench/common.sh
+source bench/common.sh
 DURATION=${DURATION:-10}
 OUT=${OUT:-docs/PERFORMANCE.md}
 ulimit -n 65536 2>/dev/null || ulimit -n "$(ulimit -Hn)"
 
-if ! command -v wrk >/dev/null 2>&1; then
-  echo "Installing wrk..."
-  (apt-get update -qq && apt-get install -y -qq wrk) >/dev/null
-fi
+install_tools wrk
 cargo build --release -q -p spillway -p test-upstreams --bins
 BIN=${CARGO_TARGET_DIR:-target}/release
-work=$(mktemp -d)
-pids=()
-cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; rm -rf "$work"; }
-trap cleanup EXIT
 
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 start_upstream() { # name, args...
   local name=$1; shift
   local port; port=$(free_port)
@@ -34,7 +28,6 @@ start_upstream() { # name, args...
   pids+=($!)
   echo "$port"
 }
-wait_port() { for _ in $(seq 100); do (echo >"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0; sleep 0.05; done; echo "port $1 never opened" >&2; return 1; }
 
 UP_FAST=$(start_upstream fast)
 UP_SLOW=$(start_upstream slow --delay-ms 50)
