@@ -2,8 +2,10 @@
 # Spillway against the floor, alternating: the bare proxy (`bare-proxy`:
 # hyper on both sides, parses and rewrites the JSON, nothing else) and the
 # gateway, one run after the other, ROUNDS times, so that the machine's
-# drift hits both alike. Prints median latency, req/s and the proxy's CPU
-# per request of every run; writes nothing.
+# drift hits both alike; each round starts with a direct call to the
+# upstream. Prints median latency, req/s and the CPU per request of the
+# process called (for `direct`, the upstream's) of every run; writes
+# nothing.
 #
 #   bench/floor.sh                       # 1 and 64 connections, instant upstream, 3 rounds of 4 s
 #   CONNS="1" ROUNDS=5 bench/floor.sh
@@ -24,7 +26,7 @@ BIN=${CARGO_TARGET_DIR:-target}/release
 
 UP=$(free_port); BARE=$(free_port); GW=$(free_port)
 "$BIN/fake-upstream" --port "$UP" --delay-ms "$DELAY_MS" >/dev/null 2>&1 &
-pids+=($!)
+UP_PID=$!; pids+=($UP_PID)
 "$BIN/bare-proxy" --port "$BARE" --upstream "$UP" >/dev/null 2>&1 &
 BARE_PID=$!; pids+=($BARE_PID)
 cat >"$work/gw.yaml" <<YAML
@@ -61,6 +63,7 @@ run() { # name pid port conns
 }
 for i in $(seq "$ROUNDS"); do
   for c in $CONNS; do
+    run direct "$UP_PID" "$UP" "$c"
     run bare "$BARE_PID" "$BARE" "$c"
     run spillway "$GW_PID" "$GW" "$c"
   done

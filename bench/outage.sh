@@ -16,11 +16,20 @@ ulimit -n 65536 2>/dev/null || true
 install_tools wrk
 cargo build --release -q -p spillway -p test-upstreams --bins
 BIN=${CARGO_TARGET_DIR:-target}/release
-start() { local port; port=$(free_port); "$@" --port "$port" >/dev/null 2>&1 & pids+=($!); wait_port "$port"; echo "$port"; }
+# start VAR command... : runs the command on a free port and sets VAR to
+# it. Not called in `$(...)`: a pid added in a subshell never reaches `pids`.
+start() {
+  local var=$1 port; shift
+  port=$(free_port)
+  "$@" --port "$port" >/dev/null 2>&1 &
+  pids+=($!)
+  wait_port "$port"
+  printf -v "$var" '%s' "$port"
+}
 
-RESERVE=$(start "$BIN/fake-upstream" --delay-ms "${RESERVE_DELAY_MS:-50}")
-BAD=$(start "$BIN/fake-upstream" --status 502)
-HUNG=$(start "$BIN/fake-upstream" --hang 1)
+start RESERVE "$BIN/fake-upstream" --delay-ms "${RESERVE_DELAY_MS:-50}"
+start BAD "$BIN/fake-upstream" --status 502
+start HUNG "$BIN/fake-upstream" --hang 1
 GW=$(free_port)
 cat >"$work/gw.yaml" <<YAML
 server: { listen: 127.0.0.1:$GW, max_concurrent_requests: 100000 }

@@ -4,6 +4,12 @@
 #
 #   bench/overhead.sh            # writes the results table into docs/PERFORMANCE.md
 #   DURATION=5 bench/overhead.sh # shorter runs
+#   ROUNDS=7 bench/overhead.sh   # more rounds at one connection
+#
+# One connection is the measure most at the mercy of the machine's
+# drift, so it runs ROUNDS rounds (default 5) of direct → bare proxy →
+# gateway, ROUND_SECS each (default 4), and the table quotes the median of
+# the per-round differences with their spread.
 #
 # A bare proxy (`bare-proxy`: hyper on both sides, parses and rewrites the
 # JSON, nothing else) is measured in the same run as the floor for this
@@ -14,6 +20,8 @@ cd "$(dirname "$0")/.."
 # shellcheck source=bench/common.sh
 source bench/common.sh
 DURATION=${DURATION:-10}
+ROUNDS=${ROUNDS:-5}
+ROUND_SECS=${ROUND_SECS:-4}
 OUT=${OUT:-docs/PERFORMANCE.md}
 ulimit -n 65536 2>/dev/null || ulimit -n "$(ulimit -Hn)"
 
@@ -21,17 +29,20 @@ install_tools wrk
 cargo build --release -q -p spillway -p test-upstreams --bins
 BIN=${CARGO_TARGET_DIR:-target}/release
 
-start_upstream() { # name, args...
-  local name=$1; shift
+# Not called in a subshell: its pid must reach `pids`, or cleanup would
+# leave the upstream running.
+start_upstream() { # var name args... -> sets var to the upstream's port
+  local var=$1 name=$2; shift 2
   local port; port=$(free_port)
   "$BIN/fake-upstream" --port "$port" "$@" >"$work/$name.log" 2>&1 &
   pids+=($!)
-  echo "$port"
+  printf -v "$var" '%s' "$port"
 }
 
-UP_FAST=$(start_upstream fast)
-UP_SLOW=$(start_upstream slow --delay-ms 50)
-UP_HOLD=$(start_upstream hold --chunks 600 --chunk-interval-ms 1000)
+start_upstream UP_FAST fast
+UP_FAST_PID=${pids[-1]}
+start_upstream UP_SLOW slow --delay-ms 50
+start_upstream UP_HOLD hold --chunks 600 --chunk-interval-ms 1000
 # The floor: a bare hyper proxy that only parses and rewrites the JSON.
 BARE=$(free_port)
 "$BIN/bare-proxy" --port "$BARE" --upstream "$UP_FAST" >"$work/bare.log" 2>&1 &
@@ -67,11 +78,11 @@ LUA
 LUA_FAST=$(lua fast); LUA_SLOW=$(lua slow)
 cpu_ticks() { awk '{print $14+$15}' "/proc/${CPU_OF:-$GW_PID}/stat"; }
 rss_kib() { awk '/VmRSS/{print $2}' "/proc/$GW_PID/status"; }
-run_wrk() { # label conns threads url script -> appends "label|wrk output" to results
-  local label=$1 c=$2 t=$3 url=$4 script=$5
+run_wrk() { # label conns threads url script [secs] -> $work/label.wrk and label.cpu
+  local label=$1 c=$2 t=$3 url=$4 script=$5 secs=${6:-$DURATION}
   local before after
   before=$(cpu_ticks)
-  wrk -t"$t" -c"$c" -d"${DURATION}s" --latency -s "$script" "$url" >"$work/$label.wrk"
+  wrk -t"$t" -c"$c" -d"${secs}s" --latency -s "$script" "$url" >"$work/$label.wrk"
   after=$(cpu_ticks)
   echo "$((after - before))" >"$work/$label.cpu"
 }
@@ -82,9 +93,11 @@ wrk -t1 -c8 -d2s -s "$LUA_FAST" "http://127.0.0.1:$UP_FAST/v1/chat/completions" 
 wrk -t1 -c8 -d2s -s "$LUA_FAST" "http://127.0.0.1:$BARE/v1/chat/completions" >/dev/null
 RSS_IDLE=$(rss_kib)
 
-run_wrk direct_c1 1 1 "http://127.0.0.1:$UP_FAST/v1/chat/completions" "$LUA_FAST"
-CPU_OF=$BARE_PID run_wrk bare_c1 1 1 "http://127.0.0.1:$BARE/v1/chat/completions" "$LUA_FAST"
-run_wrk gw_c1 1 1 "http://127.0.0.1:$GW/v1/chat/completions" "$LUA_FAST"
+for r in $(seq "$ROUNDS"); do
+  CPU_OF=$UP_FAST_PID run_wrk "direct_c1_r$r" 1 1 "http://127.0.0.1:$UP_FAST/v1/chat/completions" "$LUA_FAST" "$ROUND_SECS"
+  CPU_OF=$BARE_PID run_wrk "bare_c1_r$r" 1 1 "http://127.0.0.1:$BARE/v1/chat/completions" "$LUA_FAST" "$ROUND_SECS"
+  run_wrk "gw_c1_r$r" 1 1 "http://127.0.0.1:$GW/v1/chat/completions" "$LUA_FAST" "$ROUND_SECS"
+done
 run_wrk direct_c64 64 2 "http://127.0.0.1:$UP_FAST/v1/chat/completions" "$LUA_FAST"
 CPU_OF=$BARE_PID run_wrk bare_c64 64 2 "http://127.0.0.1:$BARE/v1/chat/completions" "$LUA_FAST"
 run_wrk gw_c64 64 2 "http://127.0.0.1:$GW/v1/chat/completions" "$LUA_FAST"
@@ -107,5 +120,5 @@ sleep 6
 RSS_STREAMS=$(rss_kib)
 wait "$HOLD" || true
 
-python3 bench/report.py "$work" "$OUT" "$DURATION" "$RSS_IDLE" "$RSS_AFTER_LOAD" "$RSS_STREAMS"
+ROUNDS=$ROUNDS ROUND_SECS=$ROUND_SECS python3 bench/report.py "$work" "$OUT" "$DURATION" "$RSS_IDLE" "$RSS_AFTER_LOAD" "$RSS_STREAMS"
 echo "Results written to $OUT"

@@ -39,8 +39,10 @@ UP429=$(free_port)
 "$BIN/fake-upstream" --port "$UP429" --status 429 >"$work/up429.log" 2>&1 &
 pids+=($!)
 
-gateway() { # name backend -> port
-  local name=$1 backend=$2 port
+# gateway VAR name backend: starts a gateway and sets VAR to its port. Not
+# called in `$(...)`: a pid added in a subshell never reaches `pids`.
+gateway() {
+  local var=$1 name=$2 backend=$3 port
   port=$(free_port)
   cat >"$work/$name.yaml" <<YAML
 server: { listen: 127.0.0.1:$port, max_concurrent_requests: 100000, admin_token: admin }
@@ -54,11 +56,11 @@ cascades:
 YAML
   SPILLWAY_LOG=warn "$BIN/spillway" serve --config "$work/$name.yaml" >"$work/$name.log" 2>&1 &
   pids+=($!)
-  echo "$port"
+  printf -v "$var" '%s' "$port"
 }
-MEM=$(gateway mem memory)
-GA=$(gateway a redis)
-GB=$(gateway b redis)
+gateway MEM mem memory
+gateway GA a redis
+gateway GB b redis
 for p in "$REDIS" "$UP" "$UP429" "$MEM" "$GA" "$GB"; do wait_port "$p"; done
 
 cat >"$work/chat.lua" <<'LUA'
