@@ -14,6 +14,7 @@ pub mod cascade;
 pub mod cli;
 pub mod config;
 pub mod discovery;
+pub mod drill;
 pub mod escalation;
 pub mod handoff;
 pub mod health;

@@ -56,6 +56,7 @@ pub fn start(gw: &Gateway, supervisor: &Supervisor) {
         supervisor.spawn(worker);
         sinks.push(tx);
     }
+    sinks.extend(gw.shared.alerts.tapped().cloned());
     let handoff_hook = gw.config.handoff.webhook.as_ref().map(|url| {
         let (tx, worker) = Worker::new(Sink::Webhook { url: url.clone() }, client.clone());
         supervisor.spawn(worker);

@@ -195,13 +195,21 @@ pub struct AlertBus {
     sent: Mutex<HashMap<String, u64>>,
     /// Per-cascade tier counters for the fallback-share rule.
     pub traffic: window::Traffic,
+    /// An in-process receiver of every alert that goes out, beside the
+    /// sinks (`spillway drill` reports them); see [`AlertBus::tap`].
+    tap: std::sync::OnceLock<tokio::sync::mpsc::Sender<sink::Message>>,
 }
 
 impl Default for AlertBus {
     fn default() -> Self {
         // Alerts are rare; 256 queued between dispatcher wake-ups is plenty.
         let (tx, _) = broadcast::channel(256);
-        Self { tx, sent: Mutex::new(HashMap::new()), traffic: window::Traffic::default() }
+        Self {
+            tx,
+            sent: Mutex::new(HashMap::new()),
+            traffic: window::Traffic::default(),
+            tap: std::sync::OnceLock::new(),
+        }
     }
 }
 
@@ -214,6 +222,19 @@ impl AlertBus {
     /// Queues a `handoff.webhook` notification.
     pub fn notify_handoff(&self, body: Value) {
         let _ = self.tx.send(Outbound::Handoff(body));
+    }
+
+    /// Every alert that goes out from now on (after deduplication, as the
+    /// sinks get it), up to `capacity` unread; `None` when tapped already.
+    /// Takes effect for dispatchers started after the call.
+    pub fn tap(&self, capacity: usize) -> Option<tokio::sync::mpsc::Receiver<sink::Message>> {
+        let (tx, rx) = tokio::sync::mpsc::channel(capacity);
+        self.tap.set(tx).ok().map(|()| rx)
+    }
+
+    /// The tap's sending side, when there is one.
+    pub(crate) fn tapped(&self) -> Option<&tokio::sync::mpsc::Sender<sink::Message>> {
+        self.tap.get()
     }
 
     /// Receives what is published from now on.

@@ -15,10 +15,7 @@ pub fn run(path: &Path) -> ExitCode {
             ExitCode::SUCCESS
         }
         Err(errors) => {
-            println!("{}: {} error(s)", path.display(), errors.0.len());
-            for e in &errors.0 {
-                println!("  {e}");
-            }
+            print!("{}", super::errors_text(path, &errors));
             ExitCode::from(1)
         }
     }

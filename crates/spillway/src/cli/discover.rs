@@ -27,10 +27,7 @@ pub fn run(path: &Path, as_json: bool) -> ExitCode {
     let config = match super::load(path) {
         Ok(c) => c,
         Err(errors) => {
-            eprintln!("{}: {} error(s)", path.display(), errors.0.len());
-            for e in &errors.0 {
-                eprintln!("  {e}");
-            }
+            eprint!("{}", super::errors_text(path, &errors));
             return ExitCode::from(1);
         }
     };

@@ -5,6 +5,7 @@
 
 pub mod check;
 pub mod discover;
+pub mod drill;
 pub mod handoff;
 pub mod serve;
 pub mod status;
@@ -54,6 +55,17 @@ pub enum Command {
         #[arg(long, global = true)]
         url: Option<String>,
     },
+    /// Replay a fault scenario against the real engine with mock providers; print a report and write an SVG chart.
+    Drill {
+        /// The scenario file (its `config` names the gateway config).
+        scenario: std::path::PathBuf,
+        /// Where to write the chart (default: the scenario's name with `.svg`, in the current directory).
+        #[arg(long)]
+        svg: Option<std::path::PathBuf>,
+        /// Print the report as JSON.
+        #[arg(long)]
+        json: bool,
+    },
     /// Print the JSON Schema of the config file (for editors).
     #[command(hide = true)]
     Schema,
@@ -62,13 +74,17 @@ pub enum Command {
 /// Parses the command line and runs the command.
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
-    crate::telemetry::init();
+    match cli.command {
+        Command::Drill { .. } => crate::telemetry::init_with_default("error"),
+        _ => crate::telemetry::init(),
+    }
     match cli.command {
         Command::Serve => serve::run(&cli.config),
         Command::Check => check::run(&cli.config),
         Command::Discover { json } => discover::run(&cli.config, json),
         Command::Status { url } => status::run(&cli.config, url),
         Command::Handoff { action, url } => handoff::run(&cli.config, url, action),
+        Command::Drill { scenario, svg, json } => drill::run(&scenario, svg, json),
         Command::Schema => {
             print!("{}", crate::config::json_schema());
             ExitCode::SUCCESS
@@ -90,6 +106,16 @@ pub fn load(path: &std::path::Path) -> Result<crate::config::Config, crate::conf
         return crate::config::load_str(crate::config::DEMO_YAML, None, &lookup);
     }
     crate::config::load_file(path)
+}
+
+/// Renders every error of a file, one per line under its name (what
+/// `check`, `discover` and `drill` print for an invalid file).
+pub(crate) fn errors_text(path: &std::path::Path, errors: &crate::config::ConfigErrors) -> String {
+    let mut out = format!("{}: {} error(s)\n", path.display(), errors.0.len());
+    for e in &errors.0 {
+        out.push_str(&format!("  {e}\n"));
+    }
+    out
 }
 
 /// Where a command that talks to a running gateway sends its admin calls:

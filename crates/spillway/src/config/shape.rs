@@ -1,12 +1,13 @@
-//! From YAML text to [`RawConfig`], collecting every shape error.
+//! From YAML text to [`RawConfig`] (or any other file's raw type, such as
+//! a drill scenario), collecting every shape error.
 //!
 //! `serde` stops at the first error. To report all of them at once, the
 //! parsed tree is deserialized, the offending node is recorded with its
 //! path and removed, and deserialization runs again — until it succeeds.
 //! A node removed for being wrong is not reported a second time as missing.
 
-use super::raw::RawConfig;
 use super::{env, ConfigError, ConfigErrors};
+use serde::de::DeserializeOwned;
 use serde_path_to_error::Segment;
 use serde_yaml_ng::Value;
 
@@ -14,9 +15,10 @@ use serde_yaml_ng::Value;
 /// deserialization pass).
 const MAX_ERRORS: usize = 200;
 
-/// Parses `text` into a [`RawConfig`]; `Err` when the YAML itself is broken
-/// or variables are missing, otherwise the config plus any shape errors.
-pub fn parse(text: &str, lookup: env::Lookup<'_>) -> Result<(RawConfig, Vec<ConfigError>), ConfigErrors> {
+/// Parses `text` into `T` (a [`RawConfig`](super::raw::RawConfig) for a
+/// config file); `Err` when the YAML itself is broken or nothing could be
+/// read, otherwise the value plus any shape errors (with missing variables).
+pub fn parse<T: DeserializeOwned>(text: &str, lookup: env::Lookup<'_>) -> Result<(T, Vec<ConfigError>), ConfigErrors> {
     let mut value: Value = match serde_yaml_ng::from_str(text) {
         Ok(Value::Null) => Value::Mapping(Default::default()),
         Ok(v) => v,
@@ -32,7 +34,7 @@ pub fn parse(text: &str, lookup: env::Lookup<'_>) -> Result<(RawConfig, Vec<Conf
     // later paths can be mapped back to the indices the user wrote.
     let mut removed_items: Vec<Vec<Segment>> = Vec::new();
     for _ in 0..MAX_ERRORS {
-        match serde_path_to_error::deserialize::<_, RawConfig>(value.clone()) {
+        match serde_path_to_error::deserialize::<_, T>(value.clone()) {
             Ok(raw) => return Ok((raw, errors)),
             Err(err) => {
                 let segments: Vec<Segment> = err.path().iter().cloned().collect();

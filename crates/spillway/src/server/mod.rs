@@ -12,6 +12,7 @@ pub mod admin_load;
 pub mod admin_state;
 pub mod handoff_routes;
 pub mod routes;
+pub mod ui;
 pub mod workers;
 
 use crate::metrics::Metrics;

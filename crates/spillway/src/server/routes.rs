@@ -27,6 +27,7 @@ pub fn router(state: Arc<AppState>) -> Router {
         .route("/healthz", get(|| async { "ok" }))
         .route("/readyz", get(readyz))
         .route("/metrics", get(metrics))
+        .route("/ui", get(super::ui::page))
         .merge(super::admin::router(state.clone()))
         .merge(super::handoff_routes::client_routes())
         .fallback(|| async { ApiError::NotFound })

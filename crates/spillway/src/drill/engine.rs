@@ -1,0 +1,381 @@
+//! Runs a scenario: the real gateway (the same handler `spillway serve`
+//! serves, with its background jobs) on a single-threaded runtime whose
+//! clock is paused and jumps ahead whenever every task waits, so ten
+//! minutes of traffic take as long as the CPU work they cause. Requests go
+//! to the handler in-process, no sockets; the mocks' delays, deadlines,
+//! dead marks, breakers and outage windows all run on that clock.
+
+use super::scenario::{Output, Scenario, Traffic};
+use crate::runtime::{Gateway, Shared};
+use crate::server::AppState;
+use crate::supervisor::Supervisor;
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full};
+use serde_json::{json, Value};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::task::JoinSet;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+/// What happened to one request.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Outcome {
+    /// A model answered.
+    Answered {
+        /// Its ref (`x-spillway-model`).
+        model: String,
+        /// Its tier (`x-spillway-tier`).
+        tier: String,
+    },
+    /// Queued for a person (`x-spillway-tier: handoff`).
+    Handoff,
+    /// An error status, or a stream that failed after it started.
+    Failed {
+        /// The HTTP status (200 for a stream that broke mid-way).
+        status: u16,
+        /// The error's `code` (`all_models_failed`, `timeout`, …).
+        code: String,
+    },
+}
+
+/// One request of the run.
+#[derive(Debug, Clone)]
+pub struct Sample {
+    /// Which traffic stream sent it.
+    pub traffic: usize,
+    /// When, from the start of the run.
+    pub sent: Duration,
+    /// Until the last byte of the answer.
+    pub latency: Duration,
+    /// Until its first byte.
+    pub first_byte: Duration,
+    /// What came back.
+    pub outcome: Outcome,
+    /// An answer whose content fits the traffic's [`Output`].
+    pub valid: bool,
+    /// Upstream calls made (`x-spillway-attempts`).
+    pub attempts: u32,
+    /// Its usage times the answering model's price, USD.
+    pub cost_usd: f64,
+}
+
+/// An alert that went out during the run.
+#[derive(Debug, Clone)]
+pub struct AlertSeen {
+    /// When, from the start of the run.
+    pub at: Duration,
+    /// Its kind (`breaker_opened`, …).
+    pub kind: String,
+    /// Its text.
+    pub text: String,
+}
+
+/// Everything a run observed.
+#[derive(Debug, Clone)]
+pub struct Run {
+    /// Every request, in the order they were sent.
+    pub samples: Vec<Sample>,
+    /// Every alert, in order.
+    pub alerts: Vec<AlertSeen>,
+    /// Wall-clock time the run took.
+    pub wall: std::time::Duration,
+}
+
+/// Why a run could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    /// The runtime or the scratch directory could not be made.
+    #[error("cannot start the drill: {0}")]
+    Io(#[from] std::io::Error),
+    /// The gateway could not be built from the config.
+    #[error("cannot build the gateway: {0}")]
+    Build(String),
+}
+
+/// Runs the scenario to the end of its traffic and of every answer.
+pub fn run(scenario: &Scenario) -> Result<Run, RunError> {
+    let scratch = Scratch::new()?;
+    let mut config = scenario.config.clone();
+    config.state.data_dir = scratch.0.clone();
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().start_paused(true).build()?;
+    // Clippy bans std's `Instant::now` to keep request code on tokio's
+    // clock; this is the one place that wants the real one.
+    #[allow(clippy::disallowed_methods)]
+    let wall = std::time::Instant::now();
+    let (samples, alerts) = runtime.block_on(async move {
+        fastrand::seed(scenario.seed);
+        let gateway = Gateway::build(config, &Shared::default()).map_err(|e| RunError::Build(e.to_string()))?;
+        let mut tap = gateway.shared.alerts.tap(4096);
+        let jobs = Supervisor::new(CancellationToken::new());
+        gateway.start_background(&jobs);
+        let state = AppState::new(gateway);
+        let start = Instant::now();
+        let samples = send_all(&state, scenario, start).await;
+        jobs.stop(Duration::from_secs(5)).await;
+        let mut alerts = Vec::new();
+        if let Some(rx) = tap.as_mut() {
+            while let Ok(m) = rx.try_recv() {
+                let at_ms = m.body.get("at_ms").and_then(Value::as_u64).unwrap_or(0);
+                alerts.push(AlertSeen {
+                    at: Duration::from_millis(at_ms).saturating_sub(epoch_ms(start)),
+                    kind: m.body.get("kind").and_then(Value::as_str).unwrap_or("alert").to_string(),
+                    text: m.text,
+                });
+            }
+        }
+        Ok::<_, RunError>((samples, alerts))
+    })?;
+    Ok(Run { samples, alerts, wall: wall.elapsed() })
+}
+
+/// `start` on the gateway's wall clock (the one alerts are stamped with).
+fn epoch_ms(start: Instant) -> Duration {
+    let now_ms = crate::health::clock::now_ms();
+    Duration::from_millis(now_ms).saturating_sub(start.elapsed())
+}
+
+/// Sends every request on schedule and collects what came back.
+async fn send_all(state: &Arc<AppState>, scenario: &Scenario, start: Instant) -> Vec<Sample> {
+    let mut schedule: Vec<(Duration, usize)> = Vec::new();
+    for (i, t) in scenario.traffic.iter().enumerate() {
+        let period = Duration::from_secs_f64(1.0 / t.rps);
+        let mut at = t.from;
+        while at < t.until {
+            schedule.push((at, i));
+            at += period;
+        }
+    }
+    schedule.sort();
+    let traffic: Arc<[Traffic]> = scenario.traffic.clone().into();
+    let mut running = JoinSet::new();
+    let mut samples = Vec::with_capacity(schedule.len());
+    for (at, i) in schedule {
+        let due = start + at;
+        loop {
+            tokio::select! {
+                biased;
+                Some(done) = running.join_next(), if !running.is_empty() => samples.extend(done.ok()),
+                () = tokio::time::sleep_until(due) => break,
+            }
+        }
+        running.spawn(one(state.clone(), traffic.clone(), i, start));
+    }
+    while let Some(done) = running.join_next().await {
+        samples.extend(done.ok());
+    }
+    samples.sort_by_key(|s| (s.sent, s.traffic));
+    samples
+}
+
+/// The request body of a traffic stream.
+fn request_body(t: &Traffic) -> Bytes {
+    let mut body = json!({
+        "model": t.cascade,
+        "messages": [{"role": "user", "content": t.prompt}],
+    });
+    if t.stream {
+        body["stream"] = json!(true);
+        body["stream_options"] = json!({"include_usage": true});
+    }
+    if let Some(n) = t.max_tokens {
+        body["max_tokens"] = json!(n);
+    }
+    match &t.output {
+        Output::Text => {}
+        Output::Json => body["response_format"] = json!({"type": "json_object"}),
+        Output::Schema(schema) => {
+            body["response_format"] =
+                json!({"type": "json_schema", "json_schema": {"name": "drill", "schema": schema, "strict": true}});
+        }
+    }
+    Bytes::from(body.to_string())
+}
+
+/// Sends one request through the gateway's handler and reads the answer to its end.
+async fn one(state: Arc<AppState>, traffic: Arc<[Traffic]>, i: usize, start: Instant) -> Sample {
+    let t = &traffic[i];
+    let sent = Instant::now();
+    let request = http::Request::builder()
+        .method(http::Method::POST)
+        .uri("/v1/chat/completions")
+        .header(http::header::CONTENT_TYPE, "application/json")
+        .body(Full::new(request_body(t)));
+    let mut sample = Sample {
+        traffic: i,
+        sent: sent - start,
+        latency: Duration::ZERO,
+        first_byte: Duration::ZERO,
+        outcome: Outcome::Failed { status: 0, code: "not_sent".into() },
+        valid: false,
+        attempts: 0,
+        cost_usd: 0.0,
+    };
+    let Ok(request) = request else { return sample };
+    let response = crate::server::routes::chat(state.clone(), request).await;
+    let (parts, mut body) = response.into_parts();
+    let status = parts.status.as_u16();
+    let header = |name: &str| parts.headers.get(name).and_then(|v| v.to_str().ok()).unwrap_or_default().to_string();
+    let (model, tier) = (header("x-spillway-model"), header("x-spillway-tier"));
+    sample.attempts = header("x-spillway-attempts").parse().unwrap_or(0);
+    let mut bytes = Vec::new();
+    while let Some(frame) = body.frame().await {
+        let Ok(frame) = frame else { break };
+        if bytes.is_empty() {
+            sample.first_byte = sent.elapsed();
+        }
+        if let Some(data) = frame.data_ref() {
+            bytes.extend_from_slice(data);
+        }
+    }
+    sample.latency = sent.elapsed();
+    let read = if t.stream && status == 200 { read_stream(&bytes) } else { read_whole(&bytes) };
+    sample.outcome = match (&read.error, status) {
+        (Some(code), _) => Outcome::Failed { status, code: code.clone() },
+        (None, 200) if tier == "handoff" => Outcome::Handoff,
+        (None, 200) => Outcome::Answered { model: model.clone(), tier },
+        (None, _) => Outcome::Failed { status, code: "unknown".into() },
+    };
+    if let Outcome::Answered { model, .. } = &sample.outcome {
+        sample.valid = valid(&t.output, &read.content);
+        let gw = state.gateway.load();
+        if let (Some(p), Some((input, output))) =
+            (crate::usage::price(&gw.config, &gw.shared.discovery, model), read.usage)
+        {
+            sample.cost_usd = (input as f64 * p.input + output as f64 * p.output) / 1e6;
+        }
+    }
+    sample
+}
+
+/// What an answer said.
+#[derive(Debug, Default)]
+struct Read {
+    content: String,
+    usage: Option<(u64, u64)>,
+    error: Option<String>,
+}
+
+fn usage_of(v: &Value) -> Option<(u64, u64)> {
+    let u = v.get("usage")?;
+    Some((u.get("prompt_tokens")?.as_u64()?, u.get("completion_tokens")?.as_u64()?))
+}
+
+fn error_of(v: &Value) -> Option<String> {
+    let e = v.get("error")?;
+    Some(
+        e.get("code")
+            .and_then(Value::as_str)
+            .or_else(|| e.get("type").and_then(Value::as_str))
+            .unwrap_or("error")
+            .into(),
+    )
+}
+
+/// A whole JSON answer or error body.
+fn read_whole(bytes: &[u8]) -> Read {
+    let Ok(v) = serde_json::from_slice::<Value>(bytes) else {
+        return Read { error: Some("unreadable_body".into()), ..Read::default() };
+    };
+    let message = &v["choices"][0]["message"];
+    let content = match message.get("content").and_then(Value::as_str) {
+        Some(text) => text.to_string(),
+        // A tool call counts as content.
+        None => message.get("tool_calls").map(Value::to_string).unwrap_or_default(),
+    };
+    Read { content, usage: usage_of(&v), error: error_of(&v) }
+}
+
+/// An SSE stream: content deltas, the usage chunk, an error event, `[DONE]`.
+fn read_stream(bytes: &[u8]) -> Read {
+    let text = String::from_utf8_lossy(bytes);
+    let mut read = Read::default();
+    let mut done = false;
+    for data in text.lines().filter_map(|l| l.strip_prefix("data:")).map(str::trim) {
+        if data == "[DONE]" {
+            done = true;
+            continue;
+        }
+        let Ok(v) = serde_json::from_str::<Value>(data) else { continue };
+        if let Some(code) = error_of(&v) {
+            read.error = Some(code);
+        }
+        let delta = &v["choices"][0]["delta"];
+        if let Some(piece) = delta.get("content").and_then(Value::as_str) {
+            read.content.push_str(piece);
+        }
+        if let Some(calls) = delta.get("tool_calls") {
+            read.content.push_str(&calls.to_string());
+        }
+        read.usage = usage_of(&v).or(read.usage);
+    }
+    if !done && read.error.is_none() {
+        read.error = Some("stream_cut".into());
+    }
+    read
+}
+
+/// Whether an answer's content is what the traffic asked for.
+fn valid(output: &Output, content: &str) -> bool {
+    match output {
+        Output::Text => !content.trim().is_empty(),
+        Output::Json => serde_json::from_str::<Value>(content).is_ok_and(|v| v.is_object()),
+        Output::Schema(schema) => serde_json::from_str::<Value>(content)
+            .is_ok_and(|v| jsonschema::validator_for(schema).is_ok_and(|s| s.is_valid(&v))),
+    }
+}
+
+/// A scratch `data_dir` (the handoff queue's embedded store), removed at the end.
+struct Scratch(std::path::PathBuf);
+
+impl Scratch {
+    fn new() -> std::io::Result<Self> {
+        let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos());
+        let dir = std::env::temp_dir().join(format!("spillway-drill-{}-{nanos}", std::process::id()));
+        std::fs::create_dir_all(&dir)?;
+        Ok(Self(dir))
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_stream_without_done_is_cut_and_an_error_event_names_its_code() {
+        let ok = read_stream(
+            b"data: {\"choices\":[{\"delta\":{\"content\":\"Hi\"}}]}\n\ndata: {\"choices\":[],\"usage\":{\"prompt_tokens\":3,\"completion_tokens\":1}}\n\ndata: [DONE]\n\n",
+        );
+        assert_eq!((ok.content.as_str(), ok.usage, ok.error), ("Hi", Some((3, 1)), None));
+        let cut = read_stream(b"data: {\"choices\":[{\"delta\":{\"content\":\"Hi\"}}]}\n\n");
+        assert_eq!(cut.error.as_deref(), Some("stream_cut"));
+        let broken =
+            read_stream(b"data: {\"error\":{\"code\":\"upstream_cut\",\"message\":\"x\"}}\n\ndata: [DONE]\n\n");
+        assert_eq!(broken.error.as_deref(), Some("upstream_cut"));
+    }
+
+    #[test]
+    fn validity_follows_the_requested_output() {
+        assert!(valid(&Output::Text, "hello"));
+        assert!(!valid(&Output::Text, "  "));
+        assert!(valid(&Output::Json, r#"{"a":1}"#));
+        assert!(!valid(&Output::Json, "```json\n{\"a\":1}\n```"));
+        assert!(!valid(&Output::Json, "[1]"));
+        let schema = json!({"type": "object", "required": ["name"]});
+        assert!(valid(&Output::Schema(schema.clone()), r#"{"name":"x"}"#));
+        assert!(!valid(&Output::Schema(schema), r#"{"Name":"x"}"#));
+    }
+
+    #[test]
+    fn an_error_body_gives_its_code() {
+        let r = read_whole(br#"{"error":{"message":"m","type":"t","code":"all_models_failed","param":null}}"#);
+        assert_eq!(r.error.as_deref(), Some("all_models_failed"));
+        assert_eq!(read_whole(b"garbage").error.as_deref(), Some("unreadable_body"));
+    }
+}

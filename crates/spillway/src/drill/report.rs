@@ -1,0 +1,421 @@
+//! A run's report, per cascade: success rate, the share each tier and
+//! model served (over the whole run and step by step), latency
+//! percentiles, the valid-output rate and the cost — as text, JSON and
+//! (in [`super::svg`]) a chart.
+
+use super::engine::{Outcome, Run, Sample};
+use super::scenario::Scenario;
+use indexmap::IndexMap;
+use serde::Serialize;
+use std::fmt::Write as _;
+use std::time::Duration;
+
+/// The report of one drill.
+#[derive(Debug, Clone, Serialize)]
+pub struct Report {
+    /// Virtual seconds of traffic.
+    pub duration_s: f64,
+    /// Seconds per row of `steps`.
+    pub step_s: f64,
+    /// Wall-clock seconds the run took.
+    pub wall_s: f64,
+    /// Requests sent.
+    pub requests: usize,
+    /// Per cascade (the traffic's `model`), in scenario order.
+    pub cascades: Vec<CascadeReport>,
+    /// The fault windows.
+    pub faults: Vec<FaultRow>,
+    /// Alerts that went out.
+    pub alerts: Vec<AlertRow>,
+    /// The pass marks and how they went.
+    pub checks: Vec<Check>,
+}
+
+/// One cascade's figures.
+#[derive(Debug, Clone, Serialize)]
+pub struct CascadeReport {
+    /// Its name.
+    pub cascade: String,
+    /// Requests sent to it.
+    pub requests: usize,
+    /// Share answered by a model.
+    pub success_rate: f64,
+    /// Share queued for a person.
+    pub handoff_rate: f64,
+    /// Share that got an error, by error code.
+    pub failed: IndexMap<String, usize>,
+    /// Share of model answers whose content was valid.
+    pub valid_rate: Option<f64>,
+    /// Latency of every request to its last byte, seconds.
+    pub latency_s: Percentiles,
+    /// Upstream calls per request, mean.
+    pub attempts_mean: f64,
+    /// USD.
+    pub cost_usd: f64,
+    /// Share of requests each model served (and `handoff`, `failed`), whole run.
+    pub served: IndexMap<String, f64>,
+    /// Share of requests each tier served.
+    pub tiers: IndexMap<String, f64>,
+    /// Step by step.
+    pub steps: Vec<Step>,
+}
+
+/// p50 / p90 / p99.
+#[derive(Debug, Clone, Copy, Default, Serialize)]
+pub struct Percentiles {
+    /// Median.
+    pub p50: f64,
+    /// 90th.
+    pub p90: f64,
+    /// 99th.
+    pub p99: f64,
+}
+
+/// One row of the report over time.
+#[derive(Debug, Clone, Serialize)]
+pub struct Step {
+    /// Start of the step, seconds.
+    pub from_s: f64,
+    /// Requests sent in it.
+    pub requests: usize,
+    /// Share answered by a model.
+    pub success_rate: f64,
+    /// Median latency, seconds.
+    pub p50_s: f64,
+    /// Share per model, `handoff` and `failed` (same keys as `served`).
+    pub served: IndexMap<String, f64>,
+}
+
+/// A fault window.
+#[derive(Debug, Clone, Serialize)]
+pub struct FaultRow {
+    /// Start, seconds.
+    pub from_s: f64,
+    /// End, seconds.
+    pub until_s: f64,
+    /// What it does.
+    pub label: String,
+}
+
+/// An alert.
+#[derive(Debug, Clone, Serialize)]
+pub struct AlertRow {
+    /// When, seconds.
+    pub at_s: f64,
+    /// Kind.
+    pub kind: String,
+    /// Text.
+    pub text: String,
+}
+
+/// One pass mark.
+#[derive(Debug, Clone, Serialize)]
+pub struct Check {
+    /// Cascade.
+    pub cascade: String,
+    /// What was checked (`success_rate >= 0.99`).
+    pub what: String,
+    /// The measured value.
+    pub actual: f64,
+    /// Whether it passed.
+    pub passed: bool,
+}
+
+/// The key under which an outcome is counted in `served`.
+fn served_key(o: &Outcome) -> &str {
+    match o {
+        Outcome::Answered { model, .. } => model,
+        Outcome::Handoff => "handoff",
+        Outcome::Failed { .. } => "failed",
+    }
+}
+
+/// The `q`-quantile (nearest rank) of sorted values.
+fn quantile(sorted: &[f64], q: f64) -> f64 {
+    if sorted.is_empty() {
+        return 0.0;
+    }
+    let rank = ((q * sorted.len() as f64).ceil() as usize).clamp(1, sorted.len());
+    sorted[rank - 1]
+}
+
+fn percentiles(samples: &[&Sample]) -> Percentiles {
+    let mut l: Vec<f64> = samples.iter().map(|s| s.latency.as_secs_f64()).collect();
+    l.sort_by(f64::total_cmp);
+    Percentiles { p50: quantile(&l, 0.5), p90: quantile(&l, 0.9), p99: quantile(&l, 0.99) }
+}
+
+fn share(n: usize, of: usize) -> f64 {
+    if of == 0 {
+        0.0
+    } else {
+        n as f64 / of as f64
+    }
+}
+
+/// Shares of each key, in the order given by `keys`.
+fn shares(samples: &[&Sample], keys: &[String]) -> IndexMap<String, f64> {
+    keys.iter()
+        .map(|k| (k.clone(), share(samples.iter().filter(|s| served_key(&s.outcome) == k).count(), samples.len())))
+        .collect()
+}
+
+/// Builds the report of a run.
+pub fn build(scenario: &Scenario, run: &Run) -> Report {
+    let mut names: Vec<String> = Vec::new();
+    for t in &scenario.traffic {
+        if !names.contains(&t.cascade) {
+            names.push(t.cascade.clone());
+        }
+    }
+    let steps = scenario.duration.as_nanos().div_ceil(scenario.step.as_nanos().max(1)) as usize;
+    let cascades = names
+        .iter()
+        .map(|name| {
+            let samples: Vec<&Sample> =
+                run.samples.iter().filter(|s| &scenario.traffic[s.traffic].cascade == name).collect();
+            cascade_report(name, &samples, scenario.step, steps)
+        })
+        .collect::<Vec<_>>();
+    let checks = checks(scenario, &cascades);
+    Report {
+        duration_s: scenario.duration.as_secs_f64(),
+        step_s: scenario.step.as_secs_f64(),
+        wall_s: run.wall.as_secs_f64(),
+        requests: run.samples.len(),
+        cascades,
+        faults: scenario
+            .faults
+            .iter()
+            .map(|f| FaultRow {
+                from_s: f.at.as_secs_f64(),
+                until_s: (f.at + f.lasts).as_secs_f64(),
+                label: f.label.clone(),
+            })
+            .collect(),
+        alerts: run
+            .alerts
+            .iter()
+            .map(|a| AlertRow { at_s: a.at.as_secs_f64(), kind: a.kind.clone(), text: a.text.clone() })
+            .collect(),
+        checks,
+    }
+}
+
+fn cascade_report(name: &str, samples: &[&Sample], step: Duration, steps: usize) -> CascadeReport {
+    // Models in the order they first answered; then handoff and failed.
+    let mut keys: Vec<String> = Vec::new();
+    for s in samples {
+        if let Outcome::Answered { model, .. } = &s.outcome {
+            if !keys.contains(model) {
+                keys.push(model.clone());
+            }
+        }
+    }
+    keys.extend(["handoff".to_string(), "failed".to_string()]);
+    let answered: Vec<&&Sample> = samples.iter().filter(|s| matches!(s.outcome, Outcome::Answered { .. })).collect();
+    let handoffs = samples.iter().filter(|s| s.outcome == Outcome::Handoff).count();
+    let mut failed = IndexMap::new();
+    for s in samples {
+        if let Outcome::Failed { code, .. } = &s.outcome {
+            *failed.entry(code.clone()).or_insert(0) += 1;
+        }
+    }
+    let mut tiers: IndexMap<String, f64> = IndexMap::new();
+    for s in samples {
+        let tier = match &s.outcome {
+            Outcome::Answered { tier, .. } => tier.as_str(),
+            Outcome::Handoff => "handoff",
+            Outcome::Failed { .. } => "failed",
+        };
+        *tiers.entry(tier.to_string()).or_insert(0.0) += share(1, samples.len());
+    }
+    let rows = (0..steps)
+        .map(|i| {
+            let from = step * i as u32;
+            let in_step: Vec<&Sample> =
+                samples.iter().copied().filter(|s| s.sent >= from && s.sent < from + step).collect();
+            let ok = in_step.iter().filter(|s| matches!(s.outcome, Outcome::Answered { .. })).count();
+            Step {
+                from_s: from.as_secs_f64(),
+                requests: in_step.len(),
+                success_rate: share(ok, in_step.len()),
+                p50_s: percentiles(&in_step).p50,
+                served: shares(&in_step, &keys),
+            }
+        })
+        .collect();
+    CascadeReport {
+        cascade: name.to_string(),
+        requests: samples.len(),
+        success_rate: share(answered.len(), samples.len()),
+        handoff_rate: share(handoffs, samples.len()),
+        failed,
+        valid_rate: (!answered.is_empty()).then(|| share(answered.iter().filter(|s| s.valid).count(), answered.len())),
+        latency_s: percentiles(samples),
+        attempts_mean: samples.iter().map(|s| f64::from(s.attempts)).sum::<f64>() / samples.len().max(1) as f64,
+        cost_usd: samples.iter().map(|s| s.cost_usd).sum(),
+        served: shares(samples, &keys),
+        tiers,
+        steps: rows,
+    }
+}
+
+fn checks(scenario: &Scenario, cascades: &[CascadeReport]) -> Vec<Check> {
+    let mut out = Vec::new();
+    for (name, e) in &scenario.expect {
+        let Some(c) = cascades.iter().find(|c| &c.cascade == name) else { continue };
+        let mut check = |what: String, actual: f64, passed: bool| {
+            out.push(Check { cascade: name.clone(), what, actual, passed });
+        };
+        if let Some(min) = e.min_success_rate {
+            check(format!("success rate ≥ {}", pct(min)), c.success_rate, c.success_rate >= min);
+        }
+        if let Some(min) = e.min_valid_rate {
+            let actual = c.valid_rate.unwrap_or(0.0);
+            check(format!("valid-output rate ≥ {}", pct(min)), actual, actual >= min);
+        }
+        if let Some(max) = e.max_p99 {
+            check(format!("p99 ≤ {}", secs(max.as_secs_f64())), c.latency_s.p99, c.latency_s.p99 <= max.as_secs_f64());
+        }
+    }
+    out
+}
+
+impl Report {
+    /// Whether every pass mark passed.
+    pub fn passed(&self) -> bool {
+        self.checks.iter().all(|c| c.passed)
+    }
+
+    /// The report as text for a terminal.
+    pub fn text(&self, title: &str) -> String {
+        let mut out = String::new();
+        let _ = writeln!(
+            out,
+            "Drill {title}: {} of traffic, {} requests (virtual time; ran in {:.1} s)",
+            clock(self.duration_s),
+            self.requests,
+            self.wall_s
+        );
+        for f in &self.faults {
+            let _ = writeln!(out, "  fault {}–{}  {}", clock(f.from_s), clock(f.until_s), f.label);
+        }
+        for c in &self.cascades {
+            let _ = writeln!(out, "\n{} — {} requests", c.cascade, c.requests);
+            let failed: Vec<String> = c.failed.iter().map(|(code, n)| format!("{code} {n}")).collect();
+            let _ = writeln!(
+                out,
+                "  answered {}   handoff {}   failed {}{}",
+                pct(c.success_rate),
+                pct(c.handoff_rate),
+                pct(1.0 - c.success_rate - c.handoff_rate),
+                if failed.is_empty() { String::new() } else { format!(" ({})", failed.join(", ")) }
+            );
+            let _ = writeln!(
+                out,
+                "  latency p50 {}  p90 {}  p99 {}   attempts/request {:.2}   valid output {}   cost ${:.6}",
+                secs(c.latency_s.p50),
+                secs(c.latency_s.p90),
+                secs(c.latency_s.p99),
+                c.attempts_mean,
+                c.valid_rate.map_or("—".to_string(), pct),
+                c.cost_usd
+            );
+            let served: Vec<String> =
+                c.served.iter().filter(|(_, &v)| v > 0.0).map(|(k, v)| format!("{k} {}", pct(*v))).collect();
+            let _ = writeln!(out, "  served by: {}", served.join(", "));
+            let tiers: Vec<String> = c.tiers.iter().map(|(k, v)| format!("{k} {}", pct(*v))).collect();
+            let _ = writeln!(out, "  tiers: {}", tiers.join(", "));
+            out.push_str(&steps_table(c));
+        }
+        if !self.alerts.is_empty() {
+            let _ = writeln!(out, "\nAlerts ({}):", self.alerts.len());
+            for a in &self.alerts {
+                let first = a.text.lines().next().unwrap_or_default();
+                let _ = writeln!(out, "  {}  {:<18} {first}", clock(a.at_s), a.kind);
+            }
+        }
+        if !self.checks.is_empty() {
+            let _ = writeln!(out, "\nChecks:");
+            for c in &self.checks {
+                let actual = if c.what.starts_with("p99") { secs(c.actual) } else { pct(c.actual) };
+                let mark = if c.passed { "pass" } else { "FAIL" };
+                let _ = writeln!(out, "  {mark}  {}: {} (got {actual})", c.cascade, c.what);
+            }
+        }
+        out
+    }
+}
+
+/// The step-by-step table of one cascade.
+fn steps_table(c: &CascadeReport) -> String {
+    let keys: Vec<&String> = c.served.keys().collect();
+    let width = |k: &str| k.len().max(6);
+    let mut out = String::new();
+    let _ = write!(out, "\n  {:<8} {:>5} {:>9} {:>9}", "time", "reqs", "answered", "p50");
+    for k in &keys {
+        let _ = write!(out, "  {:>w$}", k, w = width(k));
+    }
+    out.push('\n');
+    for s in &c.steps {
+        let _ = write!(
+            out,
+            "  {:<8} {:>5} {:>9} {:>9}",
+            clock(s.from_s),
+            s.requests,
+            if s.requests == 0 { "—".to_string() } else { pct(s.success_rate) },
+            if s.requests == 0 { "—".to_string() } else { secs(s.p50_s) }
+        );
+        for k in &keys {
+            let v = s.served.get(*k).copied().unwrap_or(0.0);
+            let _ = write!(out, "  {:>w$}", if s.requests == 0 { "—".to_string() } else { pct(v) }, w = width(k));
+        }
+        out.push('\n');
+    }
+    out
+}
+
+/// `0.987` → `98.7%`.
+pub fn pct(v: f64) -> String {
+    format!("{:.1}%", v * 100.0)
+}
+
+/// Seconds, in ms below one.
+pub fn secs(v: f64) -> String {
+    if v < 1.0 {
+        format!("{:.0} ms", v * 1000.0)
+    } else {
+        format!("{v:.2} s")
+    }
+}
+
+/// `125.0` → `2:05`; hours when needed.
+pub fn clock(seconds: f64) -> String {
+    let s = seconds.round() as u64;
+    if s >= 3600 {
+        format!("{}:{:02}:{:02}", s / 3600, s / 60 % 60, s % 60)
+    } else {
+        format!("{}:{:02}", s / 60, s % 60)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn quantiles_take_the_nearest_rank() {
+        let v: Vec<f64> = (1..=100).map(f64::from).collect();
+        assert_eq!((quantile(&v, 0.5), quantile(&v, 0.9), quantile(&v, 0.99)), (50.0, 90.0, 99.0));
+        assert_eq!(quantile(&[7.0], 0.99), 7.0);
+        assert_eq!(quantile(&[], 0.5), 0.0);
+    }
+
+    #[test]
+    fn clock_and_units_read_like_a_person_writes_them() {
+        assert_eq!((clock(0.0), clock(125.0), clock(3725.0)), ("0:00".into(), "2:05".into(), "1:02:05".into()));
+        assert_eq!((secs(0.152), secs(1.5)), ("152 ms".to_string(), "1.50 s".to_string()));
+        assert_eq!(pct(0.987), "98.7%");
+    }
+}
