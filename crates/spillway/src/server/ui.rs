@@ -20,7 +20,7 @@ const PAGE: &str = include_str!("ui.html");
 /// Scripts and styles are inline, calls go to this origin only, and
 /// nothing may frame the page.
 const CSP: &str = "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; connect-src 'self'; \
-                   img-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
+                   img-src 'self' data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
 
 /// Serves the console, or 404 when the admin API is off.
 pub async fn page(State(state): State<Arc<AppState>>) -> Response {
