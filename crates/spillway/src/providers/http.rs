@@ -16,8 +16,10 @@
 //! written (the upstream closed the idle connection at that moment) is
 //! sent again once on a fresh connection.
 //!
-//! Not supported here: HTTP/2 and `HTTPS_PROXY`/`HTTP_PROXY` (upstream
-//! chat calls go direct).
+//! Behind an outbound proxy (`HTTPS_PROXY`, `HTTP_PROXY`, `NO_PROXY`; see
+//! [`super::proxy`]) an `https` upstream is reached through a `CONNECT`
+//! tunnel and an `http` one with absolute-form requests. Not supported
+//! here: HTTP/2 (every OpenAI-compatible API also speaks HTTP/1.1).
 
 use bytes::Bytes;
 use futures_util::Stream;
@@ -31,6 +33,7 @@ use std::pin::Pin;
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::task::{Context, Poll};
 use std::time::Duration;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::time::Instant;
 use tokio_rustls::rustls;
@@ -78,6 +81,8 @@ struct Origin {
     port: u16,
     /// `Some` for `https`: the connector and the name to verify.
     tls: Option<(tokio_rustls::TlsConnector, rustls::pki_types::ServerName<'static>)>,
+    /// The outbound proxy, when the environment names one for this origin.
+    proxy: Option<super::proxy::Proxy>,
 }
 
 impl std::fmt::Debug for Origin {
@@ -86,7 +91,62 @@ impl std::fmt::Debug for Origin {
             .field("host", &self.host)
             .field("port", &self.port)
             .field("tls", &self.tls.is_some())
+            .field("proxy", &self.proxy)
             .finish()
+    }
+}
+
+impl Origin {
+    /// `host:port` as a `CONNECT` request names it.
+    fn authority(&self) -> String {
+        if self.host.contains(':') {
+            format!("[{}]:{}", self.host, self.port)
+        } else {
+            format!("{}:{}", self.host, self.port)
+        }
+    }
+}
+
+/// The longest answer head a proxy may send to `CONNECT`.
+const MAX_CONNECT_HEAD: usize = 16 * 1024;
+
+/// Asks `proxy` (connected as `tcp`) for a tunnel to `authority`.
+async fn tunnel(tcp: &mut TcpStream, proxy: &super::proxy::Proxy, authority: &str) -> Result<(), HttpError> {
+    let fail = |what: String| HttpError::Connect(format!("through proxy {proxy}: {what}"));
+    let mut head = format!("CONNECT {authority} HTTP/1.1\r\nHost: {authority}\r\n");
+    if let Some(auth) = proxy.auth.as_ref().and_then(|a| a.to_str().ok()) {
+        head.push_str("Proxy-Authorization: ");
+        head.push_str(auth);
+        head.push_str("\r\n");
+    }
+    head.push_str("\r\n");
+    tcp.write_all(head.as_bytes()).await.map_err(|e| fail(e.to_string()))?;
+    let mut answer = Vec::with_capacity(256);
+    let mut chunk = [0u8; 1024];
+    let end = loop {
+        let n = tcp.read(&mut chunk).await.map_err(|e| fail(e.to_string()))?;
+        if n == 0 {
+            return Err(fail("the proxy closed the connection during CONNECT".into()));
+        }
+        answer.extend_from_slice(&chunk[..n]);
+        if let Some(i) = answer.windows(4).position(|w| w == b"\r\n\r\n") {
+            break i + 4;
+        }
+        if answer.len() > MAX_CONNECT_HEAD {
+            return Err(fail("the proxy's answer to CONNECT is too long".into()));
+        }
+    };
+    let status = std::str::from_utf8(&answer[..end])
+        .ok()
+        .and_then(|head| head.split_whitespace().nth(1))
+        .and_then(|code| code.parse::<u16>().ok());
+    match status {
+        // The upstream speaks first only after our TLS hello: nothing may follow the head.
+        Some(200..=299) if answer.len() == end => Ok(()),
+        Some(200..=299) => Err(fail("the proxy sent data after accepting CONNECT".into())),
+        Some(407) => Err(fail("the proxy wants credentials (407); put them in the proxy URL".into())),
+        Some(code) => Err(fail(format!("the proxy refused the tunnel to {authority} (HTTP {code})"))),
+        None => Err(fail("the proxy's answer to CONNECT is not HTTP".into())),
     }
 }
 
@@ -133,11 +193,23 @@ impl Pool {
 
     async fn connect(&self) -> Result<SendRequest<Full<Bytes>>, HttpError> {
         let origin = &self.origin;
-        let tcp = tokio::time::timeout(self.connect_timeout, TcpStream::connect((origin.host.as_str(), origin.port)))
+        let (host, port) = match &origin.proxy {
+            Some(p) => (p.host.as_str(), p.port),
+            None => (origin.host.as_str(), origin.port),
+        };
+        let mut tcp = tokio::time::timeout(self.connect_timeout, TcpStream::connect((host, port)))
             .await
             .map_err(|_| HttpError::ConnectTimeout(self.connect_timeout))?
-            .map_err(|e| HttpError::Connect(e.to_string()))?;
+            .map_err(|e| match &origin.proxy {
+                Some(p) => HttpError::Connect(format!("proxy {p}: {e}")),
+                None => HttpError::Connect(e.to_string()),
+            })?;
         let _ = tcp.set_nodelay(true);
+        if let (Some(proxy), Some(_)) = (&origin.proxy, &origin.tls) {
+            tokio::time::timeout(self.connect_timeout, tunnel(&mut tcp, proxy, &origin.authority()))
+                .await
+                .map_err(|_| HttpError::ConnectTimeout(self.connect_timeout))??;
+        }
         match &origin.tls {
             None => handshake(tcp).await,
             Some((connector, name)) => {
@@ -186,12 +258,14 @@ pub struct EndpointError(pub String);
 impl Endpoint {
     /// An endpoint at `url` (`http` or `https`), sending `headers` (the
     /// key, the provider's extra headers) with every request. `ca_file`
-    /// adds roots to the system's.
+    /// adds roots to the system's. `proxy` is the outbound proxy to go
+    /// through ([`super::proxy::for_url`]), if any.
     pub fn new(
         url: &str,
         headers: &HeaderMap,
         ca_file: Option<&std::path::Path>,
         connect_timeout: Duration,
+        proxy: Option<super::proxy::Proxy>,
     ) -> Result<Self, EndpointError> {
         let parsed = url::Url::parse(url).map_err(|e| EndpointError(format!("invalid URL: {e}")))?;
         let host = match parsed.host() {
@@ -218,11 +292,16 @@ impl Endpoint {
             path.push('?');
             path.push_str(q);
         }
-        let uri: Uri = path.parse().map_err(|e| EndpointError(format!("invalid URL path: {e}")))?;
         let authority = match parsed.port() {
             Some(p) => format!("{}:{p}", parsed.host_str().unwrap_or_default()),
             None => parsed.host_str().unwrap_or_default().to_string(),
         };
+        // Through a proxy, plain-HTTP requests name the whole URL.
+        let plain_via_proxy = proxy.is_some() && !https;
+        if plain_via_proxy {
+            path = format!("http://{authority}{path}");
+        }
+        let uri: Uri = path.parse().map_err(|e| EndpointError(format!("invalid URL path: {e}")))?;
         let mut fixed = HeaderMap::with_capacity(headers.len() + 3);
         fixed.insert(HOST, HeaderValue::from_str(&authority).map_err(|_| EndpointError("invalid host".into()))?);
         fixed.insert(USER_AGENT, HeaderValue::from_static(concat!("spillway/", env!("CARGO_PKG_VERSION"))));
@@ -230,8 +309,11 @@ impl Endpoint {
         for (name, value) in headers {
             fixed.insert(name, value.clone());
         }
+        if let Some(auth) = proxy.as_ref().and_then(|p| p.auth.clone()).filter(|_| plain_via_proxy) {
+            fixed.insert(http::header::PROXY_AUTHORIZATION, auth);
+        }
         let idle = (0..SLOTS).map(|_| Mutex::new(Vec::new())).collect();
-        let pool = Pool { origin: Origin { host, port, tls }, connect_timeout, idle };
+        let pool = Pool { origin: Origin { host, port, tls, proxy }, connect_timeout, idle };
         Ok(Self { pool: Arc::new(pool), uri, headers: fixed })
     }
 
@@ -525,6 +607,7 @@ mod tests {
             &extra,
             None,
             Duration::from_secs(1),
+            None,
         )
         .unwrap();
         assert_eq!(e.uri.to_string(), "/v1/chat/completions?api-version=1");
@@ -535,6 +618,7 @@ mod tests {
             &HeaderMap::new(),
             None,
             Duration::from_secs(1),
+            None,
         )
         .unwrap();
         assert_eq!(e.headers[HOST], "api.example.com");
@@ -615,7 +699,7 @@ mod tests {
     }
 
     fn endpoint(url: &str) -> Endpoint {
-        Endpoint::new(url, &HeaderMap::new(), None, Duration::from_secs(2)).unwrap()
+        Endpoint::new(url, &HeaderMap::new(), None, Duration::from_secs(2), None).unwrap()
     }
 
     #[tokio::test]
@@ -698,9 +782,171 @@ mod tests {
     fn bad_urls_and_ca_files_are_errors() {
         let h = HeaderMap::new();
         let t = Duration::from_secs(1);
-        assert!(Endpoint::new("ftp://x/y", &h, None, t).unwrap_err().0.contains("scheme"));
-        assert!(Endpoint::new("not a url", &h, None, t).is_err());
+        assert!(Endpoint::new("ftp://x/y", &h, None, t, None).unwrap_err().0.contains("scheme"));
+        assert!(Endpoint::new("not a url", &h, None, t, None).is_err());
         let missing = std::path::Path::new("/nonexistent/ca.pem");
-        assert!(Endpoint::new("https://x/y", &h, Some(missing), t).unwrap_err().0.contains("cannot read ca_file"));
+        assert!(Endpoint::new("https://x/y", &h, Some(missing), t, None)
+            .unwrap_err()
+            .0
+            .contains("cannot read ca_file"));
+    }
+
+    /// A forwarding proxy on a free port: `CONNECT` tunnels and
+    /// absolute-form requests, the first head of each connection recorded.
+    /// `refuse` answers every request with that status instead.
+    #[allow(clippy::disallowed_methods)] // a test server: its tasks end with the test's runtime
+    async fn fake_proxy(refuse: Option<u16>) -> (u16, Arc<Mutex<Vec<String>>>) {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let heads = Arc::new(Mutex::new(Vec::new()));
+        let seen = heads.clone();
+        tokio::spawn(async move {
+            loop {
+                let (mut client, _) = listener.accept().await.unwrap();
+                let seen = seen.clone();
+                tokio::spawn(async move {
+                    let mut buf = Vec::new();
+                    let mut chunk = [0u8; 4096];
+                    let end = loop {
+                        if let Some(at) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+                            break at + 4;
+                        }
+                        match client.read(&mut chunk).await {
+                            Ok(0) | Err(_) => return,
+                            Ok(n) => buf.extend_from_slice(&chunk[..n]),
+                        }
+                    };
+                    let head = String::from_utf8_lossy(&buf[..end]).into_owned();
+                    seen.lock().unwrap().push(head.clone());
+                    if let Some(status) = refuse {
+                        let _ = client
+                            .write_all(format!("HTTP/1.1 {status} No\r\ncontent-length: 0\r\n\r\n").as_bytes())
+                            .await;
+                        return;
+                    }
+                    let mut words = head.split_whitespace();
+                    let (method, target) = (words.next().unwrap().to_string(), words.next().unwrap().to_string());
+                    let mut upstream = if method == "CONNECT" {
+                        let up = TcpStream::connect(target.as_str()).await.unwrap();
+                        client.write_all(b"HTTP/1.1 200 Connection established\r\n\r\n").await.unwrap();
+                        up
+                    } else {
+                        let authority = target.strip_prefix("http://").unwrap().split('/').next().unwrap().to_string();
+                        let mut up = TcpStream::connect(authority.as_str()).await.unwrap();
+                        up.write_all(&buf).await.unwrap();
+                        up
+                    };
+                    let _ = tokio::io::copy_bidirectional(&mut client, &mut upstream).await;
+                });
+            }
+        });
+        (port, heads)
+    }
+
+    fn via(port: u16, credentials: bool) -> Option<super::super::proxy::Proxy> {
+        let auth = credentials.then(|| HeaderValue::from_static("Basic dXNlcjpzM2NyM3Q="));
+        Some(super::super::proxy::Proxy { host: "127.0.0.1".into(), port, auth })
+    }
+
+    #[tokio::test]
+    async fn plain_http_goes_through_the_proxy_in_absolute_form_with_its_credentials() {
+        let (url, accepted) = upstream(false).await;
+        let (proxy, heads) = fake_proxy(None).await;
+        let e = Endpoint::new(&url, &HeaderMap::new(), None, Duration::from_secs(2), via(proxy, true)).unwrap();
+        for _ in 0..2 {
+            let body = e.post(Bytes::from_static(b"{}")).await.unwrap().into_body().bytes().await.unwrap();
+            assert_eq!(&body[..], b"{\"ok\":true}");
+        }
+        let heads = heads.lock().unwrap().clone();
+        assert_eq!(heads.len(), 1, "one kept-alive connection to the proxy: {heads:?}");
+        let path = url.strip_prefix("http://").unwrap();
+        assert!(heads[0].starts_with(&format!("POST http://{path} HTTP/1.1\r\n")), "{}", heads[0]);
+        assert!(heads[0].to_ascii_lowercase().contains("proxy-authorization: basic dxnlcjpzm2nym3q="), "{}", heads[0]);
+        assert_eq!(accepted.load(std::sync::atomic::Ordering::SeqCst), 1);
+    }
+
+    /// An HTTPS upstream on a free port with the test CA's certificate for
+    /// `localhost`; answers every request with `{"ok":true}`.
+    #[allow(clippy::disallowed_methods)] // a test server: its tasks end with the test's runtime
+    async fn tls_upstream() -> u16 {
+        use rustls::pki_types::pem::PemObject;
+        use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/testdata/tls");
+        let certs: Vec<_> =
+            CertificateDer::pem_file_iter(format!("{dir}/leaf.pem")).unwrap().map(Result::unwrap).collect();
+        let key = PrivateKeyDer::from_pem_file(format!("{dir}/leaf.key")).unwrap();
+        let config = rustls::ServerConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
+            .with_safe_default_protocol_versions()
+            .unwrap()
+            .with_no_client_auth()
+            .with_single_cert(certs, key)
+            .unwrap();
+        let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        tokio::spawn(async move {
+            loop {
+                let (tcp, _) = listener.accept().await.unwrap();
+                let acceptor = acceptor.clone();
+                tokio::spawn(async move {
+                    let Ok(mut tls) = acceptor.accept(tcp).await else { return };
+                    let mut buf = Vec::new();
+                    let mut chunk = [0u8; 4096];
+                    while !buf.windows(4).any(|w| w == b"\r\n\r\n") {
+                        match tls.read(&mut chunk).await {
+                            Ok(0) | Err(_) => return,
+                            Ok(n) => buf.extend_from_slice(&chunk[..n]),
+                        }
+                    }
+                    let body = "{\"ok\":true}";
+                    let resp = format!("HTTP/1.1 200 OK\r\ncontent-length: {}\r\n\r\n{body}", body.len());
+                    let _ = tls.write_all(resp.as_bytes()).await;
+                    let _ = tls.flush().await;
+                });
+            }
+        });
+        port
+    }
+
+    #[tokio::test]
+    async fn https_goes_through_a_connect_tunnel_with_tls_end_to_end() {
+        let port = tls_upstream().await;
+        let (proxy, heads) = fake_proxy(None).await;
+        let ca = std::path::PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/testdata/tls/ca.pem"));
+        let url = format!("https://localhost:{port}/v1/chat/completions");
+        let e = Endpoint::new(&url, &HeaderMap::new(), Some(&ca), Duration::from_secs(2), via(proxy, true)).unwrap();
+        let resp = e.post(Bytes::from_static(b"{}")).await.unwrap();
+        assert_eq!(resp.status(), 200);
+        assert_eq!(&resp.into_body().bytes().await.unwrap()[..], b"{\"ok\":true}");
+        let heads = heads.lock().unwrap().clone();
+        assert_eq!(heads.len(), 1);
+        assert!(heads[0].starts_with(&format!("CONNECT localhost:{port} HTTP/1.1\r\nHost: localhost:{port}\r\n")));
+        assert!(heads[0].contains("Proxy-Authorization: Basic dXNlcjpzM2NyM3Q=\r\n"), "{}", heads[0]);
+        // The request itself went inside the tunnel, encrypted: the proxy never saw it.
+        assert!(!heads[0].contains("POST"));
+    }
+
+    #[tokio::test]
+    async fn a_proxy_that_refuses_the_tunnel_is_a_connect_error_without_secrets() {
+        let ca = std::path::PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/testdata/tls/ca.pem"));
+        for (status, says) in
+            [(407, "wants credentials (407)"), (403, "refused the tunnel to localhost:443 (HTTP 403)")]
+        {
+            let (proxy, _) = fake_proxy(Some(status)).await;
+            let e = Endpoint::new(
+                "https://localhost/v1/chat/completions",
+                &HeaderMap::new(),
+                Some(&ca),
+                Duration::from_secs(2),
+                via(proxy, true),
+            )
+            .unwrap();
+            let Err(HttpError::Connect(message)) = e.post(Bytes::new()).await else {
+                panic!("expected a connect error")
+            };
+            assert!(message.contains(says), "{message}");
+            assert!(message.contains(&format!("http://127.0.0.1:{proxy}")), "{message}");
+            assert!(!message.contains("dXNlcjpzM2NyM3Q") && !message.contains("s3cr3t"), "{message}");
+        }
     }
 }

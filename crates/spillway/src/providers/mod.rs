@@ -11,6 +11,7 @@ pub mod http;
 pub mod mock;
 pub(crate) mod native;
 pub mod openai_compat;
+pub mod proxy;
 pub mod translate;
 pub mod yandex;
 

@@ -36,13 +36,16 @@ impl OpenAiCompat {
         if let Some(key) = &config.api_key {
             headers.insert(AUTHORIZATION, super::native::secret_header(config, "Bearer ", key)?);
         }
-        let endpoint = super::http::Endpoint::new(
-            &format!("{base}/chat/completions"),
-            &headers,
-            config.ca_file.as_deref(),
-            health.timeouts.connect,
-        )
-        .map_err(|e| err(e.0))?;
+        let url = format!("{base}/chat/completions");
+        let env = |name: &str| std::env::var(name).ok();
+        let proxy =
+            url::Url::parse(&url).ok().map(|u| super::proxy::for_url(&u, &env)).transpose().map_err(err)?.flatten();
+        if let Some(p) = &proxy {
+            tracing::info!(provider = %config.name, proxy = %p, "Upstream calls go through a proxy.");
+        }
+        let endpoint =
+            super::http::Endpoint::new(&url, &headers, config.ca_file.as_deref(), health.timeouts.connect, proxy)
+                .map_err(|e| err(e.0))?;
         Ok(Self { endpoint })
     }
 
