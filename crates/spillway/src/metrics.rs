@@ -1,6 +1,6 @@
 //! Every Prometheus metric Spillway exports, in one place (SPEC §10).
 //!
-//! Label values come from enums with bounded `metric_label()`s or from
+//! Label values come from enums with bounded labels (`metric_label()`, `reason()`) or from
 //! config names, never from client input. Handles for the request path are
 //! created once per cascade target ([`TargetMetrics`]) so an attempt only
 //! increments atomics — no label strings are built per request.
@@ -19,8 +19,10 @@ use std::sync::Arc;
 pub mod names {
     /// Requests by cascade and outcome.
     pub const REQUESTS: &str = "spillway_requests";
-    /// Upstream attempts by result.
+    /// Upstream attempts by result (SPEC §10's set).
     pub const ATTEMPTS: &str = "spillway_attempts";
+    /// Failed attempts and skips by their finer reason.
+    pub const ATTEMPT_FAILURES: &str = "spillway_attempt_failures";
     /// Answers by tier.
     pub const SERVED: &str = "spillway_served";
     /// Request latency.
@@ -158,6 +160,19 @@ fn latency_histogram() -> Histogram {
     Histogram::new(exponential_buckets(0.001, 2.0, 17))
 }
 
+/// `cascade`, `provider`, `model`, `reason`
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ReasonLabels {
+    /// Cascade name.
+    pub cascade: String,
+    /// Provider name.
+    pub provider: String,
+    /// Model id.
+    pub model: String,
+    /// Failure reason ([`crate::cascade::outcome::REASONS`]).
+    pub reason: &'static str,
+}
+
 /// The registry and every family.
 pub struct Metrics {
     registry: Registry,
@@ -165,6 +180,8 @@ pub struct Metrics {
     pub requests: Family<RequestLabels, Counter>,
     /// `spillway_attempts_total`
     pub attempts: Family<AttemptLabels, Counter>,
+    /// `spillway_attempt_failures_total`
+    pub attempt_failures: Family<ReasonLabels, Counter>,
     /// `spillway_served_total`
     pub served: Family<ServedLabels, Counter>,
     /// `spillway_request_duration_seconds`
@@ -242,6 +259,7 @@ impl Metrics {
         let mut registry = Registry::default();
         let requests = Family::default();
         let attempts = Family::default();
+        let attempt_failures = Family::default();
         let served = Family::default();
         let request_duration = Family::new_with_constructor(latency_histogram as fn() -> Histogram);
         let ttft = Family::new_with_constructor(latency_histogram as fn() -> Histogram);
@@ -265,6 +283,11 @@ impl Metrics {
         );
         registry.register(names::REQUESTS, "Client requests by cascade and outcome", requests.clone());
         registry.register(names::ATTEMPTS, "Upstream attempts by result", attempts.clone());
+        registry.register(
+            names::ATTEMPT_FAILURES,
+            "Failed attempts and skipped models by reason (finer than the attempts' result)",
+            attempt_failures.clone(),
+        );
         registry.register(names::SERVED, "Answers by cascade, tier and model", served.clone());
         registry.register(names::REQUEST_DURATION, "Request latency in seconds", request_duration.clone());
         registry.register(names::TTFT, "Upstream time to first token in seconds", ttft.clone());
@@ -294,6 +317,7 @@ impl Metrics {
             registry,
             requests,
             attempts,
+            attempt_failures,
             served,
             request_duration,
             ttft,
@@ -358,7 +382,14 @@ impl Metrics {
                     .clone()
             })
             .collect();
-        Arc::new(TargetMetrics { attempts, served, ttft, normalize, usage: UsageHandles::default() })
+        let failures = FailureHandles {
+            family: self.attempt_failures.clone(),
+            cascade: cascade.into(),
+            provider: provider.into(),
+            model: model.into(),
+            by_reason: std::array::from_fn(|_| std::sync::OnceLock::new()),
+        };
+        Arc::new(TargetMetrics { attempts, failures, served, ttft, normalize, usage: UsageHandles::default() })
     }
 
     /// Pre-built handles for one cascade.
@@ -378,6 +409,7 @@ impl Metrics {
 #[derive(Debug)]
 pub struct TargetMetrics {
     attempts: Vec<Counter<u64, AtomicU64>>,
+    failures: FailureHandles,
     served: Vec<Counter<u64, AtomicU64>>,
     /// TTFT histogram of the model.
     pub ttft: Histogram,
@@ -426,11 +458,43 @@ impl UsageHandles {
 /// The `result` values of `spillway_normalize_total`.
 pub const NORMALIZE_RESULTS: [&str; 3] = ["valid", "repaired", "invalid"];
 
+/// A target's `spillway_attempt_failures_total` series, each created on
+/// first use (most targets never see most reasons).
+#[derive(Debug)]
+struct FailureHandles {
+    family: Family<ReasonLabels, Counter>,
+    cascade: String,
+    provider: String,
+    model: String,
+    by_reason: [std::sync::OnceLock<Counter>; crate::cascade::outcome::REASONS.len()],
+}
+
 impl TargetMetrics {
-    /// Counts an attempt with the result at `RESULT_LABELS[index]`.
-    pub fn attempt(&self, index: usize) {
-        if let Some(c) = self.attempts.get(index) {
+    /// Counts an answered attempt.
+    pub fn attempt_ok(&self) {
+        if let Some(c) = self.attempts.get(crate::cascade::outcome::OK_RESULT) {
             c.inc();
+        }
+    }
+
+    /// Counts a failed attempt or a skip: its SPEC result and its reason.
+    pub fn attempt_failed(&self, failure: &crate::cascade::outcome::Failure) {
+        if let Some(c) = failure.result_index().and_then(|i| self.attempts.get(i)) {
+            c.inc();
+        }
+        let f = &self.failures;
+        let i = failure.reason_index();
+        if let Some(slot) = f.by_reason.get(i) {
+            slot.get_or_init(|| {
+                let labels = ReasonLabels {
+                    cascade: f.cascade.clone(),
+                    provider: f.provider.clone(),
+                    model: f.model.clone(),
+                    reason: failure.reason(),
+                };
+                f.family.get_or_create(&labels).clone()
+            })
+            .inc();
         }
     }
 

@@ -46,12 +46,17 @@ impl Rig {
     }
 
     /// How many attempts on `x` ended with `label`.
+    /// Attempts on the model under test with this failure reason (`ok`: answered).
     async fn attempts<W: Wire>(&self, label: &str) -> u64 {
         let text = self.gw.get("/metrics").await.text().await.unwrap();
-        let needle = format!(
-            "spillway_attempts_total{{cascade=\"chat\",provider=\"x\",model=\"{}\",result=\"{label}\"}} ",
-            W::MODEL
-        );
+        let needle = if label == "ok" {
+            format!("spillway_attempts_total{{cascade=\"chat\",provider=\"x\",model=\"{}\",result=\"ok\"}} ", W::MODEL)
+        } else {
+            format!(
+                "spillway_attempt_failures_total{{cascade=\"chat\",provider=\"x\",model=\"{}\",reason=\"{label}\"}} ",
+                W::MODEL
+            )
+        };
         text.lines().find_map(|l| l.strip_prefix(&needle)).map_or(0, |n| n.trim().parse().unwrap())
     }
 }

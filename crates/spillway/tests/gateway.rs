@@ -100,6 +100,36 @@ async fn falls_through_on_upstream_failures_and_lists_every_attempt() {
     let msg = body["error"]["message"].as_str().unwrap();
     assert!(msg.contains("a/model-a: broken_body"), "{msg}");
     assert!(msg.contains("b/model-b: upstream_error"), "{msg}");
+    // The metric's `result` is SPEC §10's set (a broken body is an
+    // upstream_error); the finer reason has its own counter.
+    let metrics = gw.get("/metrics").await.text().await.unwrap();
+    let a = r#"{cascade="chat",provider="a",model="model-a""#;
+    assert!(metrics.contains(&format!(r#"spillway_attempts_total{a},result="upstream_error"}} 2"#)), "{metrics}");
+    assert!(metrics.contains(&format!(r#"spillway_attempt_failures_total{a},reason="broken_body"}} 1"#)), "{metrics}");
+    assert!(
+        metrics.contains(&format!(r#"spillway_attempt_failures_total{a},reason="upstream_error"}} 1"#)),
+        "{metrics}"
+    );
+    let results: std::collections::BTreeSet<&str> = metrics
+        .lines()
+        .filter(|l| l.starts_with("spillway_attempts_total{"))
+        .filter_map(|l| l.split("result=\"").nth(1)?.split('"').next())
+        .collect();
+    let spec = [
+        "ok",
+        "rate_limited",
+        "forbidden",
+        "not_found",
+        "empty",
+        "invalid_output",
+        "timeout",
+        "upstream_error",
+        "connect_error",
+        "skipped_dead",
+        "skipped_open",
+        "saturated",
+    ];
+    assert_eq!(results, spec.into_iter().collect(), "exactly SPEC §10's result values");
 }
 
 #[tokio::test]

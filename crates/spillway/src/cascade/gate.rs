@@ -97,6 +97,6 @@ pub fn next_admitted(walk: &Walk<'_>, targets: &[Target], start: usize) -> Optio
 }
 
 fn skipped(walk: &Walk<'_>, target: &Target, e: &AttemptError) {
-    target.metrics.attempt(e.failure.metric_index());
+    target.metrics.attempt_failed(&e.failure);
     walk.note(&target.name, e.to_string());
 }

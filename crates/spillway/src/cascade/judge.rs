@@ -29,7 +29,7 @@ fn ms(d: Duration) -> u64 {
 pub fn answered(walk: &Walk<'_>, target: &Target, ttft: Duration, exhausted: Option<Duration>) {
     target.health.record_ttft(ttft.as_secs_f64() * 1000.0);
     target.metrics.ttft.observe(ttft.as_secs_f64());
-    target.metrics.attempt(super::outcome::OK_INDEX);
+    target.metrics.attempt_ok();
     target.metrics.served(target.tier.index());
     if let Some(reset) = exhausted {
         tracing::info!(model = %target.name, reset_ms = ms(reset), "Quota used up: skipping the model until it resets.");
@@ -50,7 +50,7 @@ pub fn failure(walk: &Walk<'_>, target: &Target, failed: Failed) -> Verdict {
     let gw = walk.gw;
     let h = &gw.config.health;
     let now = now_ms();
-    target.metrics.attempt(error.failure.metric_index());
+    target.metrics.attempt_failed(&error.failure);
     walk.note(&target.name, error.to_string());
     tracing::debug!(model = %target.name, reason = %error, "Attempt failed.");
     let dead_until = |d: Option<Duration>| now + ms(d.unwrap_or(h.dead_ttl));

@@ -293,7 +293,7 @@ pub fn error_event(e: &AttemptError) -> Bytes {
     let body = serde_json::json!({"error": {
         "message": format!("the upstream failed mid-stream: {e}"),
         "type": "upstream_error",
-        "code": e.failure.metric_label(),
+        "code": e.failure.reason(),
         "param": null,
     }});
     sse::encode_json(&body)

@@ -65,10 +65,30 @@ pub enum Failure {
     SkippedContext,
 }
 
-/// Every value of the `result` label of `spillway_attempts_total`, in the
-/// order [`Failure::metric_index`] and [`OK_INDEX`] use.
-pub const RESULT_LABELS: [&str; 21] = [
+/// Every value of the `result` label of `spillway_attempts_total` (SPEC
+/// §10's list), in the order [`Failure::result_index`] and [`OK_RESULT`] use.
+pub const RESULT_LABELS: [&str; 12] = [
     "ok",
+    "rate_limited",
+    "forbidden",
+    "not_found",
+    "empty",
+    "invalid_output",
+    "timeout",
+    "upstream_error",
+    "connect_error",
+    "skipped_dead",
+    "skipped_open",
+    "saturated",
+];
+
+/// Index of `ok` in [`RESULT_LABELS`].
+pub const OK_RESULT: usize = 0;
+
+/// Every failure reason, finer than [`RESULT_LABELS`]: the `reason` label of
+/// `spillway_attempt_failures_total`, the attempt log and error texts, in
+/// the order [`Failure::reason_index`] uses.
+pub const REASONS: [&str; 20] = [
     "rate_limited",
     "quota_exhausted",
     "forbidden",
@@ -91,39 +111,63 @@ pub const RESULT_LABELS: [&str; 21] = [
     "skipped_context",
 ];
 
-/// Index of `ok` in [`RESULT_LABELS`].
-pub const OK_INDEX: usize = 0;
-
 impl Failure {
-    /// Position of this failure's label in [`RESULT_LABELS`].
-    pub fn metric_index(&self) -> usize {
+    /// Position of this failure's reason in [`REASONS`].
+    pub fn reason_index(&self) -> usize {
         match self {
-            Self::RateLimited { .. } => 1,
-            Self::QuotaExhausted => 2,
-            Self::Forbidden => 3,
-            Self::NotFound => 4,
-            Self::AuthRejected => 5,
-            Self::Empty => 6,
-            Self::ContextLength => 7,
-            Self::CapabilityMismatch => 8,
-            Self::ContentFilter => 9,
-            Self::InvalidRequest { .. } => 10,
-            Self::Upstream { .. } => 11,
-            Self::Timeout => 12,
-            Self::ConnectError => 13,
-            Self::BrokenBody => 14,
-            Self::InvalidOutput => 15,
-            Self::SkippedDead => 16,
-            Self::SkippedOpen => 17,
-            Self::Saturated => 18,
-            Self::SkippedLazy => 19,
-            Self::SkippedContext => 20,
+            Self::RateLimited { .. } => 0,
+            Self::QuotaExhausted => 1,
+            Self::Forbidden => 2,
+            Self::NotFound => 3,
+            Self::AuthRejected => 4,
+            Self::Empty => 5,
+            Self::ContextLength => 6,
+            Self::CapabilityMismatch => 7,
+            Self::ContentFilter => 8,
+            Self::InvalidRequest { .. } => 9,
+            Self::Upstream { .. } => 10,
+            Self::Timeout => 11,
+            Self::ConnectError => 12,
+            Self::BrokenBody => 13,
+            Self::InvalidOutput => 14,
+            Self::SkippedDead => 15,
+            Self::SkippedOpen => 16,
+            Self::Saturated => 17,
+            Self::SkippedLazy => 18,
+            Self::SkippedContext => 19,
         }
     }
 
-    /// The bounded `result` label.
-    pub fn metric_label(&self) -> &'static str {
-        RESULT_LABELS[self.metric_index()]
+    /// The bounded reason label (`quota_exhausted`, `broken_body`, …).
+    pub fn reason(&self) -> &'static str {
+        REASONS[self.reason_index()]
+    }
+
+    /// Position of this failure's `result` in [`RESULT_LABELS`]: SPEC §10's
+    /// coarser set, where a quota used up counts as `rate_limited`, a
+    /// rejected key as `forbidden`, a filtered answer as `invalid_output`, a
+    /// broken body and the upstream's other refusals as `upstream_error`,
+    /// and a lazy provider as `saturated`. `None` for a model skipped for its
+    /// context: SPEC names no result for it, and no attempt was made.
+    pub fn result_index(&self) -> Option<usize> {
+        Some(match self {
+            Self::RateLimited { .. } | Self::QuotaExhausted => 1,
+            Self::Forbidden | Self::AuthRejected => 2,
+            Self::NotFound => 3,
+            Self::Empty => 4,
+            Self::InvalidOutput | Self::ContentFilter => 5,
+            Self::Timeout => 6,
+            Self::Upstream { .. }
+            | Self::BrokenBody
+            | Self::ContextLength
+            | Self::CapabilityMismatch
+            | Self::InvalidRequest { .. } => 7,
+            Self::ConnectError => 8,
+            Self::SkippedDead => 9,
+            Self::SkippedOpen => 10,
+            Self::Saturated | Self::SkippedLazy => 11,
+            Self::SkippedContext => return None,
+        })
     }
 
     /// Counts against the circuit breaker (upstream failures only — not the
@@ -170,9 +214,9 @@ impl AttemptError {
 impl std::fmt::Display for AttemptError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         if self.detail.is_empty() {
-            f.write_str(self.failure.metric_label())
+            f.write_str(self.failure.reason())
         } else {
-            write!(f, "{} ({})", self.failure.metric_label(), self.detail)
+            write!(f, "{} ({})", self.failure.reason(), self.detail)
         }
     }
 }
@@ -205,11 +249,19 @@ mod tests {
             Failure::SkippedLazy,
             Failure::SkippedContext,
         ];
-        let mut seen: Vec<&str> = all.iter().map(Failure::metric_label).collect();
-        seen.push(RESULT_LABELS[OK_INDEX]);
+        let mut seen: Vec<&str> = all.iter().map(Failure::reason).collect();
         seen.sort_unstable();
         seen.dedup();
-        assert_eq!(seen.len(), RESULT_LABELS.len());
+        assert_eq!(seen.len(), REASONS.len(), "every reason is some failure's");
+        // Every SPEC result but `ok` is some failure's, and only the context skip has none.
+        let mut results: Vec<&str> = all.iter().filter_map(|f| f.result_index()).map(|i| RESULT_LABELS[i]).collect();
+        results.push(RESULT_LABELS[OK_RESULT]);
+        results.sort_unstable();
+        results.dedup();
+        assert_eq!(results.len(), RESULT_LABELS.len());
+        assert_eq!(all.iter().filter(|f| f.result_index().is_none()).count(), 1);
+        assert_eq!(Failure::BrokenBody.result_index().map(|i| RESULT_LABELS[i]), Some("upstream_error"));
+        assert_eq!(Failure::QuotaExhausted.result_index().map(|i| RESULT_LABELS[i]), Some("rate_limited"));
     }
 
     #[test]

@@ -5,7 +5,10 @@
 //! reported with the path of the scalar that named it. `$${` writes a literal
 //! `${`. A scalar that is exactly one `${…}` and whose value reads as a
 //! number or boolean becomes that number or boolean, so
-//! `max_concurrent_requests: ${MAX}` works.
+//! `max_concurrent_requests: ${MAX}` works; each such conversion is
+//! recorded ([`Typed`]) so that a field that wants a string (a Telegram
+//! `chat_id` of `-100…`, an all-digit key) gets the text back
+//! (`shape::parse` undoes the conversion where the type does not fit).
 
 use super::ConfigError;
 use serde_yaml_ng::Value;
@@ -13,27 +16,38 @@ use serde_yaml_ng::Value;
 /// Looks variables up; the process environment in production, a map in tests.
 pub type Lookup<'a> = &'a dyn Fn(&str) -> Option<String>;
 
-/// Replaces variables in every string scalar of `value`, collecting errors.
-pub fn substitute(value: &mut Value, lookup: Lookup<'_>, errors: &mut Vec<ConfigError>) {
-    walk(value, String::new(), lookup, errors);
+/// Scalars a substitution turned into numbers or booleans: their paths
+/// (as `shape::render` writes them) and their text.
+pub type Typed = Vec<(String, String)>;
+
+/// Replaces variables in every string scalar of `value`, collecting errors;
+/// returns the scalars it re-read as numbers or booleans.
+pub fn substitute(value: &mut Value, lookup: Lookup<'_>, errors: &mut Vec<ConfigError>) -> Typed {
+    let mut converted = Vec::new();
+    walk(value, String::new(), lookup, errors, &mut converted);
+    converted
 }
 
-fn walk(value: &mut Value, path: String, lookup: Lookup<'_>, errors: &mut Vec<ConfigError>) {
+fn walk(value: &mut Value, path: String, lookup: Lookup<'_>, errors: &mut Vec<ConfigError>, converted: &mut Typed) {
     match value {
         Value::String(s) => {
             if !s.contains('$') {
                 return;
             }
             match expand(s, lookup) {
-                Ok((expanded, whole)) => {
-                    *value = if whole { typed(expanded) } else { Value::String(expanded) };
+                Ok((expanded, true)) => {
+                    *value = typed(expanded.clone());
+                    if !value.is_string() {
+                        converted.push((path, expanded));
+                    }
                 }
+                Ok((expanded, false)) => *value = Value::String(expanded),
                 Err(msg) => errors.push(ConfigError::new(&path, msg)),
             }
         }
         Value::Sequence(items) => {
             for (i, item) in items.iter_mut().enumerate() {
-                walk(item, format!("{path}[{i}]"), lookup, errors);
+                walk(item, format!("{path}[{i}]"), lookup, errors, converted);
             }
         }
         Value::Mapping(map) => {
@@ -43,10 +57,10 @@ fn walk(value: &mut Value, path: String, lookup: Lookup<'_>, errors: &mut Vec<Co
                     other => serde_yaml_ng::to_string(other).unwrap_or_default().trim().to_string(),
                 };
                 let child = if path.is_empty() { key } else { format!("{path}.{key}") };
-                walk(v, child, lookup, errors);
+                walk(v, child, lookup, errors, converted);
             }
         }
-        Value::Tagged(tagged) => walk(&mut tagged.value, path, lookup, errors),
+        Value::Tagged(tagged) => walk(&mut tagged.value, path, lookup, errors, converted),
         Value::Null | Value::Bool(_) | Value::Number(_) => {}
     }
 }

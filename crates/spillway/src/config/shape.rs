@@ -28,7 +28,7 @@ pub fn parse<T: DeserializeOwned>(text: &str, lookup: env::Lookup<'_>) -> Result
         }
     };
     let mut errors = Vec::new();
-    env::substitute(&mut value, &|name| lookup(name), &mut errors);
+    let mut converted = env::substitute(&mut value, &|name| lookup(name), &mut errors);
     let mut removed: Vec<Vec<Segment>> = Vec::new();
     // Sequence items removed so far, as (path of the item when removed), so
     // later paths can be mapped back to the indices the user wrote.
@@ -39,6 +39,17 @@ pub fn parse<T: DeserializeOwned>(text: &str, lookup: env::Lookup<'_>) -> Result
             Err(err) => {
                 let segments: Vec<Segment> = err.path().iter().cloned().collect();
                 let message = clean_message(&err.inner().to_string());
+                // A variable's value read as a number or boolean where the
+                // field wants text: give the field its text and go on.
+                if message.starts_with("invalid type:") {
+                    let at = render(&original_indices(&segments, &removed_items));
+                    if let Some(i) = converted.iter().position(|(path, _)| *path == at) {
+                        let (_, text) = converted.swap_remove(i);
+                        if replace(&mut value, &segments, Value::String(text)) {
+                            continue;
+                        }
+                    }
+                }
                 let suppressed = missing_field(&message)
                     .map(|field| {
                         removed.iter().any(|r| {
@@ -135,25 +146,32 @@ pub fn render(segments: &[Segment]) -> String {
     out
 }
 
+/// The node at `segments`, when there is one.
+fn node_mut<'v>(value: &'v mut Value, segments: &[Segment]) -> Option<&'v mut Value> {
+    let mut node = value;
+    for seg in segments {
+        node = match (seg, node) {
+            (Segment::Map { key }, Value::Mapping(m)) => m.get_mut(key.as_str())?,
+            (Segment::Seq { index }, Value::Sequence(s)) => s.get_mut(*index)?,
+            _ => return None,
+        };
+    }
+    Some(node)
+}
+
+/// Replaces the node at `segments`; false when it cannot be found.
+fn replace(value: &mut Value, segments: &[Segment], new: Value) -> bool {
+    node_mut(value, segments).map(|node| *node = new).is_some()
+}
+
 /// Removes the node at `segments`; false when it cannot be found.
 fn remove(value: &mut Value, segments: &[Segment]) -> bool {
     let Some((last, parents)) = segments.split_last() else {
         return false;
     };
-    let mut node = value;
-    for seg in parents {
-        node = match (seg, node) {
-            (Segment::Map { key }, Value::Mapping(m)) => match m.get_mut(key.as_str()) {
-                Some(v) => v,
-                None => return false,
-            },
-            (Segment::Seq { index }, Value::Sequence(s)) => match s.get_mut(*index) {
-                Some(v) => v,
-                None => return false,
-            },
-            _ => return false,
-        };
-    }
+    let Some(node) = node_mut(value, parents) else {
+        return false;
+    };
     match (last, node) {
         (Segment::Map { key }, Value::Mapping(m)) => m.shift_remove(key.as_str()).is_some(),
         (Segment::Seq { index }, Value::Sequence(s)) if *index < s.len() => {
@@ -161,5 +179,48 @@ fn remove(value: &mut Value, segments: &[Segment]) -> bool {
             true
         }
         _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::config::load_str;
+
+    fn env(name: &str) -> Option<String> {
+        match name {
+            "CHAT_ID" => Some("-1001234567890".into()),
+            "DIGITS" => Some("12345".into()),
+            "YES" => Some("true".into()),
+            "MAX" => Some("77".into()),
+            _ => None,
+        }
+    }
+
+    #[test]
+    fn a_variable_that_reads_as_a_number_stays_text_where_text_is_wanted() {
+        let yaml = r#"
+server: { max_concurrent_requests: "${MAX}", admin_token: "${YES}", api_keys: ["${DIGITS}", plain] }
+providers:
+  p: { kind: openai, base_url: "http://127.0.0.1:1/v1", api_key: "${DIGITS}" }
+cascades:
+  c: { models: [p/m], handoff: "${YES}" }
+alerts:
+  telegram: { bot_token: "${DIGITS}", chat_id: "${CHAT_ID}" }
+"#;
+        let c = load_str(yaml, None, &env).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(c.server.max_concurrent_requests, 77, "numbers still become numbers");
+        assert!(c.cascades["c"].handoff, "booleans still become booleans");
+        assert_eq!(c.server.admin_token.as_ref().map(|t| t.expose().to_string()).as_deref(), Some("true"));
+        assert_eq!(c.server.api_keys.iter().map(|k| k.expose().to_string()).collect::<Vec<_>>(), ["12345", "plain"]);
+        assert_eq!(c.providers["p"].api_key.as_ref().map(|k| k.expose().to_string()).as_deref(), Some("12345"));
+        let (token, chat, _) = c.alerts.telegram.as_ref().unwrap();
+        assert_eq!((token.expose(), chat.as_str()), ("12345", "-1001234567890"));
+    }
+
+    #[test]
+    fn a_wrong_type_written_in_the_file_is_still_an_error() {
+        let yaml = "server: { admin_token: 12345 }\ncascades: {}\n";
+        let errors = load_str(yaml, None, &env).unwrap_err();
+        assert!(errors.0.iter().any(|e| e.path == "server.admin_token"), "{errors}");
     }
 }
