@@ -360,8 +360,11 @@ impl Metrics {
                     .clone()
             })
             .collect();
+        // A model never serves the handoff tier: that series belongs to the
+        // cascade (see `CascadeMetrics::served_handoff`).
         let served = crate::cascade::TIERS
             .iter()
+            .filter(|&&tier| tier != crate::cascade::Tier::Handoff.as_str())
             .map(|&tier| {
                 self.served
                     .get_or_create(&ServedLabels {
@@ -401,6 +404,15 @@ impl Metrics {
             handoff: outcome("handoff"),
             error: outcome("error"),
             duration: self.request_duration.get_or_create(&CascadeLabels { cascade: cascade.into() }).clone(),
+            served_handoff: self
+                .served
+                .get_or_create(&ServedLabels {
+                    cascade: cascade.into(),
+                    tier: crate::cascade::Tier::Handoff.as_str(),
+                    provider: "spillway".into(),
+                    model: "handoff".into(),
+                })
+                .clone(),
         })
     }
 }
@@ -524,4 +536,7 @@ pub struct CascadeMetrics {
     pub error: Counter,
     /// Request duration.
     pub duration: Histogram,
+    /// `spillway_served_total{tier="handoff", provider="spillway", model="handoff"}`:
+    /// answers a person will give.
+    pub served_handoff: Counter,
 }

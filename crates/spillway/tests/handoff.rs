@@ -68,6 +68,11 @@ async fn handoff_end_to_end() {
     let completion: Value = resp.json().await.unwrap();
     assert_valid("CreateChatCompletionResponse", &completion);
     assert_eq!(completion["choices"][0]["message"]["content"], REPLY);
+    // Served by the handoff tier, which belongs to the cascade, not to a model.
+    let metrics = gw.get("/metrics").await.text().await.unwrap();
+    let served = r#"spillway_served_total{cascade="support",tier="handoff",provider="spillway",model="handoff"} 1"#;
+    assert!(metrics.contains(served), "{metrics}");
+    assert!(!metrics.contains(r#"tier="handoff",provider="down""#), "{metrics}");
 
     // The client sees it open; another key and no key do not see it at all.
     let open: Value = fetch(&gw, Some("key-a"), &id).await.json().await.unwrap();
@@ -134,9 +139,24 @@ async fn the_queue_survives_a_restart_with_the_same_data_dir() {
     drop(first);
 
     let second = start(&yaml(&dir)).await;
+    // Before anything is queued or answered here, the depth is the store's.
+    let metrics = second.get("/metrics").await.text().await.unwrap();
+    assert!(metrics.contains("spillway_handoff_queue_depth 1\n"), "{metrics}");
+    let state: Value = client()
+        .get(format!("{}/admin/state", second.url))
+        .bearer_auth("adm")
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(state["handoff_queue_depth"], 1, "`spillway status` shows it");
     let item: Value = fetch(&second, Some("key-a"), &id).await.json().await.unwrap();
     assert_eq!(item["status"], "open");
     assert_eq!(admin_answer(&second, &id, "Done.").await.status(), 200);
+    let metrics = second.get("/metrics").await.text().await.unwrap();
+    assert!(metrics.contains("spillway_handoff_queue_depth 0\n"), "{metrics}");
     let _ = std::fs::remove_dir_all(dir);
 }
 

@@ -384,3 +384,28 @@ async fn gauges_show_dead_models_and_breakers() {
         "{text}"
     );
 }
+
+/// Past `timeouts.total` the client gets 504 — also when the deadline ran
+/// out during the last model — unless the cascade hands off to a person.
+#[tokio::test]
+async fn the_total_deadline_is_a_504_or_a_handoff() {
+    let dir = std::env::temp_dir().join(format!("spillway-deadline-{}", spillway::handoff::new_id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let gw = start(&format!(
+        "state: {{ data_dir: {} }}\nproviders:\n  m:\n    kind: mock\n    models:\n      - {{ id: stuck, behavior: {{ hang: true }} }}\n\
+         health:\n  timeouts: {{ connect: 1s, first_token: 5s, idle: 5s, total: 200ms }}\n\
+         cascades:\n  last: {{ models: [m/stuck] }}\n  person: {{ models: [m/stuck], handoff: true }}\n",
+        dir.display()
+    ))
+    .await;
+    let resp = gw.post(&chat("last", false)).await;
+    assert_eq!(resp.status(), 504);
+    let body: Value = resp.json().await.unwrap();
+    assert_valid("ErrorResponse", &body);
+    assert_eq!(body["error"]["code"], "timeout");
+    let resp = gw.post(&chat("person", false)).await;
+    assert_eq!(resp.status(), 200);
+    assert_eq!(header(&resp, "x-spillway-tier"), "handoff");
+    let metrics = gw.get("/metrics").await.text().await.unwrap();
+    assert!(metrics.contains(r#"spillway_request_duration_seconds_count{cascade="last"} 1"#), "{metrics}");
+}

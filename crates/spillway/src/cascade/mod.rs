@@ -199,8 +199,7 @@ pub async fn run(gw: &Gateway, plan: &CascadePlan, req: ChatRequest) -> Result<S
     let mut next = 0;
     while next < plan.targets.len() {
         if Instant::now() >= walk.deadline {
-            plan.metrics.error.inc();
-            return Err(ApiError::Timeout);
+            break;
         }
         let Some((i, pass)) = gate::next_admitted(&walk, &plan.targets, next) else {
             break;
@@ -225,6 +224,7 @@ pub async fn run(gw: &Gateway, plan: &CascadePlan, req: ChatRequest) -> Result<S
         for (target, result) in attempted.failures {
             if let Verdict::ReturnToClient(e) = judge::failure(&walk, target, result) {
                 plan.metrics.error.inc();
+                plan.metrics.duration.observe(started.elapsed().as_secs_f64());
                 return Err(e);
             }
         }
@@ -235,12 +235,20 @@ pub async fn run(gw: &Gateway, plan: &CascadePlan, req: ChatRequest) -> Result<S
     plan.metrics.duration.observe(started.elapsed().as_secs_f64());
     let calls = walk.calls.load(Ordering::Relaxed);
     let attempts = walk.log.into_inner().unwrap_or_else(PoisonError::into_inner);
-    gw.shared.alerts.publish(crate::alerts::Event::CascadeDead { cascade: plan.name.clone() });
+    // Past `timeouts.total` the models may only be slow, not dead.
+    let timed_out = Instant::now() >= walk.deadline;
+    if !timed_out {
+        gw.shared.alerts.publish(crate::alerts::Event::CascadeDead { cascade: plan.name.clone() });
+    }
     if plan.handoff {
-        // The last tier: queue for a person (it counts the outcome itself).
+        // The last tier, also after the deadline: a person answers instead
+        // (it counts the outcome itself).
         return Box::pin(crate::handoff::queue(gw, plan, &req, attempts, calls)).await;
     }
     plan.metrics.error.inc();
+    if timed_out {
+        return Err(ApiError::Timeout);
+    }
     Err(ApiError::AllModelsFailed { cascade: plan.name.clone(), attempts })
 }
 

@@ -230,6 +230,7 @@ pub async fn queue(
         }
     };
     plan.metrics.handoff.inc();
+    plan.metrics.served_handoff.inc();
     tracing::info!(cascade = %plan.name, id = %item.id, "Every model failed; the request is queued for a person.");
     refresh_depth(gw, q.as_ref()).await;
     gw.shared.alerts.publish(crate::alerts::Event::HandoffQueued {
@@ -249,11 +250,24 @@ pub async fn queue(
     Ok(reply::served(plan, req, &gw.config.handoff.reply, item.id, calls))
 }
 
-/// Sets `spillway_handoff_queue_depth` from the store.
-pub async fn refresh_depth(gw: &Gateway, q: &dyn Queue) {
-    if let Ok(n) = q.open_count().await {
-        gw.metrics.handoff_queue_depth.set(i64::try_from(n).unwrap_or(i64::MAX));
-    }
+/// Sets `spillway_handoff_queue_depth` from the store; returns the count.
+pub async fn refresh_depth(gw: &Gateway, q: &dyn Queue) -> Option<u64> {
+    let n = q.open_count().await.ok()?;
+    gw.metrics.handoff_queue_depth.set(i64::try_from(n).unwrap_or(i64::MAX));
+    u64::try_from(n).ok()
+}
+
+/// Open items now, read from the store (so items queued before a restart
+/// or by another instance count), with the gauge refreshed. `None` when no
+/// cascade hands off and the queue was never opened (nothing is created
+/// just to count), or when the store cannot be read.
+pub async fn depth(gw: &Gateway) -> Option<u64> {
+    let q = match gw.shared.handoff.opened() {
+        Some(q) => q,
+        None if gw.cascades.values().any(|c| c.handoff) => gw.shared.handoff.queue(&gw.config.state).await.ok()?,
+        None => return None,
+    };
+    refresh_depth(gw, q.as_ref()).await
 }
 
 /// The client's view of an item (`GET /v1/handoff/{id}`): no messages, no

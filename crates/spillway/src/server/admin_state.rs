@@ -85,11 +85,13 @@ async fn state(AxumState(state): AxumState<Arc<AppState>>) -> Json<Value> {
             json!({"name": plan.name, "models": models})
         })
         .collect();
+    let depth = crate::handoff::depth(&gw).await;
     Json(json!({
         "cascades": cascades,
         "state": gw.shared.state.view(),
         "in_flight_requests": state.in_flight.load(std::sync::atomic::Ordering::Relaxed),
         "load": gw.load.snapshot(),
+        "handoff_queue_depth": depth,
     }))
 }
 

@@ -216,7 +216,9 @@ async fn readyz(State(state): State<Arc<AppState>>) -> Response {
 }
 
 async fn metrics(State(state): State<Arc<AppState>>) -> Response {
-    crate::health::registry::export_gauges(&state.gateway.load().health, &state.metrics);
+    let gw = state.gateway.load_full();
+    crate::health::registry::export_gauges(&gw.health, &state.metrics);
+    crate::handoff::depth(&gw).await;
     let mut r = Response::new(Body::from(Bytes::from(state.metrics.render())));
     r.headers_mut().insert(
         header::CONTENT_TYPE,
