@@ -90,3 +90,48 @@ async fn a_streamed_answer_is_priced_from_its_usage_chunk() {
     assert!((cost - 1.0).abs() < 1e-9, "{cost}");
     assert_eq!(metric(&text, "spillway_tokens_total{provider=\"paid\",model=\"m\",kind=\"output\"}"), Some(7.0));
 }
+
+/// Waits up to 5 s for a metric to appear (a stream's end is recorded when
+/// the server drops it, just after the client read the last byte).
+async fn metric_eventually(gw: &TestGateway, prefix: &str) -> Option<f64> {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+    loop {
+        let text = gw.get("/metrics").await.text().await.unwrap();
+        if let Some(v) = metric(&text, prefix) {
+            return Some(v);
+        }
+        if tokio::time::Instant::now() > deadline {
+            return None;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+#[tokio::test]
+async fn answers_without_usage_are_priced_from_an_estimate() {
+    let paid = FakeUpstream::start().await;
+    let hook = FakeUpstream::start_at("/alerts").await;
+    let gw = start(&yaml(&paid, &hook)).await;
+    // A stream whose client did not ask for usage (so the upstream sends
+    // none): 20 characters of answer are 5 tokens.
+    paid.push(Reply::stream(&["Hello there, ", "friend!"]));
+    let resp = gw.post(&chat("chat", true)).await;
+    assert_eq!(header(&resp, "x-spillway-model"), "paid/m");
+    let events = sse_events(resp).await;
+    assert!(!events.iter().any(|e| e.contains("\"usage\":{")), "no usage chunk the client did not ask for");
+    let output = "spillway_tokens_total{provider=\"paid\",model=\"m\",kind=\"output\"}";
+    assert_eq!(metric_eventually(&gw, output).await, Some(5.0));
+    let input = metric_eventually(&gw, "spillway_tokens_total{provider=\"paid\",model=\"m\",kind=\"input\"}").await;
+    assert!(input.is_some_and(|n| n >= 1.0), "the prompt's estimate: {input:?}");
+    assert!(metric_eventually(&gw, "spillway_cost_usd_total{cascade=\"chat\",provider=\"paid\",model=\"m\"}")
+        .await
+        .is_some_and(|c| c > 0.0));
+
+    // A whole answer without usage: the same estimate.
+    let mut body = test_upstreams::reply::completion("twelve chars");
+    body.as_object_mut().unwrap().remove("usage");
+    paid.push(Reply::json(body));
+    assert_eq!(gw.post(&chat("other", false)).await.status(), 200);
+    let text = gw.get("/metrics").await.text().await.unwrap();
+    assert_eq!(metric(&text, "spillway_tokens_total{provider=\"unpriced\",model=\"m\",kind=\"output\"}"), Some(3.0));
+}

@@ -315,6 +315,7 @@ struct ChunkChecked {
     has_token: bool,
     finishes: bool,
     empty: bool,
+    content_chars: usize,
 }
 
 fn check_deltas(choices: &[ChoiceCheck<'_>]) -> Option<ChunkChecked> {
@@ -339,6 +340,7 @@ fn check_deltas(choices: &[ChoiceCheck<'_>]) -> Option<ChunkChecked> {
             return None;
         }
         out.has_token |= d.content.as_str().is_some_and(|t| !t.is_empty());
+        out.content_chars += d.content.as_str().map_or(0, |t| t.chars().count());
         out.has_token |= d.refusal.as_str().is_some_and(|t| !t.is_empty());
     }
     Some(out)
@@ -353,6 +355,7 @@ pub struct RawChunk {
     finishes: bool,
     usage_only: bool,
     usage: Option<Tokens>,
+    content_chars: usize,
 }
 
 impl fmt::Debug for RawChunk {
@@ -373,6 +376,7 @@ impl RawChunk {
             finishes: checked.finishes,
             usage_only: checked.empty && top.usage_counted,
             usage: top.usage.filter(|_| top.usage_counted),
+            content_chars: checked.content_chars,
         })
     }
 
@@ -394,6 +398,11 @@ impl RawChunk {
     /// The counts of its `usage` object, when it has one.
     pub fn tokens(&self) -> Option<Tokens> {
         self.usage
+    }
+
+    /// Characters of content its deltas carry (for a usage estimate).
+    pub fn content_chars(&self) -> usize {
+        self.content_chars
     }
 
     /// The SSE event the client receives: the gateway's stamp, then the

@@ -143,6 +143,9 @@ pub struct Served {
     pub handoff_id: Option<String>,
     /// Whether an escalation rule switched the cascade.
     pub escalated: bool,
+    /// The prompt's estimated size in tokens (for cost when the upstream
+    /// reports no usage).
+    pub prompt_tokens: u64,
     /// The body.
     pub body: ServedBody,
 }
@@ -273,11 +276,10 @@ fn serve(walk: &Walk<'_>, plan: &CascadePlan, win: Attempted<'_>) -> Served {
                 breaker: walk.gw.config.health.breaker,
                 events: walk.gw.health.events.clone(),
                 _pass: pass,
-                // Upstreams send usage only when the client asked for it.
-                meter: walk
-                    .req
-                    .include_usage
-                    .then(|| crate::usage::Meter::new(walk.gw, &plan.name, &target.name, target.metrics.clone())),
+                // From the usage chunk when one comes, else estimated at the end.
+                meter: Some(crate::usage::Meter::new(walk.gw, &plan.name, &target.name, target.metrics.clone())),
+                prompt_tokens: walk.prompt_tokens,
+                out_chars: 0,
             };
             let idle = walk.gw.config.health.timeouts.idle;
             let stamp = Stamp::new(target.name.clone());
@@ -285,6 +287,7 @@ fn serve(walk: &Walk<'_>, plan: &CascadePlan, win: Attempted<'_>) -> Served {
         }
     };
     Served {
+        prompt_tokens: walk.prompt_tokens,
         cascade: plan.name.clone(),
         model: target.name.clone(),
         tier: target.tier,

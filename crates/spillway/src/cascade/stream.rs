@@ -41,8 +41,13 @@ pub struct StreamEnd {
     pub events: tokio::sync::broadcast::Sender<HealthEvent>,
     /// The gate pass (bulkhead slot), released when the stream ends.
     pub _pass: Pass,
-    /// Records the answer's cost from its usage chunk (taken at the first).
+    /// Records the answer's cost from its usage chunk (taken at the first);
+    /// when no chunk brought usage, from an estimate when the stream ends.
     pub meter: Option<crate::usage::Meter>,
+    /// The prompt's estimated size, for that estimate.
+    pub prompt_tokens: u64,
+    /// Characters of content and tool-call arguments forwarded so far.
+    pub out_chars: usize,
 }
 
 impl StreamEnd {
@@ -57,7 +62,30 @@ impl StreamEnd {
 impl Drop for StreamEnd {
     fn drop(&mut self) {
         self.metrics.duration.observe(self.started.elapsed().as_secs_f64());
+        // No usage came (the client did not ask for it, or the upstream
+        // never sends it): count an estimate, four characters a token, so
+        // cost and budgets do not miss streamed answers.
+        if let Some(meter) = self.meter.take() {
+            let output = self.out_chars.div_ceil(4) as u64;
+            meter.tokens(crate::api::completion::Tokens { input: self.prompt_tokens, output });
+        }
     }
+}
+
+/// Characters of content and tool-call arguments in a chunk's deltas.
+fn delta_chars(v: &serde_json::Value) -> usize {
+    let Some(choices) = v.get("choices").and_then(serde_json::Value::as_array) else { return 0 };
+    let text = |x: Option<&serde_json::Value>| x.and_then(serde_json::Value::as_str).map_or(0, |t| t.chars().count());
+    choices
+        .iter()
+        .filter_map(|c| c.get("delta"))
+        .map(|d| {
+            let calls = d.get("tool_calls").and_then(serde_json::Value::as_array).map_or(0, |calls| {
+                calls.iter().map(|c| text(c.get("function").and_then(|f| f.get("arguments")))).sum()
+            });
+            text(d.get("content")) + calls
+        })
+        .sum()
 }
 
 struct State {
@@ -97,6 +125,7 @@ pub fn forward(
             };
             match next {
                 Some(Ok(StreamItem::Chunk(mut v))) => {
+                    st.end.out_chars += delta_chars(&v);
                     if let Some(usage) = v.get("usage").filter(|u| u.is_object()) {
                         if let Some(meter) = st.end.meter.take() {
                             meter.usage(usage);
@@ -110,6 +139,7 @@ pub fn forward(
                     return Some((Ok(sse::encode_json(&v)), st));
                 }
                 Some(Ok(StreamItem::Raw(r))) => {
+                    st.end.out_chars += r.content_chars();
                     if let Some(tokens) = r.tokens() {
                         if let Some(meter) = st.end.meter.take() {
                             meter.tokens(tokens);

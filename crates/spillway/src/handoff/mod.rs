@@ -254,7 +254,7 @@ pub async fn queue(
 pub async fn refresh_depth(gw: &Gateway, q: &dyn Queue) -> Option<u64> {
     let n = q.open_count().await.ok()?;
     gw.metrics.handoff_queue_depth.set(i64::try_from(n).unwrap_or(i64::MAX));
-    u64::try_from(n).ok()
+    Some(n)
 }
 
 /// Open items now, read from the store (so items queued before a restart

@@ -53,6 +53,7 @@ pub fn served(plan: &CascadePlan, req: &ChatRequest, reply: &str, id: String, ca
         load_profile: None,
         handoff_id: Some(id),
         escalated: false,
+        prompt_tokens: 0,
         body,
     }
 }

@@ -140,7 +140,7 @@ fn header_value(s: &str) -> HeaderValue {
 }
 
 fn respond(served: Served, permit: Permit) -> Response {
-    let Served { cascade, model, tier, attempts, load_profile, handoff_id, escalated, body } = served;
+    let Served { cascade, model, tier, attempts, load_profile, handoff_id, escalated, body, .. } = served;
     let mut resp = match body {
         ServedBody::Complete(c) => {
             drop(permit);

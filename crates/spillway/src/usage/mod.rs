@@ -206,7 +206,11 @@ pub fn observe(gw: &Gateway, plan: &CascadePlan, served: &crate::cascade::Served
         if served.handoff_id.is_none() {
             let target = plan.targets.iter().find(|t| t.name == served.model);
             let books = Books { handles: target.map(|t| &t.metrics.usage), ..gw.into() };
-            gw.shared.usage.record(books, &served.cascade, &served.model, c.tokens(), now);
+            // Without usage from the upstream: the prompt's estimate and four
+            // characters a token of the answer.
+            let tokens =
+                c.tokens().or_else(|| Some(Tokens { input: served.prompt_tokens, output: c.completion_tokens() }));
+            gw.shared.usage.record(books, &served.cascade, &served.model, tokens, now);
         }
     }
 }
