@@ -175,3 +175,42 @@ async fn several_serving_threads_answer_and_drain_on_shutdown() {
     assert!(text.contains("finished anyway"));
     gw.stopped(Duration::from_secs(5)).await.unwrap();
 }
+
+/// `/metrics` speaks the Prometheus text format 0.0.4 by default — every
+/// sample under a `# TYPE` of its own name (a counter's `_total`, a
+/// histogram's `_bucket`/`_sum`/`_count`) — and OpenMetrics to a scraper
+/// that asks for it.
+#[tokio::test]
+async fn metrics_are_prometheus_text_or_openmetrics_on_request() {
+    let up = FakeUpstream::start().await;
+    let gw = start(&format!("providers:\n{}cascades:\n  chat:\n    models: [u/m]\n", openai_provider("u", &up))).await;
+    assert_eq!(gw.post(&chat("chat", false)).await.status(), 200);
+    let resp = gw.get("/metrics").await;
+    assert_eq!(header(&resp, "content-type"), "text/plain; version=0.0.4; charset=utf-8");
+    let text = resp.text().await.unwrap();
+    assert!(!text.contains("# EOF") && !text.contains("# UNIT"), "{text}");
+    assert!(text.contains("# TYPE spillway_requests_total counter\n"), "{text}");
+    let mut types = std::collections::HashMap::new();
+    for line in text.lines() {
+        if let Some(rest) = line.strip_prefix("# TYPE ") {
+            let (name, kind) = rest.split_once(' ').unwrap();
+            types.insert(name.to_string(), kind.to_string());
+        } else if !line.starts_with('#') && !line.is_empty() {
+            let name = line.split(['{', ' ']).next().unwrap();
+            let family = ["_bucket", "_sum", "_count"]
+                .iter()
+                .find_map(|s| name.strip_suffix(s).filter(|base| types.get(*base).is_some_and(|k| k == "histogram")))
+                .unwrap_or(name);
+            assert!(types.contains_key(family), "`{name}` has no # TYPE before it");
+        }
+    }
+    let resp = client()
+        .get(format!("{}/metrics", gw.url))
+        .header("accept", "application/openmetrics-text; version=1.0.0,text/plain;version=0.0.4;q=0.5")
+        .send()
+        .await
+        .unwrap();
+    assert!(header(&resp, "content-type").starts_with("application/openmetrics-text"));
+    let text = resp.text().await.unwrap();
+    assert!(text.trim_end().ends_with("# EOF") && text.contains("# TYPE spillway_requests counter"), "{text}");
+}

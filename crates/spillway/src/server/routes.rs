@@ -215,14 +215,25 @@ async fn readyz(State(state): State<Arc<AppState>>) -> Response {
     (StatusCode::OK, axum::Json(body)).into_response()
 }
 
-async fn metrics(State(state): State<Arc<AppState>>) -> Response {
+/// `GET /metrics`: the Prometheus text format (0.0.4), or OpenMetrics to a
+/// scraper that asks for it (`Accept: application/openmetrics-text`, as
+/// Prometheus itself does).
+async fn metrics(State(state): State<Arc<AppState>>, headers: HeaderMap) -> Response {
     let gw = state.gateway.load_full();
     crate::health::registry::export_gauges(&gw.health, &state.metrics);
     crate::handoff::depth(&gw).await;
-    let mut r = Response::new(Body::from(Bytes::from(state.metrics.render())));
-    r.headers_mut().insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("application/openmetrics-text; version=1.0.0; charset=utf-8"),
-    );
+    let text = state.metrics.render();
+    let openmetrics = headers
+        .get_all(header::ACCEPT)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .any(|v| v.contains("application/openmetrics-text"));
+    let (body, content_type) = if openmetrics {
+        (text, "application/openmetrics-text; version=1.0.0; charset=utf-8")
+    } else {
+        (crate::metrics::to_prometheus_text(&text), "text/plain; version=0.0.4; charset=utf-8")
+    };
+    let mut r = Response::new(Body::from(Bytes::from(body)));
+    r.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
     r
 }
