@@ -99,6 +99,13 @@ async fn apply_fetched(state: &AppState, fetched: Vec<Fetched>) -> RefreshReport
         }
         providers.push(report);
     }
+    // With a shared store, rank by every instance's TTFT samples.
+    if let Some(store) = gw.shared.state.store() {
+        match store.ttft_all().await {
+            Ok(all) => gw.health.set_shared_ttft(all),
+            Err(e) => tracing::warn!(error = %e, "Cannot read the shared TTFT statistics; ranking by local ones."),
+        }
+    }
     let (round, changes) = build_round(&gw.config, &gw.health, &discovery, &old, listings, now);
     let cascades = round.cascades.iter().map(|(n, c)| (n.clone(), c.model_refs())).collect();
     discovery.publish(round.clone());
@@ -126,7 +133,7 @@ pub(crate) fn build_round(
     // Providers removed from the config, or with discovery turned off, no
     // longer have a listing worth keeping.
     listings.retain(|name, _| config.providers.get(name).is_some_and(|p| p.discovery_format.is_some()));
-    let ttft = |r: &str| health.find_model(r).and_then(|m| m.ttft_ms());
+    let ttft = |r: &str| health.ttft_ms(r);
     let (cascades, warnings) = build_cascades(config, &listings, &ttft);
     for w in &warnings {
         tracing::warn!(warning = %w, "Static model hint unused.");

@@ -206,13 +206,11 @@ pub struct ModelHealth {
     /// Its dead mark.
     pub dead: DeadSlot,
     breaker: Mutex<Breaker>,
-    /// Time to first token, exponentially weighted (ms, as f64 bits; 0 = none yet).
-    ttft_ewma: AtomicU64,
+    /// The most recent times to first token (ms), at most
+    /// [`crate::state::TTFT_WINDOW`], oldest first.
+    ttft: Mutex<std::collections::VecDeque<f64>>,
     observer: Arc<Observer>,
 }
-
-/// The weight of a new TTFT sample: about the last 10 answers matter.
-const TTFT_ALPHA: f64 = 0.2;
 
 impl ModelHealth {
     fn new(key: String, observer: Arc<Observer>) -> Self {
@@ -220,7 +218,7 @@ impl ModelHealth {
             key,
             dead: DeadSlot::default(),
             breaker: Mutex::new(Breaker::new()),
-            ttft_ewma: AtomicU64::new(0),
+            ttft: Mutex::new(std::collections::VecDeque::with_capacity(crate::state::TTFT_WINDOW)),
             observer,
         }
     }
@@ -306,17 +304,17 @@ impl ModelHealth {
     /// Adds a TTFT sample.
     pub fn record_ttft(&self, ms: f64) {
         self.observer.emit(|| LocalChange::Ttft { key: self.key.clone(), ms });
-        let _ = self.ttft_ewma.fetch_update(Ordering::AcqRel, Ordering::Acquire, |bits| {
-            let old = f64::from_bits(bits);
-            let new = if old == 0.0 { ms } else { old + TTFT_ALPHA * (ms - old) };
-            Some(new.max(f64::MIN_POSITIVE).to_bits())
-        });
+        let mut window = lock(&self.ttft);
+        if window.len() >= crate::state::TTFT_WINDOW {
+            window.pop_front();
+        }
+        window.push_back(ms);
     }
 
-    /// The smoothed TTFT in ms, once measured.
+    /// The median of the recent TTFT samples in ms, once measured.
     pub fn ttft_ms(&self) -> Option<f64> {
-        let v = f64::from_bits(self.ttft_ewma.load(Ordering::Acquire));
-        (v > 0.0).then_some(v)
+        let window = lock(&self.ttft).clone();
+        crate::state::median(window)
     }
 
     fn announce(&self, t: Transition, events: &broadcast::Sender<HealthEvent>) {
@@ -349,6 +347,9 @@ pub struct ProviderHealth {
 #[derive(Debug)]
 pub struct HealthRegistry {
     models: Mutex<HashMap<String, Arc<ModelHealth>>>,
+    /// Median TTFTs read from the shared store (every instance's samples),
+    /// preferred over the local ones when ranking models.
+    shared_ttft: Mutex<HashMap<String, f64>>,
     providers: Mutex<HashMap<String, Arc<ProviderHealth>>>,
     /// Operator events.
     pub events: broadcast::Sender<HealthEvent>,
@@ -367,6 +368,7 @@ impl HealthRegistry {
         let (events, _) = broadcast::channel(256);
         Self {
             models: Mutex::new(HashMap::new()),
+            shared_ttft: Mutex::new(HashMap::new()),
             providers: Mutex::new(HashMap::new()),
             events,
             observer: Arc::default(),
@@ -389,6 +391,18 @@ impl HealthRegistry {
     /// The entry of a model ref, if it was ever used.
     pub fn find_model(&self, key: &str) -> Option<Arc<ModelHealth>> {
         lock(&self.models).get(key).cloned()
+    }
+
+    /// Keeps the median TTFTs read from the shared store.
+    pub fn set_shared_ttft(&self, all: HashMap<String, f64>) {
+        *lock(&self.shared_ttft) = all;
+    }
+
+    /// A model's median TTFT in ms: across instances when the shared store
+    /// has it, else this instance's.
+    pub fn ttft_ms(&self, key: &str) -> Option<f64> {
+        let shared = lock(&self.shared_ttft).get(key).copied();
+        shared.or_else(|| self.find_model(key).and_then(|m| m.ttft_ms()))
     }
 
     /// Every model entry, sorted by ref.
@@ -540,11 +554,30 @@ mod tests {
     }
 
     #[test]
-    fn ttft_is_smoothed() {
+    fn the_shared_ttft_wins_over_the_local_one() {
+        let r = HealthRegistry::new();
+        r.model("p/a").record_ttft(900.0);
+        r.model("p/b").record_ttft(100.0);
+        assert_eq!((r.ttft_ms("p/a"), r.ttft_ms("p/none")), (Some(900.0), None));
+        // Other instances saw p/a fast: every instance's samples decide.
+        r.set_shared_ttft(HashMap::from([("p/a".to_string(), 50.0)]));
+        assert_eq!((r.ttft_ms("p/a"), r.ttft_ms("p/b")), (Some(50.0), Some(100.0)));
+    }
+
+    #[test]
+    fn ttft_is_the_median_of_the_recent_samples() {
         let m = ModelHealth::new("p/m".into(), Arc::default());
         assert_eq!(m.ttft_ms(), None);
         m.record_ttft(100.0);
         m.record_ttft(200.0);
-        assert_eq!(m.ttft_ms(), Some(120.0));
+        assert_eq!(m.ttft_ms(), Some(150.0));
+        // One slow outlier does not move it (an average would).
+        m.record_ttft(5000.0);
+        assert_eq!(m.ttft_ms(), Some(200.0));
+        // Only the last TTFT_WINDOW samples count.
+        for _ in 0..crate::state::TTFT_WINDOW {
+            m.record_ttft(40.0);
+        }
+        assert_eq!(m.ttft_ms(), Some(40.0));
     }
 }

@@ -87,12 +87,18 @@ pub async fn run(store: &dyn StateStore, prefix: &str) -> Result<(), String> {
     store.revive(&key).await.map_err(e)?;
     check(!store.snapshot(now).await.map_err(e)?.dead.contains_key(&key), "revive clears the mark")?;
 
-    // TTFT is smoothed and shared.
+    // TTFT is the median of the recent samples, shared.
     let tkey = format!("{prefix}p/ttft");
     store.record_ttft(&tkey, 100.0).await.map_err(e)?;
     store.record_ttft(&tkey, 200.0).await.map_err(e)?;
     let t = store.ttft_all().await.map_err(e)?.get(&tkey).copied();
-    check(t.is_some_and(|v| (v - 120.0).abs() < 1e-6), "TTFT is an EWMA with weight 0.2")?;
+    check(t == Some(150.0), "TTFT is the median of the samples")?;
+    store.record_ttfts(&tkey, &[5000.0]).await.map_err(e)?;
+    let t = store.ttft_all().await.map_err(e)?.get(&tkey).copied();
+    check(t == Some(200.0), "one slow sample does not move the median")?;
+    store.record_ttfts(&tkey, &[40.0; super::TTFT_WINDOW]).await.map_err(e)?;
+    let t = store.ttft_all().await.map_err(e)?.get(&tkey).copied();
+    check(t == Some(40.0), "only the last TTFT_WINDOW samples count")?;
 
     // Counters add up; cache round-trips.
     let ckey = format!("{prefix}counter");

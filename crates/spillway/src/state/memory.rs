@@ -18,7 +18,7 @@ struct Inner {
     dead: HashMap<String, StoredMark>,
     open: HashMap<String, (u64, String)>,
     windows: HashMap<String, Window>,
-    ttft: HashMap<String, f64>,
+    ttft: HashMap<String, std::collections::VecDeque<f64>>,
     counters: HashMap<String, (u64, u64)>,
     cache: HashMap<String, (String, u64)>,
 }
@@ -37,9 +37,6 @@ impl Default for MemoryStore {
         Self::new()
     }
 }
-
-/// The weight of a new TTFT sample (the same as the local statistic's).
-const TTFT_ALPHA: f64 = 0.2;
 
 impl MemoryStore {
     /// An empty store.
@@ -168,13 +165,18 @@ impl StateStore for MemoryStore {
 
     fn record_ttft<'a>(&'a self, key: &'a str, ms: f64) -> BoxFuture<'a, Result<(), StateError>> {
         let mut inner = self.lock();
-        let v = inner.ttft.entry(key.to_string()).or_insert(ms);
-        *v += TTFT_ALPHA * (ms - *v);
+        let window = inner.ttft.entry(key.to_string()).or_default();
+        window.push_back(ms);
+        while window.len() > super::TTFT_WINDOW {
+            window.pop_front();
+        }
         ready(Ok(()))
     }
 
     fn ttft_all(&self) -> BoxFuture<'_, Result<HashMap<String, f64>, StateError>> {
-        ready(Ok(self.lock().ttft.clone()))
+        let inner = self.lock();
+        let all = inner.ttft.iter().filter_map(|(k, w)| Some((k.clone(), super::median(w.iter().copied())?))).collect();
+        ready(Ok(all))
     }
 
     fn incr<'a>(&'a self, key: &'a str, by: u64, ttl: Duration) -> BoxFuture<'a, Result<u64, StateError>> {

@@ -172,7 +172,7 @@ pub trait StateStore: Send + Sync + 'static {
     /// Live marks and open breakers, in one batched read.
     fn snapshot(&self, now_ms: u64) -> BoxFuture<'_, Result<Snapshot, StateError>>;
 
-    /// Adds a TTFT sample (ms) to the shared, smoothed statistic of `key`.
+    /// Adds a TTFT sample (ms) to the shared recent samples of `key`.
     fn record_ttft<'a>(&'a self, key: &'a str, ms: f64) -> BoxFuture<'a, Result<(), StateError>>;
 
     /// Adds TTFT samples of `key` in order: the same as one
@@ -186,7 +186,7 @@ pub trait StateStore: Send + Sync + 'static {
         })
     }
 
-    /// The smoothed TTFT of every key that has one.
+    /// The median TTFT (ms) of every key that has samples.
     fn ttft_all(&self) -> BoxFuture<'_, Result<HashMap<String, f64>, StateError>>;
 
     /// Adds `by` to counter `key` (created with `ttl`); returns the new value.
@@ -210,6 +210,22 @@ pub trait StateStore: Send + Sync + 'static {
     fn link(&self) -> Option<tokio::sync::watch::Receiver<LinkState>> {
         None
     }
+}
+
+/// TTFT samples kept per model (locally and in the shared store); its
+/// statistic is their median (SPEC §4: `speed_first` ranks by the measured
+/// median time to first token).
+pub const TTFT_WINDOW: usize = 32;
+
+/// The median of `samples` (the mean of the middle two for an even count).
+pub fn median(samples: impl IntoIterator<Item = f64>) -> Option<f64> {
+    let mut v: Vec<f64> = samples.into_iter().filter(|x| x.is_finite()).collect();
+    if v.is_empty() {
+        return None;
+    }
+    v.sort_by(f64::total_cmp);
+    let mid = v.len() / 2;
+    Some(if v.len() % 2 == 1 { v[mid] } else { (v[mid - 1] + v[mid]) / 2.0 })
 }
 
 /// Which backend serves shared state and whether it is reachable; read by

@@ -184,8 +184,8 @@ impl StateSync {
                 }
                 LocalChange::Ttft { key, ms } => {
                     let samples = held.ttft.entry(key).or_default();
-                    // Older samples weigh under 0.8^64 in the EWMA: nothing.
-                    if samples.len() >= 64 {
+                    // The store keeps only the last TTFT_WINDOW samples anyway.
+                    if samples.len() >= super::TTFT_WINDOW {
                         samples.remove(0);
                     }
                     samples.push(ms);

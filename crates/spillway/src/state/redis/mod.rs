@@ -12,7 +12,7 @@
 //! | `{p}dead` | hash key → `until_ms\|reason` | expired fields pruned on each write; TTL = latest mark + 1 min |
 //! | `{p}breaker:open` | hash key → `until_ms\|reason` | the same |
 //! | `{p}breaker:win:{key}` | hash: ring of `window_s` buckets + `c` | ≤ window_s + 1 fields; TTL window + 1 min |
-//! | `{p}ttft` | hash key → EWMA ms | one field per model; TTL 7 days since the last sample |
+//! | `{p}ttft` | hash key → recent TTFT samples (ms) | one field per model, its last 32 samples (their median is the statistic); TTL 7 days since the last sample |
 //! | `{p}counter:{key}` | integer | TTL given by the caller |
 //! | `{p}cache:{key}` | string | TTL given by the caller (discovery `cache_ttl`) |
 //! | `{p}changes` | pub/sub channel | not stored |
@@ -36,8 +36,6 @@ use arc_swap::ArcSwapOption;
 use std::sync::Arc;
 use tokio::sync::{watch, Notify};
 
-/// Sample weight of the shared TTFT statistic (the same as the local one's).
-const TTFT_ALPHA: f64 = 0.2;
 /// How long a model's TTFT statistic outlives its last sample.
 const TTFT_TTL_MS: u64 = 7 * 24 * 3600 * 1000;
 
@@ -263,7 +261,7 @@ impl StateStore for RedisStore {
     fn record_ttft<'a>(&'a self, key: &'a str, ms: f64) -> BoxFuture<'a, Result<(), StateError>> {
         Box::pin(async move {
             let mut inv = self.record_ttft.prepare_invoke();
-            inv.key(self.key("ttft")).arg(key).arg(TTFT_ALPHA).arg(TTFT_TTL_MS).arg(ms);
+            inv.key(self.key("ttft")).arg(key).arg(super::TTFT_WINDOW).arg(TTFT_TTL_MS).arg(ms);
             self.run::<i64>(inv).await.map(drop)
         })
     }
@@ -271,7 +269,7 @@ impl StateStore for RedisStore {
     fn record_ttfts<'a>(&'a self, key: &'a str, samples: &'a [f64]) -> BoxFuture<'a, Result<(), StateError>> {
         Box::pin(async move {
             let mut inv = self.record_ttft.prepare_invoke();
-            inv.key(self.key("ttft")).arg(key).arg(TTFT_ALPHA).arg(TTFT_TTL_MS).arg(samples);
+            inv.key(self.key("ttft")).arg(key).arg(super::TTFT_WINDOW).arg(TTFT_TTL_MS).arg(samples);
             self.run::<i64>(inv).await.map(drop)
         })
     }
@@ -293,7 +291,8 @@ impl StateStore for RedisStore {
     fn ttft_all(&self) -> BoxFuture<'_, Result<HashMap<String, f64>, StateError>> {
         Box::pin(async move {
             let all: HashMap<String, String> = self.cmd(::redis::cmd("HGETALL").arg(self.key("ttft"))).await?;
-            Ok(all.into_iter().filter_map(|(k, v)| Some((k, v.parse().ok()?))).collect())
+            let median = |v: &str| super::median(v.split_whitespace().filter_map(|s| s.parse::<f64>().ok()));
+            Ok(all.into_iter().filter_map(|(k, v)| Some((k.clone(), median(&v)?))).collect())
         })
     }
 

@@ -146,17 +146,25 @@ redis.call('PUBLISH', ARGV[2], 'R\t' .. ARGV[1])
 return 1
 ";
 
-/// `KEYS[1]` the TTFT hash; `ARGV`: key, alpha, ttl_ms, samples (ms) in
-/// order. An EWMA seeded with the first sample; stored as text (`%.17g`,
-/// exact) because Lua numbers returned to Redis are truncated to integers.
+/// `KEYS[1]` the TTFT hash; `ARGV`: model key, window, ttl_ms, samples…
+/// Each field holds the model's most recent samples (at most `window`,
+/// space-separated, oldest first); readers take their median. A field in
+/// the earlier single-number form reads as one sample.
 pub const RECORD_TTFT: &str = r"
-local alpha = tonumber(ARGV[2])
-local v = tonumber(redis.call('HGET', KEYS[1], ARGV[1]) or '')
+local window = tonumber(ARGV[2])
+local samples = {}
+local old = redis.call('HGET', KEYS[1], ARGV[1])
+if old then
+  for s in string.gmatch(old, '%S+') do
+    if tonumber(s) then table.insert(samples, s) end
+  end
+end
 for i = 4, #ARGV do
   local ms = tonumber(ARGV[i])
-  if v then v = v + alpha * (ms - v) else v = ms end
+  if ms then table.insert(samples, string.format('%.17g', ms)) end
 end
-if v then redis.call('HSET', KEYS[1], ARGV[1], string.format('%.17g', v)) end
+while #samples > window do table.remove(samples, 1) end
+if #samples > 0 then redis.call('HSET', KEYS[1], ARGV[1], table.concat(samples, ' ')) end
 redis.call('PEXPIRE', KEYS[1], ARGV[3])
 return 1
 ";
