@@ -292,7 +292,7 @@ pub struct RawRetries {
 pub struct RawTimeouts {
     /// TCP/TLS connect (default `2s`).
     pub connect: Option<String>,
-    /// Until the first token (stream) or the response headers (default `15s`).
+    /// Until the first token of a stream, or the whole answer when not streamed (default `15s`).
     pub first_token: Option<String>,
     /// Longest silence in the middle of a stream (default `30s`).
     pub idle: Option<String>,
