@@ -239,3 +239,36 @@ async fn demo_config_compiles_and_fails_over() {
     assert_eq!(&models[..3], ["free/fast-free"; 3]);
     assert_ne!(models[3], "free/fast-free");
 }
+
+/// A mock model calls an offered tool (SPEC §5: tools work for every
+/// provider kind), whole and streamed, in OpenAI's shape.
+#[tokio::test]
+async fn mock_models_call_offered_tools() {
+    let gw = start(
+        "providers:\n  m:\n    kind: mock\n    models: [ { id: tools } ]\ncascades:\n  agent:\n    models: [m/tools]\n",
+    )
+    .await;
+    let mut body = chat("agent", false);
+    body["tools"] = json!([{"type": "function", "function": {"name": "lookup_order", "parameters": {
+        "type": "object", "required": ["order_id"], "properties": {"order_id": {"type": "string"}}}}}]);
+    let resp = gw.post(&body).await;
+    assert_eq!(resp.status(), 200);
+    let v: Value = resp.json().await.unwrap();
+    assert_valid("CreateChatCompletionResponse", &v);
+    assert_eq!(v["choices"][0]["finish_reason"], "tool_calls");
+    let call = &v["choices"][0]["message"]["tool_calls"][0];
+    assert_eq!(call["function"]["name"], "lookup_order");
+    assert_eq!(call["function"]["arguments"], r#"{"order_id":"mock"}"#);
+
+    body["stream"] = json!(true);
+    let events = sse_events(gw.post(&body).await).await;
+    let mut arguments = String::new();
+    for e in events.iter().filter(|e| *e != "[DONE]") {
+        let chunk: Value = serde_json::from_str(e).unwrap();
+        assert_valid("CreateChatCompletionStreamResponse", &chunk);
+        if let Some(a) = chunk["choices"][0]["delta"]["tool_calls"][0]["function"]["arguments"].as_str() {
+            arguments.push_str(a);
+        }
+    }
+    assert_eq!(arguments, r#"{"order_id":"mock"}"#);
+}

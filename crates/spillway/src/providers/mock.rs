@@ -67,8 +67,11 @@ impl MockProvider {
             ));
         }
         let empty = b.empty_rate > 0.0 && fastrand::f64() < b.empty_rate;
-        let text = if empty { String::new() } else { reply_text(req.model_id, b, &req.body) };
         let prompt_tokens = estimate_tokens(&req.body);
+        if let Some(call) = (!empty).then(|| tool_call(&req.body)).flatten() {
+            return Ok(answer_with_tool(call, b, prompt_tokens, req.stream, req.include_usage).await);
+        }
+        let text = if empty { String::new() } else { reply_text(req.model_id, b, &req.body) };
         if !req.stream {
             tokio::time::sleep(b.latency + b.first_token).await;
             let completion_tokens = text.split_whitespace().count() as u64;
@@ -101,6 +104,86 @@ impl MockProvider {
         }
         times.push_back(now);
         None
+    }
+}
+
+/// The tool a mock model calls: when the request offers tools, does not
+/// say `tool_choice: "none"`, and the conversation does not already end
+/// with a tool's result (then it answers in text, as a model would). The
+/// named tool of `tool_choice`, else the first; arguments that satisfy its
+/// parameter schema.
+fn tool_call(body: &Map<String, Value>) -> Option<(String, String)> {
+    let tools = body.get("tools")?.as_array()?;
+    let choice = body.get("tool_choice");
+    if choice.and_then(Value::as_str) == Some("none") {
+        return None;
+    }
+    let last_role = body.get("messages")?.as_array()?.last()?.get("role").and_then(Value::as_str);
+    if last_role == Some("tool") {
+        return None;
+    }
+    let named = choice.and_then(|c| c.get("function")).and_then(|f| f.get("name")).and_then(Value::as_str);
+    let function = tools
+        .iter()
+        .filter_map(|t| t.get("function"))
+        .find(|f| named.is_none_or(|n| f.get("name").and_then(Value::as_str) == Some(n)))?;
+    let name = function.get("name")?.as_str()?.to_string();
+    let arguments = function.get("parameters").map_or_else(|| json!({}), sample);
+    Some((name, arguments.to_string()))
+}
+
+/// A tool call, whole or streamed (the arguments in a few pieces).
+async fn answer_with_tool(
+    (name, arguments): (String, String),
+    b: &MockBehavior,
+    prompt_tokens: u64,
+    stream: bool,
+    include_usage: bool,
+) -> Reply {
+    let completion_tokens = (arguments.chars().count() as u64).div_ceil(4).max(1);
+    let usage = json!({"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens, "total_tokens": prompt_tokens + completion_tokens});
+    let id = format!("call_mock_{}", fastrand::u32(..));
+    if !stream {
+        tokio::time::sleep(b.latency + b.first_token).await;
+        let call = json!({"id": id, "type": "function", "function": {"name": name, "arguments": arguments}});
+        return Reply::Complete(
+            json!({
+                "id": "mock",
+                "object": "chat.completion",
+                "choices": [{"index": 0, "message": {"role": "assistant", "content": null, "tool_calls": [call]}, "finish_reason": "tool_calls"}],
+                "usage": usage,
+            })
+            .into(),
+        );
+    }
+    let (latency, gap) = (b.latency + b.first_token, token_gap(b));
+    let chars: Vec<char> = arguments.chars().collect();
+    let pieces: Vec<String> = chars.chunks(16).map(|c| c.iter().collect()).collect();
+    let head = futures_util::stream::once(async move {
+        tokio::time::sleep(latency).await;
+        let call = json!({"index": 0, "id": id, "type": "function", "function": {"name": name, "arguments": ""}});
+        Ok(chunk(json!({"role": "assistant", "content": null, "tool_calls": [call]}), None))
+    });
+    let body = futures_util::stream::iter(pieces).then(move |p| async move {
+        if !gap.is_zero() {
+            tokio::time::sleep(gap).await;
+        }
+        Ok(chunk(json!({"tool_calls": [{"index": 0, "function": {"arguments": p}}]}), None))
+    });
+    let mut tail = vec![Ok(chunk(json!({}), Some("tool_calls")))];
+    if include_usage {
+        tail.push(Ok(StreamItem::Chunk(json!({"object": "chat.completion.chunk", "choices": [], "usage": usage}))));
+    }
+    tail.push(Ok(StreamItem::Done));
+    Reply::Stream(head.chain(body).chain(futures_util::stream::iter(tail)).boxed())
+}
+
+/// The pause between streamed tokens (`tokens_per_s`; none when unset).
+fn token_gap(b: &MockBehavior) -> Duration {
+    if b.tokens_per_s > 0.0 {
+        Duration::from_secs_f64(1.0 / b.tokens_per_s)
+    } else {
+        Duration::ZERO
     }
 }
 
@@ -214,7 +297,7 @@ fn stream(text: String, b: MockBehavior, prompt_tokens: u64, include_usage: bool
     // Words keep their trailing space so the deltas concatenate to the text.
     let pieces: Vec<String> = text.split_inclusive(' ').map(str::to_string).collect();
     let completion_tokens = pieces.len() as u64;
-    let gap = if b.tokens_per_s > 0.0 { Duration::from_secs_f64(1.0 / b.tokens_per_s) } else { Duration::ZERO };
+    let gap = token_gap(&b);
     let head = futures_util::stream::once(async move {
         tokio::time::sleep(b.latency + b.first_token).await;
         Ok(chunk(json!({"role": "assistant", "content": ""}), None))
@@ -384,5 +467,70 @@ mod tests {
         }
         assert_eq!(text, "one two three");
         assert_eq!(arrivals, [100, 200, 300], "first token after 100ms, then 10 tokens/s");
+    }
+
+    fn weather_tools(choice: Option<Value>, last: Value) -> Value {
+        let mut body = json!({
+            "messages": [{"role": "user", "content": "Weather in Oslo?"}, last],
+            "tools": [
+                {"type": "function", "function": {"name": "get_time", "parameters": {"type": "object", "properties": {}}}},
+                {"type": "function", "function": {"name": "get_weather", "parameters": {
+                    "type": "object", "required": ["city", "unit"],
+                    "properties": {"city": {"type": "string"}, "unit": {"enum": ["celsius", "fahrenheit"]}}}}},
+            ],
+        });
+        if let Some(c) = choice {
+            body["tool_choice"] = c;
+        }
+        body
+    }
+
+    fn message(r: Reply) -> Value {
+        match r {
+            Reply::Complete(c) => c.into_value().unwrap()["choices"][0].clone(),
+            Reply::Stream(_) => panic!("expected a whole answer"),
+        }
+    }
+
+    #[tokio::test]
+    async fn offered_tools_are_called_with_arguments_that_fit_their_schema() {
+        let p = provider(MockBehavior::default());
+        let user = json!({"role": "user", "content": "please"});
+        let named = json!({"type": "function", "function": {"name": "get_weather"}});
+        let choice = message(call(&p, weather_tools(Some(named.clone()), user.clone()), false).await.unwrap());
+        assert_eq!(choice["finish_reason"], "tool_calls");
+        let call_ = &choice["message"]["tool_calls"][0];
+        assert_eq!(call_["function"]["name"], "get_weather");
+        let args: Value = serde_json::from_str(call_["function"]["arguments"].as_str().unwrap()).unwrap();
+        assert_eq!(args, json!({"city": "mock", "unit": "celsius"}));
+        // Without a named choice: the first tool.
+        let first = message(call(&p, weather_tools(None, user.clone()), false).await.unwrap());
+        assert_eq!(first["message"]["tool_calls"][0]["function"]["name"], "get_time");
+        // `none`, or a tool's result already in: text.
+        let none = message(call(&p, weather_tools(Some(json!("none")), user), false).await.unwrap());
+        assert!(none["message"]["content"].as_str().is_some_and(|t| !t.is_empty()));
+        let result = json!({"role": "tool", "tool_call_id": "call_1", "content": "12 C"});
+        let answered = message(call(&p, weather_tools(None, result), false).await.unwrap());
+        assert!(answered["message"].get("tool_calls").is_none(), "{answered}");
+
+        // Streamed: the same call, the arguments in pieces.
+        let Reply::Stream(mut s) =
+            call(&p, weather_tools(Some(named), json!({"role": "user", "content": "again"})), true).await.unwrap()
+        else {
+            panic!("expected a stream")
+        };
+        let (mut name, mut arguments, mut finish) = (String::new(), String::new(), None);
+        while let Some(item) = s.next().await {
+            if let StreamItem::Chunk(v) = item.unwrap() {
+                let c = &v["choices"][0];
+                if let Some(f) = c["delta"]["tool_calls"][0].get("function") {
+                    name.push_str(f["name"].as_str().unwrap_or_default());
+                    arguments.push_str(f["arguments"].as_str().unwrap_or_default());
+                }
+                finish = finish.or_else(|| c["finish_reason"].as_str().map(str::to_string));
+            }
+        }
+        assert_eq!((name.as_str(), finish.as_deref()), ("get_weather", Some("tool_calls")));
+        assert_eq!(serde_json::from_str::<Value>(&arguments).unwrap(), json!({"city": "mock", "unit": "celsius"}));
     }
 }
