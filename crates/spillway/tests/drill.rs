@@ -108,6 +108,7 @@ expect:
     let (helpdesk, bare) = (&r.cascades[0], &r.cascades[1]);
     assert_eq!((helpdesk.handoff_rate, helpdesk.success_rate), (1.0, 0.0));
     assert_eq!(helpdesk.served["handoff"], 1.0);
+    assert_eq!(helpdesk.steps[0].tiers["handoff"], 1.0, "tiers step by step too");
     assert_eq!(bare.failed.get("all_models_failed"), Some(&30), "{:?}", bare.failed);
     assert_eq!(bare.valid_rate, None, "no answers, no validity");
     assert!(!r.passed());

@@ -84,6 +84,8 @@ pub struct Step {
     pub p50_s: f64,
     /// Share per model, `handoff` and `failed` (same keys as `served`).
     pub served: IndexMap<String, f64>,
+    /// Share per tier, `handoff` and `failed` (same keys as `tiers`).
+    pub tiers: IndexMap<String, f64>,
 }
 
 /// A fault window.
@@ -221,15 +223,8 @@ fn cascade_report(name: &str, samples: &[&Sample], step: Duration, steps: usize)
             *failed.entry(code.clone()).or_insert(0) += 1;
         }
     }
-    let mut tiers: IndexMap<String, f64> = IndexMap::new();
-    for s in samples {
-        let tier = match &s.outcome {
-            Outcome::Answered { tier, .. } => tier.as_str(),
-            Outcome::Handoff => "handoff",
-            Outcome::Failed { .. } => "failed",
-        };
-        *tiers.entry(tier.to_string()).or_insert(0.0) += share(1, samples.len());
-    }
+    let tiers = tier_shares(samples);
+    let tier_keys: Vec<String> = tiers.keys().cloned().collect();
     let rows = (0..steps)
         .map(|i| {
             let from = step * i as u32;
@@ -242,6 +237,10 @@ fn cascade_report(name: &str, samples: &[&Sample], step: Duration, steps: usize)
                 success_rate: share(ok, in_step.len()),
                 p50_s: percentiles(&in_step).p50,
                 served: shares(&in_step, &keys),
+                tiers: {
+                    let here = tier_shares(&in_step);
+                    tier_keys.iter().map(|k| (k.clone(), here.get(k).copied().unwrap_or(0.0))).collect()
+                },
             }
         })
         .collect();
@@ -259,6 +258,24 @@ fn cascade_report(name: &str, samples: &[&Sample], step: Duration, steps: usize)
         tiers,
         steps: rows,
     }
+}
+
+/// The tier an outcome counts under (`handoff`, `failed` for the rest).
+fn tier_of(o: &Outcome) -> &str {
+    match o {
+        Outcome::Answered { tier, .. } => tier,
+        Outcome::Handoff => "handoff",
+        Outcome::Failed { .. } => "failed",
+    }
+}
+
+/// Share of each tier, in the order tiers first appear.
+fn tier_shares(samples: &[&Sample]) -> IndexMap<String, f64> {
+    let mut tiers: IndexMap<String, f64> = IndexMap::new();
+    for s in samples {
+        *tiers.entry(tier_of(&s.outcome).to_string()).or_insert(0.0) += share(1, samples.len());
+    }
+    tiers
 }
 
 fn checks(scenario: &Scenario, cascades: &[CascadeReport]) -> Vec<Check> {
