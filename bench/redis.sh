@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Shared state on Redis: what it costs and how fast it spreads.
 #
-#   bench/redis.sh                       # prints the tables (docs/PERFORMANCE-redis.md quotes them)
+#   bench/redis.sh                       # prints the tables (docs/PERFORMANCE.md's Redis section quotes them)
 #   DURATION=10 ROUNDS=3 CONNS=32 bench/redis.sh
 #
 # One run, one machine, release binaries: a fast local fake upstream, its
