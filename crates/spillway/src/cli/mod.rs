@@ -101,7 +101,7 @@ fn is_default_path(path: &std::path::Path) -> bool {
 /// demo (mock providers only), so `spillway serve` works anywhere.
 pub fn load(path: &std::path::Path) -> Result<crate::config::Config, crate::config::ConfigErrors> {
     if is_default_path(path) && !path.exists() {
-        tracing::info!("No spillway.yaml here: running the embedded demo config (mock providers only).");
+        tracing::info!("No spillway.yaml here: using the embedded demo config (mock providers only).");
         let lookup = |name: &str| std::env::var(name).ok();
         return crate::config::load_str(crate::config::DEMO_YAML, None, &lookup);
     }
