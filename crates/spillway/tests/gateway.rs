@@ -115,6 +115,8 @@ async fn falls_through_on_upstream_failures_and_lists_every_attempt() {
         .filter(|l| l.starts_with("spillway_attempts_total{"))
         .filter_map(|l| l.split("result=\"").nth(1)?.split('"').next())
         .collect();
+    // Written out from SPEC §10, not taken from `RESULT_LABELS`: a change
+    // there must fail here.
     let spec = [
         "ok",
         "rate_limited",

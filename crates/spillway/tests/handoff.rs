@@ -38,10 +38,7 @@ async fn fetch(gw: &TestGateway, key: Option<&str>, id: &str) -> reqwest::Respon
 }
 
 async fn admin_list(gw: &TestGateway, status: &str) -> Value {
-    let resp =
-        client().get(format!("{}/admin/handoff?status={status}", gw.url)).bearer_auth("adm").send().await.unwrap();
-    assert_eq!(resp.status(), 200);
-    resp.json().await.unwrap()
+    gw.admin_get(&format!("/admin/handoff?status={status}"), "adm").await
 }
 
 async fn admin_answer(gw: &TestGateway, id: &str, text: &str) -> reqwest::Response {
@@ -142,15 +139,7 @@ async fn the_queue_survives_a_restart_with_the_same_data_dir() {
     // Before anything is queued or answered here, the depth is the store's.
     let metrics = second.get("/metrics").await.text().await.unwrap();
     assert!(metrics.contains("spillway_handoff_queue_depth 1\n"), "{metrics}");
-    let state: Value = client()
-        .get(format!("{}/admin/state", second.url))
-        .bearer_auth("adm")
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let state = second.admin_get("/admin/state", "adm").await;
     assert_eq!(state["handoff_queue_depth"], 1, "`spillway status` shows it");
     let item: Value = fetch(&second, Some("key-a"), &id).await.json().await.unwrap();
     assert_eq!(item["status"], "open");

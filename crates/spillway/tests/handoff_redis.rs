@@ -44,15 +44,7 @@ async fn two_instances_share_the_queue() {
     assert_eq!(header(&resp, "x-spillway-tier"), "handoff");
     let id = header(&resp, "x-spillway-handoff-id").to_string();
 
-    let list: Value = client()
-        .get(format!("{}/admin/handoff?status=open", two.url))
-        .bearer_auth("adm")
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let list = two.admin_get("/admin/handoff?status=open", "adm").await;
     assert_eq!(list["data"][0]["id"], id.as_str());
     let answered = client()
         .post(format!("{}/admin/handoff/{id}/answer", two.url))

@@ -37,7 +37,7 @@ async fn model_of(gw: &TestGateway) -> String {
 }
 
 async fn admin_state(gw: &TestGateway) -> Value {
-    client().get(format!("{}/admin/state", gw.url)).bearer_auth(ADMIN).send().await.unwrap().json().await.unwrap()
+    gw.admin_get("/admin/state", ADMIN).await
 }
 
 fn model<'v>(state: &'v Value, name: &str) -> &'v Value {

@@ -97,6 +97,13 @@ impl TestGateway {
     pub async fn get(&self, path: &str) -> reqwest::Response {
         client().get(format!("{}{path}", self.url)).send().await.unwrap()
     }
+
+    /// `GET path` of the admin API with `token`; the JSON answer (200 asserted).
+    pub async fn admin_get(&self, path: &str, token: &str) -> Value {
+        let resp = client().get(format!("{}{path}", self.url)).bearer_auth(token).send().await.unwrap();
+        assert_eq!(resp.status(), 200, "GET {path}");
+        resp.json().await.unwrap()
+    }
 }
 
 /// Reads a whole SSE response into its `data:` payloads.
