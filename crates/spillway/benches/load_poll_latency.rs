@@ -18,7 +18,7 @@
 )]
 
 use serde_json::json;
-use spillway::runtime::{Gateway, Shared};
+use spillway::gateway::{Gateway, Shared};
 use spillway::server::{self, AppState};
 use spillway::supervisor::Supervisor;
 use std::time::Duration;

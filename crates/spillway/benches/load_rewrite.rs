@@ -27,8 +27,8 @@ use std::time::Instant;
 use serde_json::{json, Map, Value};
 use spillway::api::ChatRequest;
 use spillway::cascade::prepare::prepare;
+use spillway::gateway::{Gateway, Shared};
 use spillway::load::{apply_profile, Profile};
-use spillway::runtime::{Gateway, Shared};
 
 const BATCH: usize = 256;
 const SAMPLES: usize = 400;

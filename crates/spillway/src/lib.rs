@@ -2,7 +2,7 @@
 //! the next model instead of failing.
 //!
 //! The life of a request, by module: [`server`] accepts it, [`api`]
-//! validates it, [`runtime`] resolves its cascade, [`cascade`] runs the
+//! validates it, [`gateway`] resolves its cascade, [`cascade`] runs the
 //! attempts through [`providers`] (with [`health`] deciding what to skip),
 //! and [`api::wire`] stamps what goes back. [`config`] compiles the YAML
 //! every part is built from; [`metrics`] holds every exported metric. See
@@ -16,15 +16,16 @@ pub mod config;
 pub mod discovery;
 pub mod drill;
 pub mod escalation;
+pub mod gateway;
 pub mod handoff;
 pub mod health;
 pub mod load;
 pub mod metrics;
 pub mod normalize;
+pub mod outcome;
 pub mod prompts;
 pub mod providers;
 pub mod reload;
-pub mod runtime;
 pub mod server;
 pub mod state;
 pub mod supervisor;

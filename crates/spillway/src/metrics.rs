@@ -203,7 +203,7 @@ pub struct ReasonLabels {
     pub provider: String,
     /// Model id.
     pub model: String,
-    /// Failure reason ([`crate::cascade::outcome::REASONS`]).
+    /// Failure reason ([`crate::outcome::REASONS`]).
     pub reason: &'static str,
 }
 
@@ -381,7 +381,7 @@ impl Metrics {
 
     /// Pre-built handles for one target of one cascade.
     pub fn target(&self, cascade: &str, provider: &str, model: &str) -> Arc<TargetMetrics> {
-        let attempts = crate::cascade::outcome::RESULT_LABELS
+        let attempts = crate::outcome::RESULT_LABELS
             .iter()
             .map(|&result| {
                 self.attempts
@@ -396,9 +396,9 @@ impl Metrics {
             .collect();
         // A model never serves the handoff tier: that series belongs to the
         // cascade (see `CascadeMetrics::served_handoff`).
-        let served = crate::cascade::TIERS
+        let served = crate::outcome::TIERS
             .iter()
-            .filter(|&&tier| tier != crate::cascade::Tier::Handoff.as_str())
+            .filter(|&&tier| tier != crate::outcome::Tier::Handoff.as_str())
             .map(|&tier| {
                 self.served
                     .get_or_create(&ServedLabels {
@@ -442,7 +442,7 @@ impl Metrics {
                 .served
                 .get_or_create(&ServedLabels {
                     cascade: cascade.into(),
-                    tier: crate::cascade::Tier::Handoff.as_str(),
+                    tier: crate::outcome::Tier::Handoff.as_str(),
                     provider: "spillway".into(),
                     model: "handoff".into(),
                 })
@@ -512,19 +512,19 @@ struct FailureHandles {
     cascade: String,
     provider: String,
     model: String,
-    by_reason: [std::sync::OnceLock<Counter>; crate::cascade::outcome::REASONS.len()],
+    by_reason: [std::sync::OnceLock<Counter>; crate::outcome::REASONS.len()],
 }
 
 impl TargetMetrics {
     /// Counts an answered attempt.
     pub fn attempt_ok(&self) {
-        if let Some(c) = self.attempts.get(crate::cascade::outcome::OK_RESULT) {
+        if let Some(c) = self.attempts.get(crate::outcome::OK_RESULT) {
             c.inc();
         }
     }
 
     /// Counts a failed attempt or a skip: its SPEC result and its reason.
-    pub fn attempt_failed(&self, failure: &crate::cascade::outcome::Failure) {
+    pub fn attempt_failed(&self, failure: &crate::outcome::Failure) {
         if let Some(c) = failure.result_index().and_then(|i| self.attempts.get(i)) {
             c.inc();
         }

@@ -4,7 +4,7 @@
 //!
 //! Requests in flight hold an `Arc` of the gateway they started on and
 //! finish there. Health, metrics and discovery live in
-//! [`crate::runtime::Shared`] and carry over; discovered cascades are
+//! [`crate::gateway::Shared`] and carry over; discovered cascades are
 //! rebuilt for the new config from the cached listings at once, and a
 //! refresh is asked for when the new config has a provider with no listing
 //! yet. The old generation's background jobs stop when its gateway drops.
@@ -18,7 +18,7 @@ use tokio_util::sync::CancellationToken;
 use crate::config::{Config, ConfigErrors};
 use crate::discovery::refresh::build_round;
 use crate::discovery::{CascadeDiff, DiscoveryEvent};
-use crate::runtime::Gateway;
+use crate::gateway::Gateway;
 use crate::server::AppState;
 use crate::supervisor::BackgroundJob;
 

@@ -196,7 +196,7 @@ async fn instances_share_the_cached_round_through_the_state_store() {
     let store: std::sync::Arc<dyn spillway::state::StateStore> =
         std::sync::Arc::new(spillway::state::memory::MemoryStore::new());
     let shared = || {
-        let s = spillway::runtime::Shared::default();
+        let s = spillway::gateway::Shared::default();
         s.state.set_store(store.clone());
         s
     };

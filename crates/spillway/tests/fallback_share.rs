@@ -7,8 +7,8 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::disallowed_methods)]
 
 use spillway::alerts::{Event, Outbound};
+use spillway::gateway::{Gateway, Shared};
 use spillway::health::clock::now_ms;
-use spillway::runtime::{Gateway, Shared};
 use spillway::state::memory::MemoryStore;
 use spillway::state::StateStore;
 use spillway::supervisor::Supervisor;

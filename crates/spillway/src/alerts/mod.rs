@@ -12,7 +12,7 @@
 //! feeds ([`window`]), summed over instances when a shared store exists
 //! ([`share`]).
 //!
-//! The bus lives in `runtime::Shared`: its dedupe memory and traffic
+//! The bus lives in `gateway::Shared`: its dedupe memory and traffic
 //! counters outlive config reloads; the dispatcher belongs to one config
 //! generation, so changed sinks apply on reload.
 

@@ -19,7 +19,7 @@
 
 use super::window::{share, ShareRule, Traffic, Unsent};
 use super::Event;
-use crate::runtime::Gateway;
+use crate::gateway::Gateway;
 use crate::state::{StateError, StateStore};
 use futures_util::future::join_all;
 use std::time::Duration;

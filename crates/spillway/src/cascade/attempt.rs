@@ -3,12 +3,12 @@
 //! slow to produce a token, the first token winning).
 
 use super::gate::{self, Pass};
-use super::outcome::{AttemptError, Failure};
 use super::{prepare, Target, Walk};
 use crate::api::completion::Completion;
 use crate::api::wire::Stamp;
+use crate::gateway::CascadePlan;
+use crate::outcome::{AttemptError, Failure};
 use crate::providers::{AttemptRequest, ChunkStream, Reply, StreamItem, UpstreamHints};
-use crate::runtime::CascadePlan;
 use futures_util::StreamExt;
 use std::future::Future;
 use std::sync::atomic::Ordering;

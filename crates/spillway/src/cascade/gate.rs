@@ -3,11 +3,11 @@
 //! bulkhead has room. A target that fails a gate is skipped — recorded in
 //! the attempt log and metrics, but no upstream request is spent.
 
-use super::outcome::{AttemptError, Failure};
 use super::{prepare, Target, Walk};
 use crate::health::breaker::Admission;
 use crate::health::clock::now_ms;
 use crate::health::ModelHealth;
+use crate::outcome::{AttemptError, Failure};
 use crate::providers::InFlight;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;

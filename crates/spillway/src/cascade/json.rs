@@ -11,11 +11,11 @@
 //! upstream stream is read to its end and the client gets the clean JSON as
 //! a short stream. Streams without `response_format` are never buffered.
 
-use super::outcome::{AttemptError, Failure};
 use super::Target;
 use crate::api::{ApiError, ChatRequest};
 use crate::metrics::NormalizeLabels;
 use crate::normalize::{self, Expected, NormalizeResult, SchemaCache};
+use crate::outcome::{AttemptError, Failure};
 use crate::providers::{ChunkStream, StreamItem};
 use futures_util::StreamExt;
 use serde_json::{json, Map, Value};

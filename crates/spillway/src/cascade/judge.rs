@@ -2,11 +2,11 @@
 //! attempt log (SPEC §6's table), and whether the walk goes on.
 
 use super::attempt::Failed;
-use super::outcome::Failure;
 use super::{Target, Walk};
 use crate::api::ApiError;
 use crate::health::clock::now_ms;
 use crate::health::DeadReason;
+use crate::outcome::Failure;
 use std::sync::atomic::Ordering;
 use tokio::time::Duration;
 

@@ -17,7 +17,6 @@ pub mod attempt;
 pub mod gate;
 pub mod json;
 pub mod judge;
-pub mod outcome;
 pub mod prepare;
 pub mod stream;
 
@@ -26,51 +25,19 @@ use crate::api::sse;
 use crate::api::wire::Stamp;
 use crate::api::{ApiError, ChatRequest};
 use crate::config::ModelRef;
+use crate::gateway::{CascadePlan, Gateway};
 use crate::health::{HealthRegistry, ModelHealth, ProviderHealth};
 use crate::metrics::{Metrics, TargetMetrics};
+use crate::outcome::AttemptError;
+pub use crate::outcome::{Tier, TIERS};
 use crate::providers::Provider;
-use crate::runtime::{CascadePlan, Gateway};
 use attempt::{Answer, Attempted};
 use bytes::Bytes;
 use futures_util::stream::BoxStream;
 use judge::Verdict;
-use outcome::AttemptError;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use tokio::time::Instant;
-
-/// Where in the cascade an answer came from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Tier {
-    /// A fixed-chain model or a preferred one.
-    Preferred,
-    /// A model discovery added.
-    Discovered,
-    /// The cascade's `last_resort`.
-    LastResort,
-    /// Queued for a person.
-    Handoff,
-}
-
-/// Every tier label, indexed by [`Tier::index`].
-pub const TIERS: [&str; 4] = ["preferred", "discovered", "last_resort", "handoff"];
-
-impl Tier {
-    /// Position in [`TIERS`].
-    pub fn index(self) -> usize {
-        match self {
-            Self::Preferred => 0,
-            Self::Discovered => 1,
-            Self::LastResort => 2,
-            Self::Handoff => 3,
-        }
-    }
-
-    /// The label (`x-spillway-tier`, metrics).
-    pub fn as_str(self) -> &'static str {
-        TIERS[self.index()]
-    }
-}
 
 /// One model of a cascade, ready to call.
 #[derive(Debug, Clone)]

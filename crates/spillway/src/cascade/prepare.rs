@@ -10,8 +10,8 @@
 use super::Target;
 use crate::api::request::Outgoing;
 use crate::api::ChatRequest;
+use crate::gateway::Gateway;
 use crate::providers::Reply;
-use crate::runtime::Gateway;
 
 /// The body one attempt sends, and what was applied to it.
 #[derive(Debug)]

@@ -11,12 +11,12 @@
 
 use super::error_event;
 use super::gate::Pass;
-use super::outcome::{AttemptError, Failure};
 use crate::api::sse;
 use crate::api::wire::{self, Stamp};
 use crate::config::BreakerConfig;
 use crate::health::{HealthEvent, ModelHealth};
 use crate::metrics::CascadeMetrics;
+use crate::outcome::{AttemptError, Failure};
 use crate::providers::{ChunkStream, StreamItem};
 use bytes::Bytes;
 use futures_util::stream::BoxStream;

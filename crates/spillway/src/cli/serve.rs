@@ -1,7 +1,7 @@
 //! `spillway serve`: load the config, build the gateway, serve until
 //! SIGTERM/SIGINT; SIGHUP reloads the config (see `crate::reload`).
 
-use crate::runtime::{Gateway, Shared};
+use crate::gateway::{Gateway, Shared};
 use crate::server::{self, AppState};
 use crate::supervisor::Supervisor;
 use std::path::Path;

@@ -160,7 +160,7 @@ pub(crate) fn build_round(
     (Round { at_ms, listings, cascades }, changes)
 }
 
-/// SPEC: a cascade is never silently empty. `runtime` appends static models
+/// SPEC: a cascade is never silently empty. `gateway` appends static models
 /// behind a build of fewer than 2; this raises the alert.
 fn check_alive(name: &str, built: &BuiltCascade, health: &HealthRegistry, discovery: &DiscoveryState) {
     let now = now_ms();

@@ -1,7 +1,7 @@
 //! What discovery keeps between config generations: the latest [`Round`],
 //! the events it raises, and the lock that orders its updates with reloads.
 //!
-//! It lives in [`crate::runtime::Shared`], so it outlives every reload.
+//! It lives in [`crate::gateway::Shared`], so it outlives every reload.
 //! `Gateway::build` reads [`DiscoveryState::current`] to turn discovered
 //! cascades into plans; the request path never touches it.
 

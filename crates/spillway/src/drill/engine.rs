@@ -6,7 +6,7 @@
 //! dead marks, breakers and outage windows all run on that clock.
 
 use super::scenario::{Output, Scenario, Traffic};
-use crate::runtime::{Gateway, Shared};
+use crate::gateway::{Gateway, Shared};
 use crate::server::AppState;
 use crate::supervisor::Supervisor;
 use bytes::Bytes;

@@ -5,8 +5,8 @@
 //! cascades that have a rule, so other requests pay nothing.
 
 use crate::api::ChatRequest;
+use crate::gateway::{CascadePlan, Gateway};
 use crate::metrics::EscalationLabels;
-use crate::runtime::{CascadePlan, Gateway};
 use axum::http::HeaderMap;
 use std::sync::Arc;
 

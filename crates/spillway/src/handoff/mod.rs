@@ -11,7 +11,7 @@
 //! `GET /v1/handoff/{id}` with the same client key.
 //!
 //! The store is opened lazily, on first use, and kept in [`Desk`] (part of
-//! `runtime::Shared`, so it outlives config reloads): most gateways never
+//! `gateway::Shared`, so it outlives config reloads): most gateways never
 //! hand anything off, and opening Redis or a file needs I/O that
 //! `Gateway::build` must not do.
 
@@ -23,7 +23,7 @@ use crate::api::error::AttemptSummary;
 use crate::api::{ApiError, ChatRequest};
 use crate::cascade::Served;
 use crate::config::{StateBackend, StateConfig};
-use crate::runtime::{CascadePlan, Gateway};
+use crate::gateway::{CascadePlan, Gateway};
 use futures_util::future::BoxFuture;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;

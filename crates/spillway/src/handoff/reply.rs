@@ -8,7 +8,7 @@ use crate::api::sse;
 use crate::api::wire::{self, Stamp};
 use crate::api::ChatRequest;
 use crate::cascade::{Served, ServedBody, Tier};
-use crate::runtime::CascadePlan;
+use crate::gateway::CascadePlan;
 use bytes::Bytes;
 use futures_util::StreamExt;
 use serde_json::{json, Value};

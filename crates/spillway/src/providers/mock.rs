@@ -8,8 +8,8 @@
 //! tokio's clock, so tests can pause time.
 
 use super::{AttemptRequest, Reply, StreamItem};
-use crate::cascade::outcome::{AttemptError, Failure};
 use crate::config::{MockBehavior, MockJson, ProviderConfig};
+use crate::outcome::{AttemptError, Failure};
 use futures_util::StreamExt;
 use serde_json::{json, Map, Value};
 use std::collections::{HashMap, VecDeque};

@@ -15,8 +15,8 @@ pub mod proxy;
 pub mod translate;
 pub mod yandex;
 
-use crate::cascade::outcome::{AttemptError, Failure};
 use crate::config::{ProviderConfig, ProviderKind};
+use crate::outcome::{AttemptError, Failure};
 use futures_util::stream::BoxStream;
 use serde_json::Value;
 use std::sync::atomic::{AtomicU64, Ordering};

@@ -11,8 +11,8 @@
 use super::{AttemptRequest, ChunkStream, Reply, StreamItem};
 use crate::api::completion::{Completion, RawCompletion};
 use crate::api::sse::{SseEvent, SseParser};
-use crate::cascade::outcome::{AttemptError, Failure};
 use crate::config::{HealthConfig, ProviderConfig};
+use crate::outcome::{AttemptError, Failure};
 use bytes::Bytes;
 use futures_util::StreamExt;
 use http::header::{AUTHORIZATION, CONTENT_TYPE};

@@ -6,9 +6,9 @@
 
 use super::AppState;
 use crate::api::ApiError;
+use crate::gateway::Gateway;
 use crate::health::breaker::State;
 use crate::health::clock::now_ms;
-use crate::runtime::Gateway;
 use axum::extract::{Path, State as AxumState};
 use axum::routing::{get, post};
 use axum::{Json, Router};

@@ -15,8 +15,8 @@ pub mod routes;
 pub mod ui;
 pub mod workers;
 
+use crate::gateway::Gateway;
 use crate::metrics::Metrics;
-use crate::runtime::Gateway;
 use arc_swap::ArcSwap;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::server::graceful::GracefulShutdown;

@@ -310,7 +310,7 @@ pub fn start(
 /// store (for the discovery cache and counters; also on `status.store()`).
 pub fn start_redis(
     config: &crate::config::StateConfig,
-    shared: &crate::runtime::Shared,
+    shared: &crate::gateway::Shared,
     supervisor: &crate::supervisor::Supervisor,
     rules: RulesFn,
 ) -> Result<Arc<dyn StateStore>, super::StateError> {

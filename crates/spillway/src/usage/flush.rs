@@ -7,7 +7,7 @@
 //! the store fails, the unsent spend is kept for the next round.
 
 use super::{Books, Ledger, DAY_MS};
-use crate::runtime::Gateway;
+use crate::gateway::Gateway;
 use crate::state::StateStore;
 use std::sync::PoisonError;
 use std::time::Duration;
@@ -105,7 +105,7 @@ impl crate::supervisor::BackgroundJob for Flush {
 
 #[cfg(test)]
 mod tests {
-    use crate::runtime::{Gateway, Shared};
+    use crate::gateway::{Gateway, Shared};
     use crate::state::memory::MemoryStore;
     use crate::usage::Tokens;
     use serde_json::json;

@@ -5,7 +5,7 @@
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::disallowed_methods)]
 
 use serde_json::{json, Value};
-use spillway::runtime::{Gateway, Shared};
+use spillway::gateway::{Gateway, Shared};
 use spillway::server::{self, AppState};
 use std::sync::Arc;
 use tokio_util::sync::CancellationToken;

@@ -5,7 +5,7 @@
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::disallowed_methods)]
 
 use serde_json::Value;
-use spillway::runtime::{Gateway, Shared};
+use spillway::gateway::{Gateway, Shared};
 use spillway::server::{self, AppState};
 use spillway::supervisor::Supervisor;
 use std::path::{Path, PathBuf};

@@ -10,8 +10,8 @@
 //! upstream failure, `rate_limit_error` a rate limit with the reset from
 //! `retry-after` or the `anthropic-ratelimit-*-reset` headers).
 
-use crate::cascade::outcome::{AttemptError, Failure};
 use crate::config::{HealthConfig, ProviderConfig};
+use crate::outcome::{AttemptError, Failure};
 use crate::providers::native::{self, Sse};
 use crate::providers::{AttemptRequest, BuildError, Reply};
 use http::header::{HeaderMap, HeaderName, HeaderValue};

@@ -10,8 +10,8 @@
 //! the chat API drops exactly the token that got it ([`TokenCache::invalidate`])
 //! so the retry fetches a new one (reference §5.1).
 
-use crate::cascade::outcome::{AttemptError, Failure};
 use crate::config::{ProviderConfig, Secret};
+use crate::outcome::{AttemptError, Failure};
 use crate::providers::native;
 use crate::providers::openai_compat::transport_error;
 use crate::providers::BuildError;

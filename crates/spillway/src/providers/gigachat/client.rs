@@ -11,8 +11,8 @@
 //! second 401 is the runner's "provider key wrong".
 
 use super::auth::TokenCache;
-use crate::cascade::outcome::{AttemptError, Failure};
 use crate::config::{HealthConfig, ProviderConfig};
+use crate::outcome::{AttemptError, Failure};
 use crate::providers::native::{self, Sse};
 use crate::providers::openai_compat::transport_error;
 use crate::providers::{AttemptRequest, BuildError, Reply};

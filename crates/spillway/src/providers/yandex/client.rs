@@ -13,8 +13,8 @@
 //! `kind: openai` with `base_url: https://llm.api.cloud.yandex.net/v1`
 //! (see docs/providers.md).
 
-use crate::cascade::outcome::{AttemptError, Failure};
 use crate::config::{HealthConfig, ProviderConfig};
+use crate::outcome::{AttemptError, Failure};
 use crate::providers::native::{self, Lines};
 use crate::providers::openai_compat::transport_error;
 use crate::providers::{AttemptRequest, BuildError, Reply};

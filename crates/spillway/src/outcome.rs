@@ -1,4 +1,8 @@
-//! What one upstream attempt came to: SPEC §6's outcome table as a type.
+//! The shared vocabulary of a request's life, at the bottom of the
+//! layering: why an attempt failed (SPEC §6's outcome table as a type),
+//! where in a cascade an answer came from, and their bounded labels. Wire
+//! types, adapters, health, metrics and the runner all speak it; it imports
+//! nothing of the crate.
 //!
 //! Adapters classify by status, error code and body fields — never by
 //! matching whole messages — into a [`Failure`]; the runner decides from it
@@ -7,6 +11,39 @@
 
 use bytes::Bytes;
 use std::time::Duration;
+
+/// Where in the cascade an answer came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Tier {
+    /// A fixed-chain model or a preferred one.
+    Preferred,
+    /// A model discovery added.
+    Discovered,
+    /// The cascade's `last_resort`.
+    LastResort,
+    /// Queued for a person.
+    Handoff,
+}
+
+/// Every tier label, indexed by [`Tier::index`].
+pub const TIERS: [&str; 4] = ["preferred", "discovered", "last_resort", "handoff"];
+
+impl Tier {
+    /// Position in [`TIERS`].
+    pub fn index(self) -> usize {
+        match self {
+            Self::Preferred => 0,
+            Self::Discovered => 1,
+            Self::LastResort => 2,
+            Self::Handoff => 3,
+        }
+    }
+
+    /// The label (`x-spillway-tier`, metrics).
+    pub fn as_str(self) -> &'static str {
+        TIERS[self.index()]
+    }
+}
 
 /// Why an attempt did not produce an answer.
 #[derive(Debug, Clone, PartialEq)]

@@ -4,11 +4,12 @@
 //! A [`Gateway`] is immutable; hot reload builds a new one and swaps it in
 //! atomically, so requests in flight finish on the one they started with.
 
-use crate::cascade::{Target, Tier};
+use crate::cascade::Target;
 use crate::config::{CascadeSource, Config, DiscoverySpec, ModelRef};
 use crate::discovery::{BuiltCascade, DiscoveryState, Reason};
 use crate::health::HealthRegistry;
 use crate::metrics::{CascadeMetrics, Metrics};
+use crate::outcome::Tier;
 use crate::providers::{BuildError, Provider};
 use indexmap::IndexMap;
 use std::collections::HashMap;
