@@ -18,9 +18,7 @@
 )]
 
 use serde_json::json;
-use spillway::gateway::{Gateway, Shared};
-use spillway::server::{self, AppState};
-use spillway::supervisor::Supervisor;
+use spillway::app::{App, Listener};
 use std::time::Duration;
 use test_upstreams::{FakeUpstream, Reply};
 use tokio::time::Instant;
@@ -49,13 +47,11 @@ async fn run(name: &str, load: Option<Duration>) {
         up.base_url()
     );
     let config = spillway::config::load_str(&yaml, None, &|_| None).unwrap();
-    let gateway = Gateway::build(config, &Shared::default()).unwrap();
+    let app = App::start(config).unwrap();
     let shutdown = CancellationToken::new();
-    let supervisor = Supervisor::new(shutdown.clone());
-    gateway.start_background(&supervisor);
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}/v1/chat/completions", listener.local_addr().unwrap());
-    tokio::spawn(server::serve(listener, AppState::new(gateway), shutdown.clone()));
+    let served = tokio::spawn(app.serve(Listener::Here(listener), shutdown.clone()));
     let client = reqwest::Client::builder().no_proxy().build().unwrap();
     let body = json!({"model": "chat", "messages": [{"role": "user", "content": "Hello?"}]});
     for _ in 0..WARMUP {
@@ -84,7 +80,7 @@ async fn run(name: &str, load: Option<Duration>) {
     let q = |p: f64| all[((all.len() as f64 * p) as usize).min(all.len() - 1)];
     println!("  {name:<40} n={} p50 {:>6.0} µs  p99 {:>6.0} µs  max {:>6.0} µs", all.len(), q(0.50), q(0.99), q(1.0));
     shutdown.cancel();
-    supervisor.stop(Duration::from_secs(2)).await;
+    let _ = tokio::time::timeout(Duration::from_secs(10), served).await;
 }
 
 fn main() {

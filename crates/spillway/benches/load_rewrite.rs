@@ -87,7 +87,7 @@ fn measure_prepare(gw: &Gateway, index: usize, req: &ChatRequest) -> f64 {
         out.clear();
         let start = Instant::now();
         for _ in 0..BATCH {
-            out.push(prepare(gw, target, black_box(req)));
+            out.push(prepare(&gw.runner(), target, black_box(req)));
         }
         samples.push(start.elapsed().as_nanos() as f64 / BATCH as f64);
         black_box(&out);

@@ -10,6 +10,7 @@
 
 pub mod alerts;
 pub mod api;
+pub mod app;
 pub mod cascade;
 pub mod cli;
 pub mod config;
@@ -25,7 +26,6 @@ pub mod normalize;
 pub mod outcome;
 pub mod prompts;
 pub mod providers;
-pub mod reload;
 pub mod server;
 pub mod state;
 pub mod supervisor;

@@ -47,6 +47,8 @@ pub mod names {
     pub const UNPRICED: &str = "spillway_unpriced_answers";
     /// Open items in the handoff queue.
     pub const HANDOFF_QUEUE_DEPTH: &str = "spillway_handoff_queue_depth";
+    /// Requests whose client went away before the answer ended.
+    pub const CLIENT_DISCONNECTS: &str = "spillway_client_disconnects";
     /// Requests switched to another cascade by an escalation rule.
     pub const ESCALATIONS: &str = "spillway_escalations";
     /// JSON answers by normalization result.
@@ -242,6 +244,8 @@ pub struct Metrics {
     pub handoff_queue_depth: Gauge,
     /// `spillway_escalations_total`
     pub escalations: Family<EscalationLabels, Counter>,
+    /// `spillway_client_disconnects_total`
+    pub client_disconnects: Family<CascadeLabels, Counter>,
     /// `spillway_normalize_total`
     pub normalize: Family<NormalizeLabels, Counter>,
     /// `spillway_prompt_variants_total`
@@ -307,6 +311,7 @@ impl Metrics {
         let unpriced = Family::default();
         let handoff_queue_depth = Gauge::default();
         let escalations = Family::default();
+        let client_disconnects = Family::default();
         let normalize = Family::default();
         let prompt_variants = Family::default();
         registry.register(names::PROMPT_VARIANTS, "Attempts by prompt variant and version", prompt_variants.clone());
@@ -347,6 +352,11 @@ impl Metrics {
         registry.register(names::UNPRICED, "Answers of models without a known price (cost 0)", unpriced.clone());
         registry.register(names::HANDOFF_QUEUE_DEPTH, "Open items in the handoff queue", handoff_queue_depth.clone());
         registry.register(names::ESCALATIONS, "Requests escalated to another cascade", escalations.clone());
+        registry.register(
+            names::CLIENT_DISCONNECTS,
+            "Requests whose client disconnected before the answer ended (neither ok nor error)",
+            client_disconnects.clone(),
+        );
         Self {
             registry,
             requests,
@@ -365,6 +375,7 @@ impl Metrics {
             unpriced,
             handoff_queue_depth,
             escalations,
+            client_disconnects,
             normalize,
             prompt_variants,
         }
@@ -438,6 +449,7 @@ impl Metrics {
             handoff: outcome("handoff"),
             error: outcome("error"),
             duration: self.request_duration.get_or_create(&CascadeLabels { cascade: cascade.into() }).clone(),
+            disconnected: self.client_disconnects.get_or_create(&CascadeLabels { cascade: cascade.into() }).clone(),
             served_handoff: self
                 .served
                 .get_or_create(&ServedLabels {
@@ -570,6 +582,8 @@ pub struct CascadeMetrics {
     pub error: Counter,
     /// Request duration.
     pub duration: Histogram,
+    /// The client went away mid-answer (`spillway_client_disconnects_total`).
+    pub disconnected: Counter,
     /// `spillway_served_total{tier="handoff", provider="spillway", model="handoff"}`:
     /// answers a person will give.
     pub served_handoff: Counter,

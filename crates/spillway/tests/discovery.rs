@@ -4,6 +4,7 @@
 
 mod common;
 mod file_gateway;
+mod redis_support;
 
 use common::{chat, header, FakeUpstream, Reply};
 use file_gateway::{closed_base_url, FileGateway, TempDir, ADMIN};
@@ -193,22 +194,24 @@ async fn a_restart_without_network_serves_the_cached_cascades() {
 /// cascades another instance discovered.
 #[tokio::test]
 async fn instances_share_the_cached_round_through_the_state_store() {
-    let store: std::sync::Arc<dyn spillway::state::StateStore> =
-        std::sync::Arc::new(spillway::state::memory::MemoryStore::new());
-    let shared = || {
-        let s = spillway::gateway::Shared::default();
-        s.state.set_store(store.clone());
-        s
+    let Some((redis, _server)) = redis_support::any_redis("instances_share_the_cached_round").await else { return };
+    let prefix = redis_support::unique_prefix("discovery-shared");
+    let with_redis = |yaml: String| {
+        yaml.replacen(
+            "state:\n",
+            &format!("state:\n  backend: redis\n  redis_url: {redis}\n  key_prefix: \"{prefix}\"\n"),
+            1,
+        )
     };
     let up = FakeUpstream::start().await;
     up.route("/v1/models", groq_listing(&["qwen3-235b", "llama-3.3-70b", "small-8b"]));
     let (dir_a, dir_b) = (TempDir::new("discovery-shared-a"), TempDir::new("discovery-shared-b"));
-    let a = FileGateway::start_with(dir_a.path(), &config(&up.base_url(), dir_a.path()), &shared()).await;
+    let a = FileGateway::start(dir_a.path(), &with_redis(config(&up.base_url(), dir_a.path()))).await;
     let found = a.wait_plan("chat", |p| p.len() == 3).await;
     // An explicit round: the first one has been cached by the time it answers.
     assert_eq!(a.admin_post("/admin/discovery/refresh").await.0, 200);
 
-    let b = FileGateway::start_with(dir_b.path(), &config(&closed_base_url().await, dir_b.path()), &shared()).await;
+    let b = FileGateway::start(dir_b.path(), &with_redis(config(&closed_base_url().await, dir_b.path()))).await;
     // b's data_dir is empty and its provider unreachable: only the store
     // can have given it more than its one static model.
     assert_eq!(b.wait_plan("chat", |p| p.len() == 3).await, found);

@@ -42,10 +42,13 @@ fn instance(store: Option<Arc<dyn StateStore>>) -> Instance {
     if let Some(store) = store {
         shared.state.set_store(store);
     }
+    // A component test of the share job across instances: each instance's
+    // generation jobs run as `serve` starts them, but the two meet in one
+    // in-memory store on the paused clock (a real Redis cannot be paused).
     let gw = Gateway::build(config, &shared).unwrap();
     let alerts = gw.shared.alerts.subscribe();
     let jobs = Supervisor::new(CancellationToken::new());
-    gw.start_background(&jobs);
+    gw.start_jobs(&jobs);
     Instance { gw, alerts, _jobs: jobs }
 }
 

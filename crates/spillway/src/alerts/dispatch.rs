@@ -9,9 +9,11 @@ use super::share::ShareJob;
 use super::sink::{Message, Sink, Worker};
 use super::window::ShareRule;
 use super::{AlertBus, Event, Outbound};
+use crate::config::{AlertsConfig, Secret};
 use crate::discovery::DiscoveryEvent;
-use crate::gateway::Gateway;
-use crate::health::HealthEvent;
+use crate::discovery::DiscoveryState;
+use crate::health::{HealthEvent, HealthRegistry};
+use crate::state::{StateEvent, StateStatus};
 use crate::supervisor::{BackgroundJob, Supervisor};
 use serde_json::{json, Value};
 use std::sync::Arc;
@@ -26,17 +28,32 @@ pub struct Dispatcher {
     rx: broadcast::Receiver<Outbound>,
     health: Option<broadcast::Receiver<HealthEvent>>,
     discovery: Option<broadcast::Receiver<DiscoveryEvent>>,
+    state: Option<broadcast::Receiver<StateEvent>>,
     sinks: Vec<mpsc::Sender<Message>>,
     handoff_hook: Option<mpsc::Sender<Message>>,
     repeat_after: Duration,
 }
 
-/// Starts the dispatcher and one worker per sink on `supervisor`. The
-/// subscriptions are taken here, so events published once this returns
-/// are seen.
-pub fn start(gw: &Gateway, supervisor: &Supervisor) {
-    let cfg = &gw.config.alerts;
-    gw.shared.alerts.traffic.configure(cfg.fallback_share.map(|(_, d)| d));
+/// What one generation's alerting reads: its settings and the shared
+/// buses it listens to.
+pub struct Wiring<'a> {
+    pub config: &'a AlertsConfig,
+    /// `handoff.webhook`: told of every queued handoff.
+    pub handoff_webhook: Option<&'a Secret>,
+    /// The generation's cascades, for the fallback-share rule.
+    pub cascades: Vec<String>,
+    pub bus: &'a Arc<AlertBus>,
+    pub health: &'a HealthRegistry,
+    pub discovery: &'a DiscoveryState,
+    pub state: &'a Arc<StateStatus>,
+}
+
+/// Starts the dispatcher, one worker per sink and the fallback-share job on
+/// `supervisor` (one generation's). The subscriptions are taken here, so
+/// events published once this returns are seen.
+pub fn start(w: Wiring<'_>, supervisor: &Supervisor) {
+    let cfg = w.config;
+    w.bus.traffic.configure(cfg.fallback_share.map(|(_, d)| d));
     let client = match reqwest::Client::builder().build() {
         Ok(c) => c,
         Err(e) => {
@@ -56,23 +73,29 @@ pub fn start(gw: &Gateway, supervisor: &Supervisor) {
         supervisor.spawn(worker);
         sinks.push(tx);
     }
-    sinks.extend(gw.shared.alerts.tapped().cloned());
-    let handoff_hook = gw.config.handoff.webhook.as_ref().map(|url| {
+    let handoff_hook = w.handoff_webhook.map(|url| {
         let (tx, worker) = Worker::new(Sink::Webhook { url: url.clone() }, client.clone());
         supervisor.spawn(worker);
         tx
     });
     supervisor.spawn(Dispatcher {
-        bus: gw.shared.alerts.clone(),
-        rx: gw.shared.alerts.subscribe(),
-        health: Some(gw.health.subscribe()),
-        discovery: Some(gw.shared.discovery.subscribe()),
+        bus: w.bus.clone(),
+        rx: w.bus.subscribe(),
+        health: Some(w.health.subscribe()),
+        discovery: Some(w.discovery.subscribe()),
+        state: Some(w.state.subscribe()),
         sinks,
         handoff_hook,
         repeat_after: cfg.repeat_after,
     });
     if let Some((above, for_)) = cfg.fallback_share {
-        supervisor.spawn(ShareJob { gw: gw.clone(), rule: ShareRule::new(above, for_) });
+        supervisor.spawn(ShareJob {
+            bus: w.bus.clone(),
+            state: w.state.clone(),
+            cascades: w.cascades,
+            repeat_after: cfg.repeat_after,
+            rule: ShareRule::new(above, for_),
+        });
     }
 }
 
@@ -109,7 +132,11 @@ impl Dispatcher {
         let text = event.text(now);
         tracing::warn!(alert = event.kind(), "{text}");
         let body = json!({"kind": event.kind(), "text": text, "at_ms": now, "key": event.key()});
-        self.send(&self.sinks, &Message { text, body });
+        let msg = Message { text, body };
+        if let Some(tap) = self.bus.tapped() {
+            let _ = tap.try_send(msg.clone());
+        }
+        self.send(&self.sinks, &msg);
     }
 
     fn send(&self, sinks: &[mpsc::Sender<Message>], msg: &Message) {
@@ -159,6 +186,9 @@ impl BackgroundJob for Dispatcher {
                     if let Some(e) = from_discovery(e) {
                         self.emit(&e);
                     }
+                }
+                Some(StateEvent::Degraded { detail }) = next_of(&mut self.state) => {
+                    self.emit(&Event::RedisDegraded { detail });
                 }
                 () = shutdown.cancelled() => return,
             }

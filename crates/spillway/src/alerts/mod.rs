@@ -226,7 +226,7 @@ impl AlertBus {
 
     /// Every alert that goes out from now on (after deduplication, as the
     /// sinks get it), up to `capacity` unread; `None` when tapped already.
-    /// Takes effect for dispatchers started after the call.
+    /// Read by the dispatcher at each alert, so it may be taken any time.
     pub fn tap(&self, capacity: usize) -> Option<tokio::sync::mpsc::Receiver<sink::Message>> {
         let (tx, rx) = tokio::sync::mpsc::channel(capacity);
         self.tap.set(tx).ok().map(|()| rx)

@@ -18,10 +18,11 @@
 //! request path, which only counts into [`Traffic`].
 
 use super::window::{share, ShareRule, Traffic, Unsent};
+use super::AlertBus;
 use super::Event;
-use crate::gateway::Gateway;
-use crate::state::{StateError, StateStore};
+use crate::state::{StateError, StateStatus, StateStore};
 use futures_util::future::join_all;
+use std::sync::Arc;
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
@@ -111,9 +112,14 @@ pub async fn claim(store: &dyn StateStore, event: &Event, repeat_after: Duration
 
 /// The fallback-share job of one config generation.
 pub struct ShareJob {
-    /// Its config names the cascades and `repeat_after`; its shared parts
-    /// hold the counters, the bus and the store.
-    pub gw: Gateway,
+    /// The bus to publish on; it holds the traffic counters.
+    pub bus: Arc<AlertBus>,
+    /// Where the shared store is, once the state backend is up.
+    pub state: Arc<StateStatus>,
+    /// The generation's cascades (read in the shared counters even when
+    /// none answered here).
+    pub cascades: Vec<String>,
+    pub repeat_after: Duration,
     /// The rule's memory.
     pub rule: ShareRule,
 }
@@ -121,29 +127,26 @@ pub struct ShareJob {
 impl ShareJob {
     /// One tick: shares, the rule, claimed alerts onto the bus.
     async fn round(&mut self, now_ms: u64) {
-        let traffic = &self.gw.shared.alerts.traffic;
+        let traffic = &self.bus.traffic;
         // The store is set once the state backend is up; read it each round.
-        let store = self.gw.shared.state.store();
+        let store = self.state.store();
         let shares = match &store {
-            Some(store) => {
-                let names: Vec<String> = self.gw.config.cascades.keys().cloned().collect();
-                match shared_shares(traffic, store.as_ref(), &names, now_ms).await {
-                    Ok(shares) => shares,
-                    Err(e) => {
-                        tracing::debug!(error = %e, "Cannot share traffic counters now; using this instance's.");
-                        traffic.shares(now_ms)
-                    }
+            Some(store) => match shared_shares(traffic, store.as_ref(), &self.cascades, now_ms).await {
+                Ok(shares) => shares,
+                Err(e) => {
+                    tracing::debug!(error = %e, "Cannot share traffic counters now; using this instance's.");
+                    traffic.shares(now_ms)
                 }
-            }
+            },
             None => traffic.shares(now_ms),
         };
         for event in self.rule.check(&shares, now_ms) {
             if let Some(store) = &store {
-                if !claim(store.as_ref(), &event, self.gw.config.alerts.repeat_after).await {
+                if !claim(store.as_ref(), &event, self.repeat_after).await {
                     continue;
                 }
             }
-            self.gw.shared.alerts.publish(event);
+            self.bus.publish(event);
         }
     }
 }

@@ -3,10 +3,12 @@
 //! slow to produce a token, the first token winning).
 
 use super::gate::{self, Pass};
-use super::{prepare, Target, Walk};
+use super::plan::{CascadePlan, Target};
+use super::prepare;
+use super::settle::Ticket;
+use super::walk::Walk;
 use crate::api::completion::Completion;
 use crate::api::wire::Stamp;
-use crate::gateway::CascadePlan;
 use crate::outcome::{AttemptError, Failure};
 use crate::providers::{AttemptRequest, ChunkStream, Reply, StreamItem, UpstreamHints};
 use futures_util::StreamExt;
@@ -22,60 +24,52 @@ pub enum Answer {
     Stream {
         /// The chunks read so far.
         head: Vec<StreamItem>,
-        /// The rest.
         rest: ChunkStream,
     },
 }
 
-/// A successful attempt.
+/// A successful attempt, not settled yet: a whole answer is settled by
+/// the runner, a stream by the forwarder when it ends.
 pub struct Attempted<'a> {
-    /// Who answered.
     pub target: &'a Target,
-    /// What.
     pub answer: Answer,
-    /// Its gate pass (held while a stream is forwarded).
-    pub pass: Pass,
-    /// The load profile applied.
+    pub ticket: Ticket,
+    /// The load profile applied to the request.
     pub load_profile: Option<String>,
-    /// Time to first token (or to the whole answer).
-    pub ttft: Duration,
-    /// The answer said the quota is used up until then.
-    pub exhausted: Option<Duration>,
 }
 
-/// A failed attempt with its pass (dropped after judging).
-pub struct Failed {
-    /// Why.
-    pub error: AttemptError,
-    /// The gate pass.
-    pub pass: Pass,
-}
-
-/// The outcome of one attempt, or of a hedged pair.
+/// The outcome of one attempt, or of a hedged pair. Failures are settled
+/// already; the runner only reads them (log, next target or not).
 pub struct Outcome<'a> {
-    /// The answer, if any attempt produced one.
     pub winner: Option<Attempted<'a>>,
     /// Failed attempts, in the order they ended.
-    pub failures: Vec<(&'a Target, Failed)>,
+    pub failures: Vec<(&'a Target, AttemptError)>,
 }
 
-/// Runs one attempt with its connect-error retries.
-pub async fn run<'a>(walk: &Walk<'_>, target: &'a Target, pass: Pass) -> Outcome<'a> {
-    let retries = walk.gw.config.health.retries;
+/// Runs one attempt on `plan.targets[index]` with its connect-error retries.
+pub async fn run<'a>(walk: &Walk<'a>, index: usize, pass: Pass) -> Outcome<'a> {
+    let plan: &'a CascadePlan = walk.plan;
+    let target = &plan.targets[index];
+    let mut ticket = walk.ticket(index, pass);
+    let retries = walk.ctx.rules.retries;
     let mut tries = 0u32;
     loop {
         tries += 1;
         walk.calls.fetch_add(1, Ordering::Relaxed);
-        match once(walk, target).await {
-            Ok((answer, load_profile, ttft, exhausted)) => {
-                let win = Attempted { target, answer, pass, load_profile, ttft, exhausted };
+        match once(walk, target, &mut ticket).await {
+            Ok((answer, load_profile)) => {
+                let win = Attempted { target, answer, ticket, load_profile };
                 return Outcome { winner: Some(win), failures: Vec::new() };
             }
             Err(e) if e.failure.is_retryable() && tries <= retries.max && Instant::now() < walk.deadline => {
                 tracing::debug!(model = %target.name, reason = %e, "Retrying after a connect error.");
                 tokio::time::sleep(backoff(retries.backoff, retries.jitter, tries)).await;
+                ticket.restart();
             }
-            Err(error) => return Outcome { winner: None, failures: vec![(target, Failed { error, pass })] },
+            Err(error) => {
+                ticket.failed(&error);
+                return Outcome { winner: None, failures: vec![(target, error)] };
+            }
         }
     }
 }
@@ -86,14 +80,13 @@ fn backoff(base: Duration, jitter: f64, attempt: u32) -> Duration {
     exp + exp.mul_f64(jitter * fastrand::f64())
 }
 
-type Success = (Answer, Option<String>, Duration, Option<Duration>);
-
-/// One upstream call, up to its first token.
-async fn once(walk: &Walk<'_>, target: &Target) -> Result<Success, AttemptError> {
+/// One upstream call, up to its first token (for a whole answer, or a
+/// JSON answer that must be validated first: up to its checked end).
+async fn once(walk: &Walk<'_>, target: &Target, ticket: &mut Ticket) -> Result<(Answer, Option<String>), AttemptError> {
     let started = Instant::now();
-    let first_token = walk.gw.config.health.timeouts.first_token;
+    let first_token = walk.ctx.rules.timeouts.first_token;
     let token_deadline = walk.deadline.min(started + first_token);
-    let mut prepared = prepare::prepare(walk.gw, target, walk.req);
+    let mut prepared = prepare::prepare(&walk.ctx, target, walk.req);
     if let Some(plan) = walk.json.as_ref().filter(|_| !target.provider.config.native_json) {
         if plan.instruction.is_some() {
             super::json::instruct(prepared.body.to_mut(), plan);
@@ -115,7 +108,7 @@ async fn once(walk: &Walk<'_>, target: &Target) -> Result<Success, AttemptError>
         Ok(r) => r?,
         Err(_) => return Err(AttemptError::new(Failure::Timeout, "no response before the first-token deadline")),
     };
-    let reply = prepare::observe(walk.gw, target, reply);
+    let reply = prepare::observe(walk.ctx.load, target, reply);
     let answer = match reply {
         Reply::Complete(mut c) => {
             if let Err(why) = c.stamp(Stamp::new(target.name.clone())) {
@@ -146,7 +139,8 @@ async fn once(walk: &Walk<'_>, target: &Target) -> Result<Success, AttemptError>
             }
         }
     };
-    Ok((answer, prepared.load_profile, started.elapsed(), hints.exhausted_for()))
+    ticket.first_token(hints.exhausted_for());
+    Ok((answer, prepared.load_profile))
 }
 
 /// Reads a stream until its first real token; everything before it (role
@@ -179,16 +173,10 @@ pub async fn peek(mut s: ChunkStream, deadline: Instant) -> Result<(Vec<StreamIt
 
 /// Runs `primary` (the attempt on target `i`); if it has no first token
 /// after `after`, also starts the next admitted target. The first token
-/// wins; the loser is dropped — its request cancelled, not counted as a
-/// failure. Returns the outcome and the index of the hedge target, if one
+/// wins; the loser is dropped — its request cancelled, its ticket
+/// abandoned (not counted). Returns the outcome and the index of the hedge target, if one
 /// was started.
-pub async fn hedged<'a, F>(
-    walk: &Walk<'_>,
-    plan: &'a CascadePlan,
-    i: usize,
-    primary: F,
-    after: Duration,
-) -> (Outcome<'a>, Option<usize>)
+pub async fn hedged<'a, F>(walk: &Walk<'a>, i: usize, primary: F, after: Duration) -> (Outcome<'a>, Option<usize>)
 where
     F: Future<Output = Outcome<'a>>,
 {
@@ -197,11 +185,12 @@ where
         out = &mut primary => return (out, None),
         () = tokio::time::sleep(after) => {}
     }
-    let Some((j, pass)) = gate::next_admitted(walk, &plan.targets, i + 1) else {
+    let targets = &walk.plan.targets;
+    let Some((j, pass)) = gate::next_admitted(walk, targets, i + 1) else {
         return (primary.await, None);
     };
-    tracing::debug!(slow = %plan.targets[i].name, hedge = %plan.targets[j].name, "Hedging a slow first token.");
-    let secondary = run(walk, &plan.targets[j], pass);
+    tracing::debug!(slow = %targets[i].name, hedge = %targets[j].name, "Hedging a slow first token.");
+    let secondary = run(walk, j, pass);
     tokio::pin!(secondary);
     let merged = tokio::select! {
         a = &mut primary => if a.winner.is_some() { a } else { merge(a, secondary.await) },

@@ -3,7 +3,9 @@
 //! bulkhead has room. A target that fails a gate is skipped — recorded in
 //! the attempt log and metrics, but no upstream request is spent.
 
-use super::{prepare, Target, Walk};
+use super::plan::Target;
+use super::prepare;
+use super::walk::Walk;
 use crate::health::breaker::Admission;
 use crate::health::clock::now_ms;
 use crate::health::ModelHealth;
@@ -56,7 +58,7 @@ fn closed_gate(walk: &Walk<'_>, target: &Target) -> Option<AttemptError> {
         return Some(AttemptError::new(Failure::SkippedDead, format!("{} for {left}s more", mark.reason.as_str())));
     }
     if let Some(context) = target.context {
-        let needed = walk.prompt_tokens.max(walk.min_context.load(Ordering::Relaxed));
+        let needed = walk.req.prompt_tokens.max(walk.min_context.load(Ordering::Relaxed));
         if context < needed {
             return Some(AttemptError::new(
                 Failure::SkippedContext,
@@ -64,7 +66,7 @@ fn closed_gate(walk: &Walk<'_>, target: &Target) -> Option<AttemptError> {
             ));
         }
     }
-    if prepare::skip_for_load(walk.gw, target) {
+    if prepare::skip_for_load(walk.ctx.load, target) {
         return Some(AttemptError::new(Failure::SkippedLazy, "provider overloaded (skip_when_lazy)"));
     }
     None
@@ -84,7 +86,7 @@ pub fn next_admitted(walk: &Walk<'_>, targets: &[Target], start: usize) -> Optio
             skipped(walk, target, &AttemptError::new(Failure::Saturated, "provider at max_in_flight"));
             continue;
         };
-        match target.health.admit(&walk.gw.health.events) {
+        match target.health.admit(&walk.ctx.health.events) {
             Admission::Reject => {
                 let state = target.health.breaker_state();
                 skipped(walk, target, &AttemptError::new(Failure::SkippedOpen, format!("breaker {}", state.label())));

@@ -11,7 +11,7 @@
 //! upstream stream is read to its end and the client gets the clean JSON as
 //! a short stream. Streams without `response_format` are never buffered.
 
-use super::Target;
+use super::plan::Target;
 use crate::api::{ApiError, ChatRequest};
 use crate::metrics::NormalizeLabels;
 use crate::normalize::{self, Expected, NormalizeResult, SchemaCache};

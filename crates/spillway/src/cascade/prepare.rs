@@ -7,10 +7,11 @@
 //! request path: the load profile is one atomic load on state a background
 //! monitor publishes (see [`crate::load`]).
 
-use super::Target;
+use super::context::Context;
+use super::plan::Target;
 use crate::api::request::Outgoing;
 use crate::api::ChatRequest;
-use crate::gateway::Gateway;
+use crate::load::LoadRegistry;
 use crate::providers::Reply;
 
 /// The body one attempt sends, and what was applied to it.
@@ -27,17 +28,17 @@ pub struct Prepared<'a> {
 
 /// Builds the body of one attempt: the client's body with the provider's
 /// active load profile applied (system prompt, scaled `max_tokens`).
-pub fn prepare<'a>(gw: &Gateway, target: &Target, req: &'a ChatRequest) -> Prepared<'a> {
+pub fn prepare<'a>(ctx: &Context<'_>, target: &Target, req: &'a ChatRequest) -> Prepared<'a> {
     let mut body = Outgoing::new(req);
     // The prompt variant first, so a load profile's system prompt is added
     // to what this model actually receives.
-    let prompt = if gw.prompts.is_empty() || !gw.prompts.matches(&target.name) {
+    let prompt = if ctx.prompts.is_empty() || !ctx.prompts.matches(&target.name) {
         None
     } else {
-        gw.prompts.apply(&target.name, body.to_mut())
+        ctx.prompts.apply(&target.name, body.to_mut())
     };
     if let Some(p) = &prompt {
-        gw.metrics
+        ctx.metrics
             .prompt_variants
             .get_or_create(&crate::metrics::PromptLabels {
                 provider: target.model_ref.provider.clone(),
@@ -48,20 +49,20 @@ pub fn prepare<'a>(gw: &Gateway, target: &Target, req: &'a ChatRequest) -> Prepa
             .inc();
     }
     let load_profile =
-        gw.load.get(&target.model_ref.provider).and_then(|load| load.rewrite(&mut body)).map(str::to_owned);
+        ctx.load.get(&target.model_ref.provider).and_then(|load| load.rewrite(&mut body)).map(str::to_owned);
     Prepared { body, load_profile, prompt }
 }
 
 /// Whether the target must be skipped because its provider is in its last
 /// load profile and has `skip_when_lazy: true` (degrade first, shed second).
-pub fn skip_for_load(gw: &Gateway, target: &Target) -> bool {
-    target.provider.config.skip_when_lazy && gw.load.get(&target.model_ref.provider).is_some_and(|load| load.is_lazy())
+pub fn skip_for_load(load: &LoadRegistry, target: &Target) -> bool {
+    target.provider.config.skip_when_lazy && load.get(&target.model_ref.provider).is_some_and(|load| load.is_lazy())
 }
 
 /// Hands the upstream's reply back, counting the tokens it generates when
 /// the provider's load source is `token_velocity` (untouched otherwise).
-pub fn observe(gw: &Gateway, target: &Target, reply: Reply) -> Reply {
-    match gw.load.get(&target.model_ref.provider) {
+pub fn observe(load: &LoadRegistry, target: &Target, reply: Reply) -> Reply {
+    match load.get(&target.model_ref.provider) {
         Some(load) if load.counts_tokens() => crate::load::tokens::count(load.clone(), reply),
         _ => reply,
     }

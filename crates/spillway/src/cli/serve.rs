@@ -1,9 +1,8 @@
-//! `spillway serve`: load the config, build the gateway, serve until
-//! SIGTERM/SIGINT; SIGHUP reloads the config (see `crate::reload`).
+//! `spillway serve`: load the config, start the application through the
+//! composition root (`crate::app`), serve until SIGTERM/SIGINT; SIGHUP
+//! reloads the config (see `crate::gateway::reload`).
 
-use crate::gateway::{Gateway, Shared};
-use crate::server::{self, AppState};
-use crate::supervisor::Supervisor;
+use crate::app::{App, Listener};
 use std::path::Path;
 use std::process::ExitCode;
 use tokio_util::sync::CancellationToken;
@@ -29,42 +28,27 @@ pub fn run(path: &Path) -> ExitCode {
         }
     };
     runtime.block_on(async move {
+        // Signals first: a SIGTERM or SIGHUP that arrives while starting
+        // must be handled, not take the process's default action.
+        let shutdown = CancellationToken::new();
+        watch_signals(shutdown.clone());
         let listen = config.server.listen;
-        let gateway = match Gateway::build(config, &Shared::default()) {
-            Ok(g) => g,
+        let app = match App::start(config) {
+            Ok(app) => app,
             Err(e) => {
-                tracing::error!(error = %e, "Cannot build the gateway.");
+                tracing::error!(error = %e, "Cannot start the gateway.");
                 return ExitCode::from(1);
             }
         };
-        let listener = match tokio::net::TcpListener::bind(listen).await {
+        let listener = match std::net::TcpListener::bind(listen).and_then(|l| l.set_nonblocking(true).map(|()| l)) {
             Ok(l) => l,
             Err(e) => {
                 tracing::error!(%listen, error = %e, "Cannot listen.");
+                app.stop().await;
                 return ExitCode::from(1);
             }
         };
-        let shutdown = CancellationToken::new();
-        watch_signals(shutdown.clone());
-        // Background jobs stop with the process, after the server drained.
-        let supervisor = Supervisor::new(CancellationToken::new());
-        gateway.start_background(&supervisor);
-        let state = AppState::new(gateway);
-        // Shared state (`state.backend: redis`); never waits on Redis.
-        if let Err(e) = crate::state::sync::start(&state, &supervisor) {
-            tracing::error!(error = %e, "Cannot set up the shared state store.");
-            return ExitCode::from(1);
-        }
-        // Discovery refresh (restores the cached round first) and SIGHUP reload.
-        crate::discovery::refresh::start(&state, &supervisor);
-        supervisor.spawn(crate::reload::ReloadOnSighup::new(state.clone()));
-        let workers = state.gateway.load().config.server.workers;
-        let served = match listener.into_std() {
-            Ok(listener) => server::workers::serve(listener, state, shutdown, workers).await,
-            Err(e) => Err(e),
-        };
-        supervisor.stop(std::time::Duration::from_secs(5)).await;
-        match served {
+        match app.serve(Listener::Workers(listener, None), shutdown).await {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => {
                 tracing::error!(error = %e, "Server failed.");

@@ -5,7 +5,7 @@
 //! `Gateway::build` reads [`DiscoveryState::current`] to turn discovered
 //! cascades into plans; the request path never touches it.
 
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
 use arc_swap::ArcSwap;
 use serde::Serialize;
@@ -15,7 +15,6 @@ use super::diff::CascadeDiff;
 use super::round::Round;
 use crate::state::memory::MemoryStore;
 use crate::state::StateStore;
-use crate::supervisor::Supervisor;
 
 /// Something an operator should hear about; the alert bus subscribes with
 /// [`DiscoveryState::subscribe`]. Each is also logged where it happens.
@@ -73,9 +72,6 @@ pub struct DiscoveryState {
     pub(crate) apply: tokio::sync::Mutex<()>,
     /// Wakes the refresh job early (a reload added providers).
     pub(crate) wake: Notify,
-    /// Where each new generation's background jobs are started; set once by
-    /// whoever runs the gateway (absent in tests that do not reload).
-    pub(crate) supervisor: OnceLock<Supervisor>,
 }
 
 impl std::fmt::Debug for DiscoveryState {
@@ -105,7 +101,6 @@ impl DiscoveryState {
             store,
             apply: tokio::sync::Mutex::new(()),
             wake: Notify::new(),
-            supervisor: OnceLock::new(),
         }
     }
 

@@ -6,9 +6,7 @@
 //! dead marks, breakers and outage windows all run on that clock.
 
 use super::scenario::{Output, Scenario, Traffic};
-use crate::gateway::{Gateway, Shared};
 use crate::server::AppState;
-use crate::supervisor::Supervisor;
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
 use serde_json::{json, Value};
@@ -16,7 +14,6 @@ use std::sync::Arc;
 use std::time::Duration;
 use tokio::task::JoinSet;
 use tokio::time::Instant;
-use tokio_util::sync::CancellationToken;
 
 /// What happened to one request.
 #[derive(Debug, Clone, PartialEq)]
@@ -105,14 +102,12 @@ pub fn run(scenario: &Scenario) -> Result<Run, RunError> {
     let wall = std::time::Instant::now();
     let (samples, alerts) = runtime.block_on(async move {
         fastrand::seed(scenario.seed);
-        let gateway = Gateway::build(config, &Shared::default()).map_err(|e| RunError::Build(e.to_string()))?;
-        let mut tap = gateway.shared.alerts.tap(4096);
-        let jobs = Supervisor::new(CancellationToken::new());
-        gateway.start_background(&jobs);
-        let state = AppState::new(gateway);
+        let app = crate::app::App::start(config).map_err(|e| RunError::Build(e.to_string()))?;
+        let state = app.state.clone();
+        let mut tap = state.gateway.load().shared.alerts.tap(4096);
         let start = Instant::now();
         let samples = send_all(&state, scenario, start).await;
-        jobs.stop(Duration::from_secs(5)).await;
+        app.stop().await;
         let mut alerts = Vec::new();
         if let Some(rx) = tap.as_mut() {
             while let Ok(m) = rx.try_recv() {
@@ -212,7 +207,7 @@ async fn one(state: Arc<AppState>, traffic: Arc<[Traffic]>, i: usize, start: Ins
         cost_usd: 0.0,
     };
     let Ok(request) = request else { return sample };
-    let response = crate::server::routes::chat(state.clone(), request).await;
+    let response = crate::server::chat::chat(state.clone(), request).await;
     let (parts, mut body) = response.into_parts();
     let status = parts.status.as_u16();
     let header = |name: &str| parts.headers.get(name).and_then(|v| v.to_str().ok()).unwrap_or_default().to_string();

@@ -5,9 +5,12 @@
 //! cascades that have a rule, so other requests pay nothing.
 
 use crate::api::ChatRequest;
-use crate::gateway::{CascadePlan, Gateway};
+use crate::cascade::CascadePlan;
+use crate::config::EscalationRule;
 use crate::metrics::EscalationLabels;
+use crate::metrics::Metrics;
 use axum::http::HeaderMap;
+use indexmap::IndexMap;
 use std::sync::Arc;
 
 /// Whether the client forces escalation (`x-spillway-escalate: true`).
@@ -20,9 +23,16 @@ pub fn forced(headers: &HeaderMap) -> bool {
 
 /// The plan to run and whether it was escalated. Counts
 /// `spillway_escalations_total{from, to, reason}`.
-pub fn choose(gw: &Gateway, plan: Arc<CascadePlan>, req: &ChatRequest, forced: bool) -> (Arc<CascadePlan>, bool) {
-    let Some(rule) = gw.config.escalation.iter().find(|r| r.from == plan.name) else { return (plan, false) };
-    let Some(to) = gw.cascades.get(&rule.to) else { return (plan, false) };
+pub fn choose(
+    rules: &[EscalationRule],
+    cascades: &IndexMap<String, Arc<CascadePlan>>,
+    metrics: &Metrics,
+    plan: Arc<CascadePlan>,
+    req: &ChatRequest,
+    forced: bool,
+) -> (Arc<CascadePlan>, bool) {
+    let Some(rule) = rules.iter().find(|r| r.from == plan.name) else { return (plan, false) };
+    let Some(to) = cascades.get(&rule.to) else { return (plan, false) };
     let reason = if forced {
         "header"
     } else {
@@ -32,10 +42,7 @@ pub fn choose(gw: &Gateway, plan: Arc<CascadePlan>, req: &ChatRequest, forced: b
         }
         "frustrated"
     };
-    gw.metrics
-        .escalations
-        .get_or_create(&EscalationLabels { from: plan.name.clone(), to: to.name.clone(), reason })
-        .inc();
+    metrics.escalations.get_or_create(&EscalationLabels { from: plan.name.clone(), to: to.name.clone(), reason }).inc();
     tracing::info!(from = %plan.name, to = %to.name, reason, "Request escalated.");
     (to.clone(), true)
 }

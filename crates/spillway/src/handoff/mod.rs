@@ -19,11 +19,12 @@ pub mod redis;
 pub mod reply;
 pub mod sqlite;
 
+use crate::alerts::AlertBus;
 use crate::api::error::AttemptSummary;
-use crate::api::{ApiError, ChatRequest};
-use crate::cascade::Served;
-use crate::config::{StateBackend, StateConfig};
-use crate::gateway::{CascadePlan, Gateway};
+use crate::api::ChatRequest;
+use crate::cascade::{CascadePlan, Served};
+use crate::config::{HandoffConfig, StateBackend, StateConfig};
+use crate::metrics::Metrics;
 use futures_util::future::BoxFuture;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -195,17 +196,28 @@ pub fn new_id() -> String {
     format!("ho_{hex}")
 }
 
-/// The runner's last tier: stores the request and answers with
-/// `handoff.reply`. When the store fails, the client gets the 503 it would
-/// have got without handoff (nothing was queued, so promising an answer
-/// would be a lie).
+/// What the handoff tier touches: the queue, its settings, the alert bus
+/// and the depth gauge (the handler lends it; `Gateway::handoff`).
+#[derive(Clone, Copy)]
+pub struct Handoff<'a> {
+    pub desk: &'a Desk,
+    pub state: &'a StateConfig,
+    pub config: &'a HandoffConfig,
+    pub alerts: &'a AlertBus,
+    pub metrics: &'a Metrics,
+}
+
+/// The last tier, after the runner found no answer: stores the request and
+/// answers with `handoff.reply`. When the store fails, nothing was queued
+/// and the caller answers with the error it would have given without
+/// handoff (promising an answer would be a lie).
 pub async fn queue(
-    gw: &Gateway,
+    h: Handoff<'_>,
     plan: &CascadePlan,
     req: &ChatRequest,
-    attempts: Vec<AttemptSummary>,
+    attempts: &[AttemptSummary],
     calls: u32,
-) -> Result<Served, ApiError> {
+) -> Result<Served, HandoffError> {
     let item = Item {
         id: new_id(),
         status: Status::Open,
@@ -217,29 +229,18 @@ pub async fn queue(
         answer: None,
         answered_ms: None,
     };
-    let stored = match gw.shared.handoff.queue(&gw.config.state).await {
-        Ok(q) => q.push(item.clone()).await.map(|()| q),
-        Err(e) => Err(e),
-    };
-    let q = match stored {
-        Ok(q) => q,
-        Err(e) => {
-            tracing::error!(cascade = %plan.name, error = %e, "Cannot queue a request for a person; answering 503.");
-            plan.metrics.error.inc();
-            return Err(ApiError::AllModelsFailed { cascade: plan.name.clone(), attempts });
-        }
-    };
-    plan.metrics.handoff.inc();
+    let q = h.desk.queue(h.state).await?;
+    q.push(item.clone()).await?;
     plan.metrics.served_handoff.inc();
     tracing::info!(cascade = %plan.name, id = %item.id, "Every model failed; the request is queued for a person.");
-    refresh_depth(gw, q.as_ref()).await;
-    gw.shared.alerts.publish(crate::alerts::Event::HandoffQueued {
+    refresh_depth(h.metrics, q.as_ref()).await;
+    h.alerts.publish(crate::alerts::Event::HandoffQueued {
         id: item.id.clone(),
         cascade: plan.name.clone(),
         attempts: item.attempts.len(),
     });
-    if gw.config.handoff.webhook.is_some() {
-        gw.shared.alerts.notify_handoff(serde_json::json!({
+    if h.config.webhook.is_some() {
+        h.alerts.notify_handoff(serde_json::json!({
             "event": "handoff.queued",
             "id": item.id,
             "cascade": item.cascade,
@@ -247,27 +248,27 @@ pub async fn queue(
             "attempts": item.attempts,
         }));
     }
-    Ok(reply::served(plan, req, &gw.config.handoff.reply, item.id, calls))
+    Ok(reply::served(plan, req, &h.config.reply, item.id, calls))
 }
 
 /// Sets `spillway_handoff_queue_depth` from the store; returns the count.
-pub async fn refresh_depth(gw: &Gateway, q: &dyn Queue) -> Option<u64> {
+pub async fn refresh_depth(metrics: &Metrics, q: &dyn Queue) -> Option<u64> {
     let n = q.open_count().await.ok()?;
-    gw.metrics.handoff_queue_depth.set(i64::try_from(n).unwrap_or(i64::MAX));
+    metrics.handoff_queue_depth.set(i64::try_from(n).unwrap_or(i64::MAX));
     Some(n)
 }
 
 /// Open items now, read from the store (so items queued before a restart
 /// or by another instance count), with the gauge refreshed. `None` when no
-/// cascade hands off and the queue was never opened (nothing is created
-/// just to count), or when the store cannot be read.
-pub async fn depth(gw: &Gateway) -> Option<u64> {
-    let q = match gw.shared.handoff.opened() {
+/// cascade hands off (`in_use` false) and the queue was never opened
+/// (nothing is created just to count), or when the store cannot be read.
+pub async fn depth(h: Handoff<'_>, in_use: bool) -> Option<u64> {
+    let q = match h.desk.opened() {
         Some(q) => q,
-        None if gw.cascades.values().any(|c| c.handoff) => gw.shared.handoff.queue(&gw.config.state).await.ok()?,
+        None if in_use => h.desk.queue(h.state).await.ok()?,
         None => return None,
     };
-    refresh_depth(gw, q.as_ref()).await
+    refresh_depth(h.metrics, q.as_ref()).await
 }
 
 /// The client's view of an item (`GET /v1/handoff/{id}`): no messages, no

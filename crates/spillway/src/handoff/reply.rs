@@ -7,8 +7,8 @@
 use crate::api::sse;
 use crate::api::wire::{self, Stamp};
 use crate::api::ChatRequest;
-use crate::cascade::{Served, ServedBody, Tier};
-use crate::gateway::CascadePlan;
+use crate::cascade::{CascadePlan, Served, ServedBody};
+use crate::outcome::Tier;
 use bytes::Bytes;
 use futures_util::StreamExt;
 use serde_json::{json, Value};
@@ -35,7 +35,7 @@ pub fn served(plan: &CascadePlan, req: &ChatRequest, reply: &str, id: String, ca
         }
         let mut events: Vec<Result<Bytes, Infallible>> = chunks.iter().map(|c| Ok(sse::encode_json(c))).collect();
         events.push(Ok(sse::done()));
-        ServedBody::Stream(futures_util::stream::iter(events).boxed())
+        ServedBody::Canned(futures_util::stream::iter(events).boxed())
     } else {
         let mut v = json!({
             "choices": [{"index": 0, "message": {"role": "assistant", "content": reply}, "finish_reason": "stop"}],

@@ -13,5 +13,6 @@ pub mod breaker;
 pub mod clock;
 pub mod ratelimit;
 pub mod registry;
+pub mod stats;
 
 pub use registry::{DeadMark, DeadReason, HealthEvent, HealthRegistry, ModelHealth, ProviderHealth};

@@ -207,7 +207,7 @@ pub struct ModelHealth {
     pub dead: DeadSlot,
     breaker: Mutex<Breaker>,
     /// The most recent times to first token (ms), at most
-    /// [`crate::state::TTFT_WINDOW`], oldest first.
+    /// [`crate::health::stats::TTFT_WINDOW`], oldest first.
     ttft: Mutex<std::collections::VecDeque<f64>>,
     observer: Arc<Observer>,
 }
@@ -218,7 +218,7 @@ impl ModelHealth {
             key,
             dead: DeadSlot::default(),
             breaker: Mutex::new(Breaker::new()),
-            ttft: Mutex::new(std::collections::VecDeque::with_capacity(crate::state::TTFT_WINDOW)),
+            ttft: Mutex::new(std::collections::VecDeque::with_capacity(crate::health::stats::TTFT_WINDOW)),
             observer,
         }
     }
@@ -296,7 +296,7 @@ impl ModelHealth {
     }
 
     /// Revives without sharing it (the change came from the store).
-    fn revive_quietly(&self) {
+    pub fn revive_quietly(&self) {
         self.dead.clear();
         lock(&self.breaker).reset();
     }
@@ -305,7 +305,7 @@ impl ModelHealth {
     pub fn record_ttft(&self, ms: f64) {
         self.observer.emit(|| LocalChange::Ttft { key: self.key.clone(), ms });
         let mut window = lock(&self.ttft);
-        if window.len() >= crate::state::TTFT_WINDOW {
+        if window.len() >= crate::health::stats::TTFT_WINDOW {
             window.pop_front();
         }
         window.push_back(ms);
@@ -314,7 +314,7 @@ impl ModelHealth {
     /// The median of the recent TTFT samples in ms, once measured.
     pub fn ttft_ms(&self) -> Option<f64> {
         let window = lock(&self.ttft).clone();
-        crate::state::median(window)
+        super::stats::median(window)
     }
 
     fn announce(&self, t: Transition, events: &broadcast::Sender<HealthEvent>) {
@@ -450,33 +450,6 @@ impl HealthRegistry {
         let _ = self.observer.0.set(tx);
     }
 
-    /// Applies a change that came from the shared store, without sharing it again.
-    pub fn apply(&self, change: &crate::state::StateChange, cfg: &BreakerConfig) {
-        use crate::state::StateChange as C;
-        match change {
-            C::Dead { key, mark } => {
-                let reason = DeadReason::parse(&mark.reason).unwrap_or(DeadReason::RateLimited);
-                match key.strip_prefix("provider:") {
-                    Some(rest) => match rest.strip_suffix(":free") {
-                        Some(name) => self.provider(name).free_dead.mark(mark.until_ms, reason),
-                        None => self.provider(rest).dead.mark(mark.until_ms, reason),
-                    },
-                    None => self.model(key).dead.mark(mark.until_ms, reason),
-                };
-            }
-            C::BreakerOpen { key, until_ms, .. } => self.model(key).open_remote(*until_ms, cfg),
-            C::BreakerClosed { key } => self.model(key).close_remote(),
-            C::Revived { key } => match key.strip_prefix("provider:") {
-                Some(rest) => {
-                    let p = self.provider(rest.trim_end_matches(":free"));
-                    p.dead.clear();
-                    p.free_dead.clear();
-                }
-                None => self.model(key).revive_quietly(),
-            },
-        }
-    }
-
     /// Subscribes to operator events.
     pub fn subscribe(&self) -> broadcast::Receiver<HealthEvent> {
         self.events.subscribe()
@@ -575,7 +548,7 @@ mod tests {
         m.record_ttft(5000.0);
         assert_eq!(m.ttft_ms(), Some(200.0));
         // Only the last TTFT_WINDOW samples count.
-        for _ in 0..crate::state::TTFT_WINDOW {
+        for _ in 0..crate::health::stats::TTFT_WINDOW {
             m.record_ttft(40.0);
         }
         assert_eq!(m.ttft_ms(), Some(40.0));

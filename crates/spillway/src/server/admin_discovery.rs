@@ -3,7 +3,7 @@
 //! §4). Both answer when the work is applied, with what changed.
 
 use super::AppState;
-use crate::reload::ReloadError;
+use crate::gateway::reload::ReloadError;
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
@@ -18,7 +18,7 @@ pub fn routes() -> Router<Arc<AppState>> {
 }
 
 async fn refresh(State(state): State<Arc<AppState>>) -> Response {
-    let report = crate::discovery::refresh::refresh(&state).await;
+    let report = crate::gateway::refresh::refresh(&state.gateway).await;
     let changes: Vec<String> = report.changes.iter().map(ToString::to_string).collect();
     Json(json!({
         "at_unix_ms": report.at_ms,
@@ -31,7 +31,7 @@ async fn refresh(State(state): State<Arc<AppState>>) -> Response {
 }
 
 async fn reload(State(state): State<Arc<AppState>>) -> Response {
-    match crate::reload::reload(&state).await {
+    match crate::gateway::reload::reload(&state.gateway).await {
         Ok(r) => {
             let changes: Vec<String> = r.changes.iter().map(ToString::to_string).collect();
             Json(json!({

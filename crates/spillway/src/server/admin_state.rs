@@ -85,7 +85,7 @@ async fn state(AxumState(state): AxumState<Arc<AppState>>) -> Json<Value> {
             json!({"name": plan.name, "models": models})
         })
         .collect();
-    let depth = crate::handoff::depth(&gw).await;
+    let depth = gw.handoff_depth().await;
     Json(json!({
         "cascades": cascades,
         "state": gw.shared.state.view(),

@@ -127,7 +127,7 @@ async fn answer(State(state): State<Arc<AppState>>, Path(id): Path<String>, body
     };
     match q.answer(&id, &text, crate::health::clock::now_ms()).await {
         Ok(Answered::Done(item)) => {
-            handoff::refresh_depth(&gw, q.as_ref()).await;
+            handoff::refresh_depth(&gw.metrics, q.as_ref()).await;
             tracing::info!(id = %item.id, "A handoff item was answered.");
             Json(item).into_response()
         }

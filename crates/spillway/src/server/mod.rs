@@ -10,14 +10,14 @@ pub mod admin;
 pub mod admin_discovery;
 pub mod admin_load;
 pub mod admin_state;
+pub mod chat;
 pub mod handoff_routes;
 pub mod routes;
 pub mod ui;
 pub mod workers;
 
-use crate::gateway::Gateway;
+use crate::gateway::Live;
 use crate::metrics::Metrics;
-use arc_swap::ArcSwap;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::server::graceful::GracefulShutdown;
 use hyper_util::service::TowerToHyperService;
@@ -30,8 +30,8 @@ use tokio_util::task::TaskTracker;
 /// State shared by every handler.
 #[derive(Debug)]
 pub struct AppState {
-    /// The current gateway; replaced atomically on reload.
-    pub gateway: ArcSwap<Gateway>,
+    /// The live gateway; replaced atomically on reload and refresh.
+    pub gateway: Arc<Live>,
     /// Metrics (outlive reloads).
     pub metrics: Arc<Metrics>,
     /// Chat requests being served now (for `max_concurrent_requests`).
@@ -39,10 +39,10 @@ pub struct AppState {
 }
 
 impl AppState {
-    /// Wraps a built gateway.
-    pub fn new(gateway: Gateway) -> Arc<Self> {
-        let metrics = gateway.metrics.clone();
-        Arc::new(Self { gateway: ArcSwap::from_pointee(gateway), metrics, in_flight: AtomicUsize::new(0) })
+    /// Serves the live gateway `gateway`.
+    pub fn new(gateway: Arc<Live>) -> Arc<Self> {
+        let metrics = gateway.load().metrics.clone();
+        Arc::new(Self { gateway, metrics, in_flight: AtomicUsize::new(0) })
     }
 }
 
@@ -64,7 +64,7 @@ impl hyper::service::Service<http::Request<hyper::body::Incoming>> for Front {
     fn call(&self, req: http::Request<hyper::body::Incoming>) -> Self::Future {
         if req.method() == http::Method::POST && req.uri().path() == "/v1/chat/completions" {
             let state = self.state.clone();
-            Box::pin(async move { Ok(routes::chat(state, req).await) })
+            Box::pin(async move { Ok(chat::chat(state, req).await) })
         } else {
             Box::pin(self.router.call(req))
         }

@@ -212,21 +212,7 @@ pub trait StateStore: Send + Sync + 'static {
     }
 }
 
-/// TTFT samples kept per model (locally and in the shared store); its
-/// statistic is their median (SPEC §4: `speed_first` ranks by the measured
-/// median time to first token).
-pub const TTFT_WINDOW: usize = 32;
-
-/// The median of `samples` (the mean of the middle two for an even count).
-pub fn median(samples: impl IntoIterator<Item = f64>) -> Option<f64> {
-    let mut v: Vec<f64> = samples.into_iter().filter(|x| x.is_finite()).collect();
-    if v.is_empty() {
-        return None;
-    }
-    v.sort_by(f64::total_cmp);
-    let mid = v.len() / 2;
-    Some(if v.len() % 2 == 1 { v[mid] } else { (v[mid - 1] + v[mid]) / 2.0 })
-}
+pub use crate::health::stats::{median, TTFT_WINDOW};
 
 /// Which backend serves shared state and whether it is reachable; read by
 /// `/readyz`, `/admin/state` and `spillway status`.
@@ -235,6 +221,19 @@ pub struct StateStatus {
     degraded: std::sync::atomic::AtomicBool,
     /// The shared store, when one is configured (`backend: redis`).
     store: std::sync::OnceLock<std::sync::Arc<dyn StateStore>>,
+    /// What an operator should hear about the link (the alert dispatcher
+    /// subscribes; the state layer knows nothing of alerts).
+    events: tokio::sync::broadcast::Sender<StateEvent>,
+}
+
+/// A change of the shared store's link worth an operator's attention.
+#[derive(Debug, Clone, PartialEq)]
+pub enum StateEvent {
+    /// The link to the shared store is down; serving from local state.
+    Degraded {
+        /// Why (secret-free).
+        detail: String,
+    },
 }
 
 impl std::fmt::Debug for StateStatus {
@@ -249,11 +248,22 @@ impl Default for StateStatus {
             backend: std::sync::Mutex::new("memory"),
             degraded: std::sync::atomic::AtomicBool::new(false),
             store: std::sync::OnceLock::new(),
+            events: tokio::sync::broadcast::channel(16).0,
         }
     }
 }
 
 impl StateStatus {
+    /// Link events from now on.
+    pub fn subscribe(&self) -> tokio::sync::broadcast::Receiver<StateEvent> {
+        self.events.subscribe()
+    }
+
+    /// Tells subscribers of a link event (none listening is fine).
+    pub fn announce(&self, event: StateEvent) {
+        let _ = self.events.send(event);
+    }
+
     /// The shared store (`backend: redis`), for the discovery cache and
     /// counters; `None` with `backend: memory`.
     pub fn store(&self) -> Option<std::sync::Arc<dyn StateStore>> {

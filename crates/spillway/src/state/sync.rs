@@ -25,7 +25,6 @@
 //! registry's channel is unbounded and this job always drains it.
 
 use super::{BreakerRules, LinkState, StateChange, StateStatus, StateStore, StoredMark};
-use crate::alerts::{AlertBus, Event};
 use crate::config::BreakerConfig;
 use crate::health::clock::now_ms;
 use crate::health::registry::{DeadReason, LocalChange};
@@ -49,7 +48,6 @@ pub struct StateSync {
     store: Arc<dyn StateStore>,
     health: Arc<HealthRegistry>,
     status: Arc<StateStatus>,
-    alerts: Arc<AlertBus>,
     local: mpsc::UnboundedReceiver<LocalChange>,
     rules: RulesFn,
 }
@@ -111,13 +109,12 @@ impl StateSync {
         store: Arc<dyn StateStore>,
         health: Arc<HealthRegistry>,
         status: Arc<StateStatus>,
-        alerts: Arc<AlertBus>,
         rules: RulesFn,
     ) -> Self {
         let (tx, local) = mpsc::unbounded_channel();
         health.observe(tx);
         status.set_backend(store.backend());
-        Self { store, health, status, alerts, local, rules }
+        Self { store, health, status, local, rules }
     }
 
     /// Applies the store's live marks and open breakers.
@@ -126,10 +123,10 @@ impl StateSync {
             Ok(snap) => {
                 let cfg = (self.rules)();
                 for (key, mark) in snap.dead {
-                    self.health.apply(&StateChange::Dead { key, mark }, &cfg);
+                    apply(&self.health, &StateChange::Dead { key, mark }, &cfg);
                 }
                 for (key, (until_ms, reason)) in snap.open {
-                    self.health.apply(&StateChange::BreakerOpen { key, until_ms, reason }, &cfg);
+                    apply(&self.health, &StateChange::BreakerOpen { key, until_ms, reason }, &cfg);
                 }
             }
             Err(e) => tracing::debug!(error = %e, "Cannot read the shared state snapshot."),
@@ -248,7 +245,7 @@ impl StateSync {
         let until_ms = now + u64::try_from(rules.open_for.as_millis()).unwrap_or(u64::MAX);
         let reason = super::memory::describe(trip);
         tracing::warn!(model = %key, %reason, "Shared circuit breaker opened: failures over every instance crossed a rule.");
-        self.health.apply(&StateChange::BreakerOpen { key: key.to_string(), until_ms, reason }, &(self.rules)());
+        apply(&self.health, &StateChange::BreakerOpen { key: key.to_string(), until_ms, reason }, &(self.rules)());
     }
 
     /// Follows the link: degraded flag, alert, and catch-up on return.
@@ -282,35 +279,21 @@ impl StateSync {
             }
             LinkState::Down(detail) => {
                 self.status.set_degraded(true);
-                self.alerts.publish(Event::RedisDegraded { detail });
+                self.status.announce(super::StateEvent::Degraded { detail });
             }
         }
     }
-}
-
-/// Starts shared state for a served gateway when its config says `state.backend:
-/// redis`; does nothing for `memory`. Breaker rules are read from the live
-/// config at each use; a changed `state` section takes a restart.
-pub fn start(
-    app: &Arc<crate::server::AppState>,
-    supervisor: &crate::supervisor::Supervisor,
-) -> Result<(), super::StateError> {
-    let gw = app.gateway.load_full();
-    if gw.config.state.backend != crate::config::StateBackend::Redis {
-        return Ok(());
-    }
-    let live = app.clone();
-    let rules: RulesFn = Arc::new(move || live.gateway.load().config.health.breaker);
-    start_redis(&gw.config.state, &gw.shared, supervisor, rules).map(drop)
 }
 
 /// Starts shared state on Redis (`state.backend: redis`): the store, its
 /// link job and the sync job, on `supervisor`. No I/O happens here: an
 /// unreachable Redis makes a degraded start, not a failed one. Returns the
 /// store (for the discovery cache and counters; also on `status.store()`).
+/// `rules` reads the live breaker rules (they change on reload).
 pub fn start_redis(
     config: &crate::config::StateConfig,
-    shared: &crate::gateway::Shared,
+    health: &Arc<HealthRegistry>,
+    status: &Arc<StateStatus>,
     supervisor: &crate::supervisor::Supervisor,
     rules: RulesFn,
 ) -> Result<Arc<dyn StateStore>, super::StateError> {
@@ -318,16 +301,37 @@ pub fn start_redis(
     let (store, link) = super::redis::RedisStore::new(url.expose(), &config.key_prefix)?;
     tracing::info!(redis = %store.address(), prefix = %config.key_prefix, "Sharing state through Redis.");
     let store: Arc<dyn StateStore> = store;
-    shared.state.set_store(store.clone());
+    status.set_store(store.clone());
     supervisor.spawn(link);
-    supervisor.spawn(StateSync::new(
-        store.clone(),
-        shared.health.clone(),
-        shared.state.clone(),
-        shared.alerts.clone(),
-        rules,
-    ));
+    supervisor.spawn(StateSync::new(store.clone(), health.clone(), status.clone(), rules));
     Ok(store)
+}
+
+/// Applies a change that came from the shared store, without sharing it again.
+pub fn apply(health: &HealthRegistry, change: &StateChange, cfg: &BreakerConfig) {
+    use StateChange as C;
+    match change {
+        C::Dead { key, mark } => {
+            let reason = DeadReason::parse(&mark.reason).unwrap_or(DeadReason::RateLimited);
+            match key.strip_prefix("provider:") {
+                Some(rest) => match rest.strip_suffix(":free") {
+                    Some(name) => health.provider(name).free_dead.mark(mark.until_ms, reason),
+                    None => health.provider(rest).dead.mark(mark.until_ms, reason),
+                },
+                None => health.model(key).dead.mark(mark.until_ms, reason),
+            };
+        }
+        C::BreakerOpen { key, until_ms, .. } => health.model(key).open_remote(*until_ms, cfg),
+        C::BreakerClosed { key } => health.model(key).close_remote(),
+        C::Revived { key } => match key.strip_prefix("provider:") {
+            Some(rest) => {
+                let p = health.provider(rest.trim_end_matches(":free"));
+                p.dead.clear();
+                p.free_dead.clear();
+            }
+            None => health.model(key).revive_quietly(),
+        },
+    }
 }
 
 /// What to keep of a change that could not be shared.
@@ -392,7 +396,7 @@ impl BackgroundJob for StateSync {
                 }
                 _ = tick.tick(), if up && !held.is_empty() => self.flush(&mut held).await,
                 change = remote.recv() => match change {
-                    Ok(change) => self.health.apply(&change, &(self.rules)()),
+                    Ok(change) => apply(&self.health, &change, &(self.rules)()),
                     Err(broadcast::error::RecvError::Lagged(missed)) => {
                         tracing::debug!(missed, "Shared state changes lagged; re-reading the snapshot.");
                         self.resync().await;

@@ -7,7 +7,6 @@
 //! the store fails, the unsent spend is kept for the next round.
 
 use super::{Books, Ledger, DAY_MS};
-use crate::gateway::Gateway;
 use crate::state::StateStore;
 use std::sync::PoisonError;
 use std::time::Duration;
@@ -76,8 +75,8 @@ impl Ledger {
 
 /// The sharing job (one per config generation).
 pub struct Flush {
-    /// The gateway whose config names the budgets.
-    pub gw: Gateway,
+    /// The generation's config (it names the budgets), ledger and store.
+    pub books: super::OwnedBooks,
 }
 
 impl crate::supervisor::BackgroundJob for Flush {
@@ -93,8 +92,9 @@ impl crate::supervisor::BackgroundJob for Flush {
                 () = shutdown.cancelled() => true,
             };
             // The store is set once the state backend is up; read it each round.
-            if let Some(store) = self.gw.shared.state.store() {
-                self.gw.shared.usage.flush((&self.gw).into(), store.as_ref(), crate::health::clock::now_ms()).await;
+            if let Some(store) = self.books.state.store() {
+                let b = &self.books;
+                b.ledger.flush(b.books(None), store.as_ref(), crate::health::clock::now_ms()).await;
             }
             if stop {
                 return;
@@ -133,7 +133,7 @@ mod tests {
         a.shared.usage.flush((&a).into(), &store, now).await;
         for gw in [&a, &b] {
             assert!((gw.shared.usage.spent_today("chat", now) - 1.4).abs() < 1e-9);
-            let plan = gw.shared.usage.budget_plan(gw, gw.cascades["chat"].clone(), now);
+            let plan = gw.shared.usage.budget_plan(&gw.config, &gw.shared.discovery, gw.cascades["chat"].clone(), now);
             assert!(plan.targets.is_empty());
         }
         // The next UTC day starts from zero.

@@ -19,11 +19,11 @@ pub mod flush;
 
 use crate::alerts::{AlertBus, Event};
 pub use crate::api::completion::Tokens;
+use crate::cascade::CascadePlan;
 use crate::config::{Config, Price};
 use crate::discovery::DiscoveryState;
-use crate::gateway::{CascadePlan, Gateway};
 use crate::metrics::{Metrics, TargetMetrics, UsageHandles};
-use serde_json::Value;
+use crate::state::StateStatus;
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex, PoisonError};
 
@@ -66,15 +66,39 @@ pub struct Books<'a> {
     pub handles: Option<&'a UsageHandles>,
 }
 
-impl<'a> From<&'a Gateway> for Books<'a> {
-    fn from(gw: &'a Gateway) -> Self {
-        Self {
-            config: &gw.config,
-            metrics: &gw.metrics,
-            alerts: &gw.shared.alerts,
-            discovery: &gw.shared.discovery,
-            handles: None,
+/// [`Books`] owned, for what outlives a request: the spend-sharing job and
+/// the meters of streamed answers.
+#[derive(Clone)]
+pub struct OwnedBooks {
+    pub config: Arc<Config>,
+    pub metrics: Arc<Metrics>,
+    pub alerts: Arc<AlertBus>,
+    pub discovery: Arc<DiscoveryState>,
+    pub ledger: Arc<Ledger>,
+    /// Where the shared store is (spend sharing), once the backend is up.
+    pub state: Arc<StateStatus>,
+}
+
+impl OwnedBooks {
+    /// Borrowed, with the answering target's series when known.
+    pub fn books<'a>(&'a self, handles: Option<&'a UsageHandles>) -> Books<'a> {
+        Books {
+            config: &self.config,
+            metrics: &self.metrics,
+            alerts: &self.alerts,
+            discovery: &self.discovery,
+            handles,
         }
+    }
+
+    /// A meter for a stream of `model_ref` answering in `cascade`: records
+    /// the stream's tokens once (see `cascade::stream::Meter`).
+    pub fn meter(&self, cascade: &str, model_ref: &str, target: Arc<TargetMetrics>) -> crate::cascade::stream::Meter {
+        let (books, cascade, model_ref) = (self.clone(), cascade.to_string(), model_ref.to_string());
+        Box::new(move |tokens| {
+            let b = books.books(Some(&target.usage));
+            books.ledger.record(b, &cascade, &model_ref, Some(tokens), crate::health::clock::now_ms());
+        })
     }
 }
 
@@ -96,9 +120,9 @@ pub fn price(config: &Config, discovery: &DiscoveryState, model_ref: &str) -> Op
 
 /// Free: a known zero price, or an OpenRouter-style `:free` id. An unknown
 /// price counts as paid (as in discovery's filters).
-pub fn is_free(gw: &Gateway, model_ref: &str) -> bool {
+pub fn is_free(config: &Config, discovery: &DiscoveryState, model_ref: &str) -> bool {
     model_ref.ends_with(":free")
-        || price(&gw.config, &gw.shared.discovery, model_ref).is_some_and(|p| p.input == 0.0 && p.output == 0.0)
+        || price(config, discovery, model_ref).is_some_and(|p| p.input == 0.0 && p.output == 0.0)
 }
 
 /// Today's spend per cascade, and which models were warned about.
@@ -184,80 +208,40 @@ impl Ledger {
 
     /// The plan to run: `plan` itself, or — when its cascade spent its
     /// daily budget today — a copy with only its free models.
-    pub fn budget_plan(&self, gw: &Gateway, plan: Arc<CascadePlan>, now_ms: u64) -> Arc<CascadePlan> {
-        let Some(limit) = gw.config.cascades.get(&plan.name).and_then(|c| c.daily_budget_usd) else { return plan };
+    pub fn budget_plan(
+        &self,
+        config: &Config,
+        discovery: &DiscoveryState,
+        plan: Arc<CascadePlan>,
+        now_ms: u64,
+    ) -> Arc<CascadePlan> {
+        let Some(limit) = config.cascades.get(&plan.name).and_then(|c| c.daily_budget_usd) else { return plan };
         if self.spent_today(&plan.name, now_ms) < limit {
             return plan;
         }
         let mut free = (*plan).clone();
-        free.targets.retain(|t| is_free(gw, &t.name));
+        free.targets.retain(|t| is_free(config, discovery, &t.name));
         Arc::new(free)
     }
 }
 
-/// What the route records after a served answer: the fallback-share
-/// counters and, for a whole answer, its cost (a stream's cost is taken
-/// from its usage chunk by a [`Meter`]).
-pub fn observe(gw: &Gateway, plan: &CascadePlan, served: &crate::cascade::Served) {
+/// What the handler records after a served answer: the fallback-share
+/// counters and, for a whole answer, its cost (a stream's cost is recorded
+/// by the meter the handler attaches to it, [`OwnedBooks::meter`]).
+pub fn observe(books: Books<'_>, ledger: &Ledger, plan: &CascadePlan, served: &crate::cascade::Served) {
     let now = crate::health::clock::now_ms();
     let first = plan.targets.first().map_or(0, |t| t.tier.index());
-    gw.shared.alerts.traffic.record(&served.cascade, served.tier.index() > first, now);
+    books.alerts.traffic.record(&served.cascade, served.tier.index() > first, now);
     if let crate::cascade::ServedBody::Complete(c) = &served.body {
         if served.handoff_id.is_none() {
             let target = plan.targets.iter().find(|t| t.name == served.model);
-            let books = Books { handles: target.map(|t| &t.metrics.usage), ..gw.into() };
+            let b = Books { handles: target.map(|t| &t.metrics.usage), ..books };
             // Without usage from the upstream: the prompt's estimate and four
             // characters a token of the answer.
             let tokens =
                 c.tokens().or_else(|| Some(Tokens { input: served.prompt_tokens, output: c.completion_tokens() }));
-            gw.shared.usage.record(books, &served.cascade, &served.model, tokens, now);
+            ledger.record(b, &served.cascade, &served.model, tokens, now);
         }
-    }
-}
-
-/// Records the cost of a streamed answer when its usage chunk passes
-/// (upstreams send one when the client asked for `include_usage`).
-pub struct Meter {
-    config: Arc<Config>,
-    metrics: Arc<Metrics>,
-    alerts: Arc<AlertBus>,
-    discovery: Arc<DiscoveryState>,
-    ledger: Arc<Ledger>,
-    cascade: String,
-    model_ref: String,
-    target: Arc<TargetMetrics>,
-}
-
-impl Meter {
-    /// A meter for `model_ref` answering in `cascade`, with its target's series.
-    pub fn new(gw: &Gateway, cascade: &str, model_ref: &str, target: Arc<TargetMetrics>) -> Self {
-        Self {
-            config: gw.config.clone(),
-            metrics: gw.metrics.clone(),
-            alerts: gw.shared.alerts.clone(),
-            discovery: gw.shared.discovery.clone(),
-            ledger: gw.shared.usage.clone(),
-            cascade: cascade.to_string(),
-            model_ref: model_ref.to_string(),
-            target,
-        }
-    }
-
-    /// Records the stream's usage (call once).
-    pub fn usage(&self, usage: &Value) {
-        self.tokens(Tokens::of(usage));
-    }
-
-    /// Records the stream's usage, read already (call once).
-    pub fn tokens(&self, tokens: Tokens) {
-        let books = Books {
-            config: &self.config,
-            metrics: &self.metrics,
-            alerts: &self.alerts,
-            discovery: &self.discovery,
-            handles: Some(&self.target.usage),
-        };
-        self.ledger.record(books, &self.cascade, &self.model_ref, Some(tokens), crate::health::clock::now_ms());
     }
 }
 

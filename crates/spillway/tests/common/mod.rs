@@ -5,8 +5,8 @@
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::disallowed_methods)]
 
 use serde_json::{json, Value};
-use spillway::gateway::{Gateway, Shared};
-use spillway::server::{self, AppState};
+use spillway::app::{App, Listener};
+use spillway::server::AppState;
 use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 
@@ -34,12 +34,12 @@ health:
   timeouts: { connect: 1s, first_token: 3s, idle: 3s, total: 10s }
 ";
 
-/// Starts a gateway from YAML.
+/// Starts a gateway from YAML through the composition root, serving on
+/// this test's event loop.
 pub async fn start(yaml: &str) -> TestGateway {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    launch(yaml, listener.local_addr().unwrap(), |state, shutdown| {
-        tokio::spawn(server::serve(listener, state, shutdown))
-    })
+    let addr = listener.local_addr().unwrap();
+    launch(yaml, addr, Listener::Here(listener))
 }
 
 /// Starts a gateway from YAML on `workers` serving threads of its own, as
@@ -47,25 +47,19 @@ pub async fn start(yaml: &str) -> TestGateway {
 pub async fn start_workers(yaml: &str, workers: usize) -> TestGateway {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     listener.set_nonblocking(true).unwrap();
-    launch(yaml, listener.local_addr().unwrap(), |state, shutdown| {
-        tokio::spawn(server::workers::serve(listener, state, shutdown, workers))
-    })
+    let addr = listener.local_addr().unwrap();
+    launch(yaml, addr, Listener::Workers(listener, Some(workers)))
 }
 
 type ServeTask = tokio::task::JoinHandle<std::io::Result<()>>;
 
-fn launch(
-    yaml: &str,
-    addr: std::net::SocketAddr,
-    serve: impl FnOnce(Arc<AppState>, CancellationToken) -> ServeTask,
-) -> TestGateway {
+/// `spillway serve`'s own start ([`App::start`]), with a test's listener.
+fn launch(yaml: &str, addr: std::net::SocketAddr, listener: Listener) -> TestGateway {
     let config = spillway::config::load_str(yaml, None, &|_| None).unwrap_or_else(|e| panic!("config:\n{e}"));
-    let gateway = Gateway::build(config, &Shared::default()).unwrap();
+    let app = App::start(config).unwrap();
+    let state = app.state.clone();
     let shutdown = CancellationToken::new();
-    // Background jobs (load monitors) stop with the test gateway.
-    gateway.start_background(&spillway::supervisor::Supervisor::new(shutdown.clone()));
-    let state = AppState::new(gateway);
-    let task = serve(state.clone(), shutdown.clone());
+    let task: ServeTask = tokio::spawn(app.serve(listener, shutdown.clone()));
     TestGateway { url: format!("http://{addr}"), state, shutdown, task: Some(task) }
 }
 

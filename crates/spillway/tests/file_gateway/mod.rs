@@ -5,9 +5,8 @@
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::disallowed_methods)]
 
 use serde_json::Value;
-use spillway::gateway::{Gateway, Shared};
-use spillway::server::{self, AppState};
-use spillway::supervisor::Supervisor;
+use spillway::app::{App, Listener};
+use spillway::server::AppState;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
@@ -41,36 +40,29 @@ pub struct FileGateway {
     pub state: Arc<AppState>,
     pub config_path: PathBuf,
     shutdown: CancellationToken,
-    supervisor: Supervisor,
+    task: tokio::task::JoinHandle<std::io::Result<()>>,
 }
 
 impl FileGateway {
-    /// Writes `yaml` to `dir/spillway.yaml` and serves it.
+    /// Writes `yaml` to `dir/spillway.yaml` and serves it, started as
+    /// `spillway serve` starts (the composition root, every job running).
     pub async fn start(dir: &Path, yaml: &str) -> Self {
-        Self::start_with(dir, yaml, &Shared::default()).await
-    }
-
-    /// The same, from `shared` (e.g. one holding a shared state store).
-    pub async fn start_with(dir: &Path, yaml: &str, shared: &Shared) -> Self {
         let config_path = dir.join("spillway.yaml");
         std::fs::write(&config_path, yaml).unwrap();
         let config = spillway::config::load_file(&config_path).unwrap_or_else(|e| panic!("config:\n{e}"));
-        let gateway = Gateway::build(config, shared).unwrap();
+        let app = App::start(config).unwrap();
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let url = format!("http://{}", listener.local_addr().unwrap());
         let shutdown = CancellationToken::new();
-        let supervisor = Supervisor::new(shutdown.clone());
-        gateway.start_background(&supervisor);
-        let state = AppState::new(gateway);
-        spillway::discovery::refresh::start(&state, &supervisor);
-        tokio::spawn(server::serve(listener, state.clone(), shutdown.clone()));
-        Self { url, state, config_path, shutdown, supervisor }
+        let state = app.state.clone();
+        let task = tokio::spawn(app.serve(Listener::Here(listener), shutdown.clone()));
+        Self { url, state, config_path, shutdown, task }
     }
 
-    /// Stops the server and its background jobs, and waits for the jobs.
+    /// Stops the server and every background job, and waits for them.
     pub async fn stop(self) {
         self.shutdown.cancel();
-        self.supervisor.stop(Duration::from_secs(5)).await;
+        let _ = tokio::time::timeout(Duration::from_secs(10), self.task).await;
     }
 
     /// The model refs of a cascade's plan, last resort included.

@@ -3,32 +3,21 @@
 //!
 //! A [`Gateway`] is immutable; hot reload builds a new one and swaps it in
 //! atomically, so requests in flight finish on the one they started with.
+//! Every gateway built from one config shares that config generation's
+//! background jobs ([`Generation`]); they stop when the last gateway of the
+//! generation is dropped.
 
-use crate::cascade::Target;
+use super::generation::Generation;
+use crate::cascade::{CascadePlan, Target};
 use crate::config::{CascadeSource, Config, DiscoverySpec, ModelRef};
 use crate::discovery::{BuiltCascade, DiscoveryState, Reason};
 use crate::health::HealthRegistry;
-use crate::metrics::{CascadeMetrics, Metrics};
+use crate::metrics::Metrics;
 use crate::outcome::Tier;
 use crate::providers::{BuildError, Provider};
 use indexmap::IndexMap;
 use std::collections::HashMap;
 use std::sync::Arc;
-
-/// A cascade ready to run.
-#[derive(Debug, Clone)]
-pub struct CascadePlan {
-    /// Its name (`direct` for a model ref sent as `model`).
-    pub name: String,
-    /// Models in order, the last resort included.
-    pub targets: Vec<Target>,
-    /// Queue for a person when everything failed.
-    pub handoff: bool,
-    /// No first token by then: also start the next model.
-    pub hedge_after: Option<std::time::Duration>,
-    /// Metric handles.
-    pub metrics: Arc<CascadeMetrics>,
-}
 
 /// What outlives a config generation: metrics, health, discovery.
 #[derive(Debug, Default, Clone)]
@@ -73,6 +62,9 @@ pub struct Gateway {
     pub prompts: Arc<crate::prompts::Prompts>,
     /// What outlives this generation, to build the next one from.
     pub shared: Shared,
+    /// This config generation's background jobs, shared by every gateway
+    /// built from it (a discovery refresh's copies too).
+    pub jobs: Arc<Generation>,
 }
 
 impl Gateway {
@@ -97,6 +89,7 @@ impl Gateway {
             load,
             prompts,
             shared: shared.clone(),
+            jobs: Arc::new(Generation::default()),
         })
     }
 
@@ -106,17 +99,70 @@ impl Gateway {
         Self { cascades: plans(&self.config, &self.providers, &self.shared), ..self.clone() }
     }
 
-    /// Starts this generation's background jobs (load monitors) on a child
-    /// of `supervisor`; they stop with it, or when this gateway is dropped
-    /// after a reload. Call once per built gateway.
-    pub fn start_background(&self, supervisor: &crate::supervisor::Supervisor) {
-        self.load.start(supervisor);
-        crate::alerts::dispatch::start(self, supervisor);
-        supervisor.spawn(crate::handoff::Retention {
-            desk: self.shared.handoff.clone(),
-            retention: self.config.handoff.retention,
-        });
-        supervisor.spawn(crate::usage::flush::Flush { gw: self.clone() });
+    /// Starts this generation's background jobs on a child of
+    /// `supervisor`: load monitors, alert dispatch and sinks, the
+    /// fallback-share rule, handoff retention, spend sharing. Each takes the
+    /// narrow handles it needs, never a gateway, so the jobs stop when the
+    /// last gateway of the generation drops (a reload) or with `supervisor`.
+    /// A second call does nothing.
+    pub fn start_jobs(&self, supervisor: &crate::supervisor::Supervisor) {
+        let Some(jobs) = self.jobs.start(supervisor) else { return };
+        self.load.start(jobs);
+        let cfg = &self.config;
+        crate::alerts::dispatch::start(
+            crate::alerts::dispatch::Wiring {
+                config: &cfg.alerts,
+                handoff_webhook: cfg.handoff.webhook.as_ref(),
+                cascades: cfg.cascades.keys().cloned().collect(),
+                bus: &self.shared.alerts,
+                health: &self.health,
+                discovery: &self.shared.discovery,
+                state: &self.shared.state,
+            },
+            jobs,
+        );
+        jobs.spawn(crate::handoff::Retention { desk: self.shared.handoff.clone(), retention: cfg.handoff.retention });
+        jobs.spawn(crate::usage::flush::Flush { books: self.books() });
+    }
+
+    /// The narrow handle the cascade runner reads.
+    pub fn runner(&self) -> crate::cascade::Context<'_> {
+        crate::cascade::Context {
+            health: &self.health,
+            rules: &self.config.health,
+            load: &self.load,
+            prompts: &self.prompts,
+            schemas: &self.shared.schemas,
+            metrics: &self.metrics,
+        }
+    }
+
+    /// What the handoff tier touches.
+    pub fn handoff(&self) -> crate::handoff::Handoff<'_> {
+        crate::handoff::Handoff {
+            desk: &self.shared.handoff,
+            state: &self.config.state,
+            config: &self.config.handoff,
+            alerts: &self.shared.alerts,
+            metrics: &self.metrics,
+        }
+    }
+
+    /// Open handoff items now (see `handoff::depth`).
+    pub async fn handoff_depth(&self) -> Option<u64> {
+        crate::handoff::depth(self.handoff(), self.cascades.values().any(|c| c.handoff)).await
+    }
+
+    /// What cost accounting touches (owned: jobs and streams keep it).
+    pub fn books(&self) -> crate::usage::OwnedBooks {
+        crate::usage::OwnedBooks {
+            config: self.config.clone(),
+            metrics: self.metrics.clone(),
+            alerts: self.shared.alerts.clone(),
+            discovery: self.shared.discovery.clone(),
+            ledger: self.shared.usage.clone(),
+            state: self.shared.state.clone(),
+        }
     }
 
     /// Resolves a request's `model`: a cascade, `auto` (the first cascade),
@@ -223,4 +269,16 @@ fn discovered(
         }
     }
     refs
+}
+
+impl<'a> From<&'a Gateway> for crate::usage::Books<'a> {
+    fn from(gw: &'a Gateway) -> Self {
+        Self {
+            config: &gw.config,
+            metrics: &gw.metrics,
+            alerts: &gw.shared.alerts,
+            discovery: &gw.shared.discovery,
+            handles: None,
+        }
+    }
 }

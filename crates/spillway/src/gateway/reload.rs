@@ -4,10 +4,11 @@
 //!
 //! Requests in flight hold an `Arc` of the gateway they started on and
 //! finish there. Health, metrics and discovery live in
-//! [`crate::gateway::Shared`] and carry over; discovered cascades are
+//! [`super::Shared`] and carry over; discovered cascades are
 //! rebuilt for the new config from the cached listings at once, and a
 //! refresh is asked for when the new config has a provider with no listing
-//! yet. The old generation's background jobs stop when its gateway drops.
+//! yet. The old generation's background jobs stop when its last gateway drops
+//! (requests in flight on it finish first).
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -15,11 +16,11 @@ use std::sync::Arc;
 use serde::Serialize;
 use tokio_util::sync::CancellationToken;
 
+use super::build::Gateway;
+use super::live::Live;
 use crate::config::{Config, ConfigErrors};
 use crate::discovery::refresh::build_round;
 use crate::discovery::{CascadeDiff, DiscoveryEvent};
-use crate::gateway::Gateway;
-use crate::server::AppState;
 use crate::supervisor::BackgroundJob;
 
 /// A reload that took effect.
@@ -58,8 +59,8 @@ impl ReloadError {
 }
 
 /// Re-reads and applies the config file the gateway was started from.
-pub async fn reload(state: &AppState) -> Result<Reloaded, ReloadError> {
-    let discovery = state.gateway.load().shared.discovery.clone();
+pub async fn reload(state: &Live) -> Result<Reloaded, ReloadError> {
+    let discovery = state.load().shared.discovery.clone();
     let result = reload_inner(state).await;
     match &result {
         Ok(r) => {
@@ -80,17 +81,17 @@ pub async fn reload(state: &AppState) -> Result<Reloaded, ReloadError> {
     result
 }
 
-async fn reload_inner(state: &AppState) -> Result<Reloaded, ReloadError> {
-    let path = state.gateway.load().config.source.clone().ok_or(ReloadError::NoFile)?;
+async fn reload_inner(state: &Live) -> Result<Reloaded, ReloadError> {
+    let path = state.load().config.source.clone().ok_or(ReloadError::NoFile)?;
     let read_path = path.clone();
     let config = tokio::task::spawn_blocking(move || crate::config::load_file(&read_path))
         .await
         .map_err(|e| ReloadError::Build(format!("the config reader stopped: {e}")))?
         .map_err(ReloadError::Invalid)?;
 
-    let discovery = state.gateway.load().shared.discovery.clone();
+    let discovery = state.load().shared.discovery.clone();
     let _applying = discovery.apply.lock().await;
-    let old_gw = state.gateway.load_full();
+    let old_gw = state.load_full();
     let needs_restart = needs_restart(&old_gw.config, &config);
     let old_round = discovery.current();
     let (round, changes) =
@@ -106,10 +107,9 @@ async fn reload_inner(state: &AppState) -> Result<Reloaded, ReloadError> {
             return Err(ReloadError::Build(e.to_string()));
         }
     };
-    if let Some(supervisor) = discovery.supervisor.get() {
-        gateway.start_background(supervisor);
-    }
-    state.gateway.store(Arc::new(gateway));
+    // Starts the new generation's jobs; the old ones stop with the old
+    // generation's last gateway.
+    state.store(Arc::new(gateway));
     if missing_listing {
         discovery.request_refresh();
     }
@@ -136,13 +136,32 @@ fn needs_restart(old: &Config, new: &Config) -> Vec<&'static str> {
 }
 
 /// Reloads on every SIGHUP until shutdown (Unix only).
+///
+/// The signal handler is installed when this is made, not when the job
+/// first runs: a SIGHUP between start-up and the job's first poll must
+/// reload, not kill the process (SIGHUP's default action).
 pub struct ReloadOnSighup {
-    state: Arc<AppState>,
+    state: Arc<Live>,
+    #[cfg(unix)]
+    hup: Option<tokio::signal::unix::Signal>,
 }
 
 impl ReloadOnSighup {
-    /// Watches SIGHUP for `state`.
-    pub fn new(state: Arc<AppState>) -> Self {
+    /// Installs the SIGHUP handler now, for `state`. Needs a runtime.
+    pub fn new(state: Arc<Live>) -> Self {
+        #[cfg(unix)]
+        {
+            use tokio::signal::unix::{signal, SignalKind};
+            let hup = match signal(SignalKind::hangup()) {
+                Ok(s) => Some(s),
+                Err(e) => {
+                    tracing::warn!(error = %e, "Cannot watch SIGHUP; reload with POST /admin/config/reload.");
+                    None
+                }
+            };
+            Self { state, hup }
+        }
+        #[cfg(not(unix))]
         Self { state }
     }
 }
@@ -155,13 +174,9 @@ impl BackgroundJob for ReloadOnSighup {
     async fn run(self, shutdown: CancellationToken) {
         #[cfg(unix)]
         {
-            use tokio::signal::unix::{signal, SignalKind};
-            let mut hup = match signal(SignalKind::hangup()) {
-                Ok(s) => s,
-                Err(e) => {
-                    tracing::warn!(error = %e, "Cannot watch SIGHUP; reload with POST /admin/config/reload.");
-                    return;
-                }
+            let Some(mut hup) = self.hup else {
+                shutdown.cancelled().await;
+                return;
             };
             loop {
                 tokio::select! {

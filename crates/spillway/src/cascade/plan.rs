@@ -1,0 +1,70 @@
+//! What a cascade is when a request runs it: its targets in order, each
+//! with the health entries and metric handles it was built with.
+//!
+//! Plans are built by the gateway (start-up, reload, discovery refresh) and
+//! shared by every request through an `Arc`; the runner only reads them.
+
+use crate::config::ModelRef;
+use crate::health::{HealthRegistry, ModelHealth, ProviderHealth};
+use crate::metrics::{CascadeMetrics, Metrics, TargetMetrics};
+use crate::outcome::Tier;
+use crate::providers::Provider;
+use std::sync::Arc;
+
+/// One model of a cascade, ready to call.
+#[derive(Debug, Clone)]
+pub struct Target {
+    pub model_ref: ModelRef,
+    /// `provider/model`, rendered once for headers, bodies and logs.
+    pub name: String,
+    pub tier: Tier,
+    pub provider: Arc<Provider>,
+    /// Its context window, when the config or the listing knows it.
+    pub context: Option<u64>,
+    /// Resolved when the plan is built, so the request path never looks
+    /// health up by name.
+    pub health: Arc<ModelHealth>,
+    pub provider_health: Arc<ProviderHealth>,
+    /// Built once per plan: an attempt only increments atomics.
+    pub metrics: Arc<TargetMetrics>,
+}
+
+impl Target {
+    /// Builds a target with its health entries and metric handles.
+    pub fn new(
+        model_ref: ModelRef,
+        tier: Tier,
+        provider: Arc<Provider>,
+        metrics: &Metrics,
+        health: &HealthRegistry,
+        cascade: &str,
+    ) -> Self {
+        let m = metrics.target(cascade, &model_ref.provider, &model_ref.model);
+        let name = model_ref.to_string();
+        let context = provider.config.models.iter().find(|s| s.id == model_ref.model).and_then(|s| s.context);
+        Self {
+            health: health.model(&name),
+            provider_health: health.provider(&model_ref.provider),
+            name,
+            model_ref,
+            tier,
+            provider,
+            context,
+            metrics: m,
+        }
+    }
+}
+
+/// A cascade ready to run.
+#[derive(Debug, Clone)]
+pub struct CascadePlan {
+    /// The cascade's name (`direct` for a model ref sent as `model`).
+    pub name: String,
+    /// Models in order, the last resort included.
+    pub targets: Vec<Target>,
+    /// Queue for a person when everything failed (the handler does it).
+    pub handoff: bool,
+    /// No first token by then: also start the next model.
+    pub hedge_after: Option<std::time::Duration>,
+    pub metrics: Arc<CascadeMetrics>,
+}

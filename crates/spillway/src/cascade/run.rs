@@ -1,0 +1,139 @@
+//! The runner's loop: for one request, walk the cascade's targets in order
+//! until one answers, keeping every attempt's reason.
+
+use super::attempt::{self, Answer, Attempted};
+use super::context::Context;
+use super::gate;
+use super::json::JsonPlan;
+use super::plan::CascadePlan;
+use super::served::{NoAnswer, Served, ServedBody, Unanswered};
+use super::settle::{Finish, RequestOutcome};
+use super::stream::Forward;
+use super::walk::Walk;
+use crate::api::wire::Stamp;
+use crate::api::{ApiError, ChatRequest};
+use crate::outcome::{AttemptError, Failure};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use tokio::time::Instant;
+
+/// Serves one request through its cascade: the answer, or why there is none.
+pub async fn run(ctx: Context<'_>, plan: &Arc<CascadePlan>, req: &ChatRequest) -> Result<Served, Unanswered> {
+    let started = Instant::now();
+    let finish = Finish::new(plan.metrics.clone(), started);
+    let json = match JsonPlan::of(req, ctx.schemas) {
+        Ok(json) => json,
+        Err(e) => return Err(Unanswered { why: NoAnswer::Invalid(e), attempts: Vec::new(), calls: 0, finish }),
+    };
+    let walk = Walk {
+        ctx,
+        plan,
+        req,
+        deadline: started + ctx.rules.timeouts.total,
+        calls: AtomicU32::new(0),
+        log: Mutex::new(Vec::new()),
+        min_context: AtomicU64::new(0),
+        json,
+    };
+    let mut next = 0;
+    while next < plan.targets.len() {
+        if Instant::now() >= walk.deadline {
+            break;
+        }
+        let Some((i, pass)) = gate::next_admitted(&walk, &plan.targets, next) else {
+            break;
+        };
+        next = i + 1;
+        // The attempt's future is made where it is awaited: bound to a local
+        // first, it would take its size twice in this future's state.
+        let attempted = match plan.hedge_after {
+            None => attempt::run(&walk, i, pass).await,
+            Some(after) => {
+                let primary = attempt::run(&walk, i, pass);
+                // Boxed: two attempts side by side would double the size of
+                // every request's future, hedged or not.
+                let (attempted, hedged_to) = Box::pin(attempt::hedged(&walk, i, primary, after)).await;
+                if let Some(j) = hedged_to {
+                    next = next.max(j + 1);
+                }
+                attempted
+            }
+        };
+        for (target, error) in attempted.failures {
+            walk.note(&target.name, error.to_string());
+            tracing::debug!(model = %target.name, reason = %error, "Attempt failed.");
+            if let Some(rejected) = rejected(&walk, target, error) {
+                return Err(unanswered(walk, NoAnswer::Rejected(rejected), finish));
+            }
+        }
+        if let Some(win) = attempted.winner {
+            return Ok(serve(&walk, win, finish));
+        }
+    }
+    // Past `timeouts.total` the models may only be slow, not dead.
+    let why = if Instant::now() >= walk.deadline { NoAnswer::TimedOut } else { NoAnswer::AllFailed };
+    Err(unanswered(walk, why, finish))
+}
+
+fn unanswered(walk: Walk<'_>, why: NoAnswer, finish: Finish) -> Unanswered {
+    let calls = walk.calls.load(Ordering::Relaxed);
+    let attempts = walk.log.into_inner().unwrap_or_else(PoisonError::into_inner);
+    Unanswered { why, attempts, calls, finish }
+}
+
+/// What a failure means for the walk (its health effects were settled with
+/// the attempt): the client's own error to return as is, or go on — with
+/// only larger models after a context-length rejection.
+fn rejected(walk: &Walk<'_>, target: &super::plan::Target, error: AttemptError) -> Option<ApiError> {
+    match error.failure {
+        Failure::ContextLength => {
+            let floor = target.context.map(|c| c + 1).unwrap_or(walk.req.prompt_tokens);
+            walk.min_context.fetch_max(floor, Ordering::Relaxed);
+            None
+        }
+        Failure::InvalidRequest { status, body } => {
+            Some(ApiError::UpstreamRejected { status, body, message: format!("{}: {}", target.name, error.detail) })
+        }
+        _ => None,
+    }
+}
+
+/// Turns the winning attempt into the client's response. A whole answer is
+/// settled here; a stream settles where it ends (see [`Forward`]).
+fn serve(walk: &Walk<'_>, win: Attempted<'_>, finish: Finish) -> Served {
+    let Attempted { target, answer, ticket, load_profile } = win;
+    let body = match answer {
+        Answer::Complete(c) => {
+            // Stamped (our id, `model` = the model ref) and validated in the attempt.
+            ticket.answered();
+            finish.settle(RequestOutcome::Ok);
+            ServedBody::Complete(c)
+        }
+        Answer::Stream { head, rest } => {
+            let idle = walk.ctx.rules.timeouts.idle;
+            let stamp = Stamp::new(target.name.clone());
+            let req = walk.req;
+            ServedBody::Forward(Forward::new(
+                head,
+                rest,
+                stamp,
+                idle,
+                req.include_usage,
+                req.prompt_tokens,
+                ticket,
+                finish,
+            ))
+        }
+    };
+    Served {
+        prompt_tokens: walk.req.prompt_tokens,
+        cascade: walk.plan.name.clone(),
+        model: target.name.clone(),
+        tier: target.tier,
+        attempts: walk.calls.load(Ordering::Relaxed),
+        load_profile,
+        handoff_id: None,
+        escalated: false,
+        body,
+    }
+}

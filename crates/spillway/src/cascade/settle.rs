@@ -1,0 +1,239 @@
+//! Where an attempt's outcome is settled: exactly once, whether its answer
+//! was whole or streamed.
+//!
+//! Every attempt that passes the gates gets a [`Ticket`], which holds its
+//! gate pass (bulkhead slot, half-open probe) for as long as the attempt
+//! lives — through the stream it may become. The ticket is settled once:
+//! a whole answer when it has been checked, a stream when it ends cleanly
+//! (finish reason and `[DONE]`), a failure wherever it happens (before the
+//! first token or after it: cut, stalled past `timeouts.idle`, in-band
+//! error). A ticket dropped unsettled — the client went away, a hedge lost
+//! — is abandoned: neither a success nor a failure of the model.
+//!
+//! That one settlement is the only thing that reports an attempt's outcome:
+//! the breaker and its probe, dead marks, TTFT samples (and through the
+//! health registry's observer the shared state store), and the attempt and
+//! served metrics. [`Finish`] does the same for the request as a whole
+//! (`spillway_requests_total`, its duration).
+
+use super::gate::Pass;
+use super::plan::{CascadePlan, Target};
+use crate::config::BreakerConfig;
+use crate::health::clock::now_ms;
+use crate::health::{DeadReason, HealthRegistry};
+use crate::metrics::CascadeMetrics;
+use crate::outcome::{AttemptError, Failure};
+use std::sync::Arc;
+use tokio::time::{Duration, Instant};
+
+/// How an attempt ended.
+#[derive(Debug)]
+pub enum Settled<'e> {
+    /// A whole answer passed its checks, or a stream ended cleanly.
+    Answered,
+    /// It failed, before or after its first token.
+    Failed(&'e AttemptError),
+    /// Dropped unsettled: the client disconnected or a hedge won.
+    Abandoned,
+}
+
+/// The health rules a settlement applies, copied from the config the
+/// attempt started under (a reload mid-stream does not change them).
+#[derive(Debug, Clone, Copy)]
+pub struct Rules {
+    pub breaker: BreakerConfig,
+    pub dead_ttl: Duration,
+}
+
+/// One attempt in flight; see the module docs.
+pub struct Ticket {
+    plan: Arc<CascadePlan>,
+    index: usize,
+    health: Arc<HealthRegistry>,
+    rules: Rules,
+    pass: Pass,
+    started: Instant,
+    first_token: Option<Duration>,
+    /// A successful answer's headers said the quota is used up for this long.
+    exhausted: Option<Duration>,
+    settled: bool,
+}
+
+fn ms(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+}
+
+impl Ticket {
+    /// A ticket for `plan.targets[index]`, holding the pass its gate gave.
+    pub fn new(plan: &Arc<CascadePlan>, index: usize, health: &Arc<HealthRegistry>, rules: Rules, pass: Pass) -> Self {
+        Self {
+            plan: plan.clone(),
+            index,
+            health: health.clone(),
+            rules,
+            pass,
+            started: Instant::now(),
+            first_token: None,
+            exhausted: None,
+            settled: false,
+        }
+    }
+
+    /// The target this attempt calls.
+    pub fn target(&self) -> &Target {
+        &self.plan.targets[self.index]
+    }
+
+    /// Starts the clock again (a retry of the same model).
+    pub fn restart(&mut self) {
+        self.started = Instant::now();
+    }
+
+    /// The first token (or the whole answer) arrived now; returns the time
+    /// it took. Recorded with the outcome when the attempt settles.
+    pub fn first_token(&mut self, exhausted: Option<Duration>) -> Duration {
+        let ttft = self.started.elapsed();
+        self.first_token = Some(ttft);
+        self.exhausted = exhausted;
+        ttft
+    }
+
+    /// Settles the attempt as answered.
+    pub fn answered(mut self) {
+        self.settle(Settled::Answered);
+    }
+
+    /// Settles the attempt as failed.
+    pub fn failed(mut self, error: &AttemptError) {
+        self.settle(Settled::Failed(error));
+    }
+
+    /// The one place an attempt's outcome is reported.
+    fn settle(&mut self, how: Settled<'_>) {
+        if std::mem::replace(&mut self.settled, true) {
+            return;
+        }
+        let target = &self.plan.targets[self.index];
+        let health = &target.health;
+        let now = now_ms();
+        if let Some(ttft) = self.first_token {
+            health.record_ttft(ttft.as_secs_f64() * 1000.0);
+            target.metrics.ttft.observe(ttft.as_secs_f64());
+        }
+        if let Some(reset) = self.exhausted {
+            tracing::info!(model = %target.name, reset_ms = ms(reset), "Quota used up: skipping the model until it resets.");
+            health.mark_dead(now + ms(reset), DeadReason::QuotaUsedUp);
+        }
+        match how {
+            Settled::Answered => {
+                target.metrics.attempt_ok();
+                target.metrics.served(target.tier.index());
+                health.success(&self.rules.breaker, &self.health.events);
+                self.pass.settle();
+            }
+            Settled::Failed(error) => {
+                target.metrics.attempt_failed(&error.failure);
+                if self.judge(error, now) {
+                    self.pass.settle();
+                }
+            }
+            Settled::Abandoned => {
+                tracing::debug!(model = %target.name, "Attempt abandoned (client gone or hedge lost); not counted.");
+            }
+        }
+    }
+
+    /// What a failure does to health (SPEC §6's table); true when the
+    /// breaker recorded it (so a half-open probe is spent, not released).
+    fn judge(&self, error: &AttemptError, now: u64) -> bool {
+        let target = &self.plan.targets[self.index];
+        let dead_until = |d: Option<Duration>| now + ms(d.unwrap_or(self.rules.dead_ttl));
+        match &error.failure {
+            Failure::RateLimited { retry_after } => {
+                target.health.mark_dead(dead_until(*retry_after), DeadReason::RateLimited);
+            }
+            Failure::QuotaExhausted => {
+                let until = dead_until(None);
+                target.health.mark_dead(until, DeadReason::QuotaExhausted);
+                // A free-tier cap is per account (OpenRouter): every `:free`
+                // model of the provider is capped with it.
+                if target.model_ref.model.ends_with(":free") {
+                    self.health.cap_free_tier(&target.model_ref.provider, until, DeadReason::QuotaExhausted);
+                }
+            }
+            Failure::Forbidden => target.health.mark_dead(dead_until(None), DeadReason::Forbidden),
+            Failure::NotFound => target.health.mark_dead(dead_until(None), DeadReason::NotFound),
+            Failure::Empty => target.health.mark_dead(dead_until(None), DeadReason::Empty),
+            Failure::AuthRejected => self.health.reject_key(&target.model_ref.provider, dead_until(None)),
+            f if f.is_breaker_failure() => {
+                target.health.failure(&self.rules.breaker, &self.health.events);
+                return true;
+            }
+            _ => {}
+        }
+        false
+    }
+}
+
+impl Drop for Ticket {
+    fn drop(&mut self) {
+        self.settle(Settled::Abandoned);
+    }
+}
+
+/// How a request ended, for `spillway_requests_total`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RequestOutcome {
+    /// A model's answer reached its end.
+    Ok,
+    /// Queued for a person.
+    Handoff,
+    /// An error status, or a stream that failed after its first byte.
+    Error,
+}
+
+/// A request's own settlement: its outcome and duration, recorded once —
+/// when the answer is whole, when the stream ends, or (dropped unsettled)
+/// as a client disconnect.
+pub struct Finish {
+    metrics: Arc<CascadeMetrics>,
+    started: Instant,
+    settled: bool,
+}
+
+impl Finish {
+    /// Starts the request's clock.
+    pub fn new(metrics: Arc<CascadeMetrics>, started: Instant) -> Self {
+        Self { metrics, started, settled: false }
+    }
+
+    /// When the request started.
+    pub fn started(&self) -> Instant {
+        self.started
+    }
+
+    /// Records the outcome and the duration (once).
+    pub fn settle(mut self, outcome: RequestOutcome) {
+        self.record(Some(outcome));
+    }
+
+    fn record(&mut self, outcome: Option<RequestOutcome>) {
+        if std::mem::replace(&mut self.settled, true) {
+            return;
+        }
+        let counter = match outcome {
+            Some(RequestOutcome::Ok) => &self.metrics.ok,
+            Some(RequestOutcome::Handoff) => &self.metrics.handoff,
+            Some(RequestOutcome::Error) => &self.metrics.error,
+            None => &self.metrics.disconnected,
+        };
+        counter.inc();
+        self.metrics.duration.observe(self.started.elapsed().as_secs_f64());
+    }
+}
+
+impl Drop for Finish {
+    fn drop(&mut self) {
+        self.record(None);
+    }
+}

@@ -1,0 +1,218 @@
+//! The chat handler (`POST /v1/chat/completions`, SPEC §5): everything
+//! around the runner.
+//!
+//! Before it: the client key, the body (bounded in size), the concurrency
+//! slot, validation, the cascade (`model`), escalation and the daily
+//! budget. Then the runner ([`cascade::run`]) walks the cascade. After it,
+//! and only here: the handoff when no model answered, cost and the
+//! fallback-share counters, and the request's outcome for the unanswered
+//! case (an answered request settles itself: whole answers in the runner,
+//! streams where they end).
+
+use super::routes::{bearer, same};
+use super::AppState;
+use crate::api::{ApiError, ChatRequest};
+use crate::cascade::{self, CascadePlan, NoAnswer, RequestOutcome, Served, ServedBody, Unanswered};
+use crate::gateway::Gateway;
+use axum::body::{Body, Bytes};
+use axum::http::{header, HeaderName, HeaderValue};
+use axum::response::{IntoResponse, Response};
+use futures_util::StreamExt;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+/// Holds one slot of `max_concurrent_requests`.
+struct Permit(Arc<AppState>);
+
+impl Drop for Permit {
+    fn drop(&mut self) {
+        self.0.in_flight.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+/// `POST /v1/chat/completions`. The server calls it directly, without the
+/// router (see `server::Front`); the router serves the same handler to
+/// anything that goes through it (and `spillway drill` calls it in-process).
+pub async fn chat<B>(state: Arc<AppState>, request: http::Request<B>) -> Response
+where
+    B: hyper::body::Body<Data = Bytes> + Send + 'static,
+    B::Error: std::error::Error + Send + Sync + 'static,
+{
+    match chat_inner(state, request).await {
+        Ok(r) => r,
+        Err(e) => e.into_response(),
+    }
+}
+
+async fn chat_inner<B>(state: Arc<AppState>, request: http::Request<B>) -> Result<Response, ApiError>
+where
+    B: hyper::body::Body<Data = Bytes> + Send + 'static,
+    B::Error: std::error::Error + Send + Sync + 'static,
+{
+    let gw = state.gateway.load_full();
+    let server = &gw.config.server;
+    let mut key_id = None;
+    if !server.api_keys.is_empty() {
+        let key = bearer(request.headers()).ok_or(ApiError::Unauthorized)?;
+        if !server.api_keys.iter().any(|k| same(k.expose(), key)) {
+            return Err(ApiError::Unauthorized);
+        }
+        key_id = Some(crate::handoff::key_id(key));
+    }
+    let escalate = crate::escalation::rules::forced(request.headers());
+    if state.in_flight.fetch_add(1, Ordering::AcqRel) >= server.max_concurrent_requests {
+        state.in_flight.fetch_sub(1, Ordering::AcqRel);
+        return Err(ApiError::Overloaded);
+    }
+    let permit = Permit(state.clone());
+    let limit = server.max_body_bytes;
+    let declared = request
+        .headers()
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<usize>().ok());
+    if declared.is_some_and(|n| n > limit) {
+        return Err(ApiError::BodyTooLarge(limit));
+    }
+    let bytes = crate::providers::http::read_to_end(request.into_body(), limit)
+        .await
+        .map_err(|_| ApiError::BodyTooLarge(limit))?;
+    let mut req = ChatRequest::parse(bytes)?;
+    req.caller = key_id;
+    let plan = gw.resolve(&req.model).ok_or_else(|| ApiError::ModelNotFound(req.model.clone()))?;
+    let (plan, escalated) =
+        crate::escalation::rules::choose(&gw.config.escalation, &gw.cascades, &gw.metrics, plan, &req, escalate);
+    let now = crate::health::clock::now_ms();
+    let plan = gw.shared.usage.budget_plan(&gw.config, &gw.shared.discovery, plan, now);
+    let mut served = match cascade::run(gw.runner(), &plan, &req).await {
+        Ok(served) => served,
+        Err(unanswered) => Box::pin(unanswered_request(&gw, &plan, &req, unanswered)).await?,
+    };
+    served.escalated = escalated;
+    crate::usage::observe((&*gw).into(), &gw.shared.usage, &plan, &served);
+    if let ServedBody::Forward(f) = &mut served.body {
+        if let Some(target) = plan.targets.iter().find(|t| t.name == served.model) {
+            f.meter(gw.books().meter(&plan.name, &target.name, target.metrics.clone()));
+        }
+    }
+    Ok(respond(served, permit))
+}
+
+/// No model answered: the handoff when the cascade has one, else the error
+/// — and the request's outcome either way.
+async fn unanswered_request(
+    gw: &Gateway,
+    plan: &CascadePlan,
+    req: &ChatRequest,
+    un: Unanswered,
+) -> Result<Served, ApiError> {
+    let Unanswered { why, attempts, calls, finish } = un;
+    let timed_out = match why {
+        NoAnswer::Rejected(e) | NoAnswer::Invalid(e) => {
+            finish.settle(RequestOutcome::Error);
+            return Err(e);
+        }
+        NoAnswer::TimedOut => true,
+        NoAnswer::AllFailed => false,
+    };
+    // Past `timeouts.total` the models may only be slow, not dead.
+    if !timed_out {
+        gw.shared.alerts.publish(crate::alerts::Event::CascadeDead { cascade: plan.name.clone() });
+    }
+    if plan.handoff {
+        // The last tier, also after the deadline: a person answers instead.
+        match crate::handoff::queue(gw.handoff(), plan, req, &attempts, calls).await {
+            Ok(served) => {
+                finish.settle(RequestOutcome::Handoff);
+                return Ok(served);
+            }
+            Err(e) => {
+                tracing::error!(cascade = %plan.name, error = %e, "Cannot queue a request for a person; answering 503.");
+                finish.settle(RequestOutcome::Error);
+                return Err(ApiError::AllModelsFailed { cascade: plan.name.clone(), attempts });
+            }
+        }
+    }
+    finish.settle(RequestOutcome::Error);
+    if timed_out {
+        return Err(ApiError::Timeout);
+    }
+    Err(ApiError::AllModelsFailed { cascade: plan.name.clone(), attempts })
+}
+
+// Checked at compile time (`from_static` in a const), not per response.
+const X_CASCADE: HeaderName = HeaderName::from_static("x-spillway-cascade");
+const X_MODEL: HeaderName = HeaderName::from_static("x-spillway-model");
+const X_TIER: HeaderName = HeaderName::from_static("x-spillway-tier");
+const X_ATTEMPTS: HeaderName = HeaderName::from_static("x-spillway-attempts");
+const X_LOAD_PROFILE: HeaderName = HeaderName::from_static("x-spillway-load-profile");
+const X_HANDOFF_ID: HeaderName = HeaderName::from_static("x-spillway-handoff-id");
+const X_ESCALATED: HeaderName = HeaderName::from_static("x-spillway-escalated");
+const X_ACCEL_BUFFERING: HeaderName = HeaderName::from_static("x-accel-buffering");
+
+/// A small count as a header value without allocating.
+fn count_value(n: u32) -> HeaderValue {
+    const DIGITS: [&str; 10] = ["0", "1", "2", "3", "4", "5", "6", "7", "8", "9"];
+    usize::try_from(n)
+        .ok()
+        .and_then(|i| DIGITS.get(i))
+        .map_or_else(|| HeaderValue::from(n), |d| HeaderValue::from_static(d))
+}
+
+fn header_value(s: &str) -> HeaderValue {
+    HeaderValue::from_str(s).unwrap_or_else(|_| HeaderValue::from_static("invalid"))
+}
+
+fn respond(served: Served, permit: Permit) -> Response {
+    let Served { cascade, model, tier, attempts, load_profile, handoff_id, escalated, body, .. } = served;
+    let stream = match body {
+        ServedBody::Complete(c) => {
+            drop(permit);
+            let bytes = c.to_bytes();
+            let mut r = Response::new(Body::from(bytes));
+            r.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+            return headers(r, &cascade, &model, tier, attempts, load_profile, handoff_id, escalated);
+        }
+        ServedBody::Forward(f) => f.into_stream(),
+        ServedBody::Canned(s) => s,
+    };
+    // The permit lives as long as the stream does.
+    let s = stream.map(move |chunk| {
+        let _held = &permit;
+        chunk
+    });
+    let mut r = Response::new(Body::from_stream(s));
+    let h = r.headers_mut();
+    h.insert(header::CONTENT_TYPE, HeaderValue::from_static("text/event-stream"));
+    h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    h.insert(X_ACCEL_BUFFERING, HeaderValue::from_static("no"));
+    headers(r, &cascade, &model, tier, attempts, load_profile, handoff_id, escalated)
+}
+
+#[allow(clippy::too_many_arguments)]
+fn headers(
+    mut resp: Response,
+    cascade: &str,
+    model: &str,
+    tier: crate::outcome::Tier,
+    attempts: u32,
+    load_profile: Option<String>,
+    handoff_id: Option<String>,
+    escalated: bool,
+) -> Response {
+    let h = resp.headers_mut();
+    h.insert(X_CASCADE, header_value(cascade));
+    h.insert(X_MODEL, header_value(model));
+    h.insert(X_TIER, HeaderValue::from_static(tier.as_str()));
+    h.insert(X_ATTEMPTS, count_value(attempts));
+    if let Some(profile) = load_profile {
+        h.insert(X_LOAD_PROFILE, header_value(&profile));
+    }
+    if let Some(id) = handoff_id {
+        h.insert(X_HANDOFF_ID, header_value(&id));
+    }
+    if escalated {
+        h.insert(X_ESCALATED, HeaderValue::from_static("true"));
+    }
+    resp
+}
