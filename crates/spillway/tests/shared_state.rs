@@ -106,6 +106,17 @@ impl Instance {
         (r.status().as_u16(), model)
     }
 
+    /// Streams a chat request to its end; the status, the model and the last event.
+    async fn chat_stream(&self) -> (u16, String, String) {
+        let body = json!({"model": "c", "stream": true, "messages": [{"role": "user", "content": "Hi"}]});
+        let r = client().post(format!("{}/v1/chat/completions", self.url)).json(&body).send().await.unwrap();
+        let status = r.status().as_u16();
+        let model = r.headers().get("x-spillway-model").and_then(|v| v.to_str().ok()).unwrap_or_default().to_string();
+        let text = r.text().await.unwrap();
+        let last = text.split("\n\n").filter_map(|e| e.strip_prefix("data: ")).last().unwrap_or_default().to_string();
+        (status, model, last)
+    }
+
     async fn model_state(&self, model: &str) -> Value {
         let v: Value = client()
             .get(format!("{}/admin/state", self.url))
@@ -187,6 +198,47 @@ async fn failures_split_over_a_and_b_open_one_shared_breaker() {
         assert_eq!(inst.chat().await, (200, "up1/m".to_string()));
     }
     assert_eq!(up0.calls(), 5, "no instance calls a model behind an open shared breaker");
+}
+
+/// The streamed twin: a streamed answer on B is an outcome the shared
+/// breaker hears of, so failures on either side of it are not "in a row".
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_streamed_answer_on_b_resets_the_shared_failure_count() {
+    let Some((url, _server)) = any_redis("a_streamed_answer_on_b_resets_the_shared_failure_count").await else {
+        return;
+    };
+    let (up0, up1, hook) =
+        (FakeUpstream::start().await, FakeUpstream::start().await, FakeUpstream::start_at("/hook").await);
+    up1.set_default(Reply::stream(&["from ", "up1"]));
+    let prefix = unique_prefix("shared-stream-reset");
+    let hook_url = format!("{}/hook", hook.origin());
+    let a = start("a", &url, &prefix, &[&up0, &up1], &hook_url).await;
+    let b = start("b", &url, &prefix, &[&up0, &up1], &hook_url).await;
+    let fail = || Reply::error(500, "server_error", "boom");
+    // 4 failures split over A and B (5 in a row open the shared breaker)...
+    for inst in [&a, &b, &a, &b] {
+        up0.push(fail());
+        assert_eq!(inst.chat_stream().await.1, "up1/m");
+    }
+    // ...then a streamed answer from up0 on B...
+    up0.push(Reply::stream(&["up0 ", "is fine"]));
+    let (status, model, last) = b.chat_stream().await;
+    assert_eq!((status, model.as_str(), last.as_str()), (200, "up0/m", "[DONE]"));
+    // (Answers are batched for 50 ms before they go to the store; failures
+    // go at once. These are separate processes on real time.)
+    tokio::time::sleep(Duration::from_millis(150)).await;
+    // ...so 4 more failures are 4 in a row, not 8: the breaker stays closed.
+    for inst in [&a, &b, &a, &b] {
+        up0.push(fail());
+        assert_eq!(inst.chat_stream().await.1, "up1/m");
+    }
+    // Shared changes travel through Redis: give a trip time to arrive.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    for inst in [&a, &b] {
+        assert_eq!(inst.model_state("up0/m").await["breaker"]["state"], "closed", "{}", inst.log());
+    }
+    up0.push(Reply::stream(&["still ", "called"]));
+    assert_eq!(a.chat_stream().await.1, "up0/m");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -92,6 +92,15 @@ impl TestGateway {
         client().get(format!("{}{path}", self.url)).send().await.unwrap()
     }
 
+    /// The value of one series of `/metrics` (`name{labels}` exactly as
+    /// exposed), 0 when it is absent.
+    pub async fn metric(&self, series: &str) -> f64 {
+        let text = self.get("/metrics").await.text().await.unwrap();
+        text.lines()
+            .find_map(|l| l.strip_prefix(series).and_then(|rest| rest.strip_prefix(' ')))
+            .map_or(0.0, |v| v.trim().parse().unwrap())
+    }
+
     /// `GET path` of the admin API with `token`; the JSON answer (200 asserted).
     pub async fn admin_get(&self, path: &str, token: &str) -> Value {
         let resp = client().get(format!("{}{path}", self.url)).bearer_auth(token).send().await.unwrap();
