@@ -172,7 +172,7 @@ impl Event {
 /// `YYYY-MM-DD HH:MM:SS UTC`.
 pub fn clock_text(ms: u64) -> String {
     let secs = ms / 1000;
-    let (y, m, d) = crate::usage::civil_day(secs / 86_400);
+    let (y, m, d) = crate::health::clock::civil_day(secs / 86_400);
     let t = secs % 86_400;
     format!("{y:04}-{m:02}-{d:02} {:02}:{:02}:{:02} UTC", t / 3600, t / 60 % 60, t % 60)
 }

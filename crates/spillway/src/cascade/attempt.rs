@@ -2,10 +2,11 @@
 //! connect errors; and hedging (a second model started when the first is
 //! slow to produce a token, the first token winning).
 
-use super::gate::{self, Pass};
+use super::gate;
+use super::pass::Pass;
 use super::plan::{CascadePlan, Target};
 use super::prepare;
-use super::settle::Ticket;
+use super::settle::{Rules, Ticket};
 use super::walk::Walk;
 use crate::api::completion::Completion;
 use crate::api::wire::Stamp;
@@ -50,7 +51,8 @@ pub struct Outcome<'a> {
 pub async fn run<'a>(walk: &Walk<'a>, index: usize, pass: Pass) -> Outcome<'a> {
     let plan: &'a CascadePlan = walk.plan;
     let target = &plan.targets[index];
-    let mut ticket = walk.ticket(index, pass);
+    let rules = Rules { breaker: walk.ctx.rules.breaker, dead_ttl: walk.ctx.rules.dead_ttl };
+    let mut ticket = Ticket::new(walk.plan, index, walk.ctx.health, rules, pass);
     let retries = walk.ctx.rules.retries;
     let mut tries = 0u32;
     loop {

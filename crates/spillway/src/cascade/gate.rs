@@ -3,41 +3,14 @@
 //! bulkhead has room. A target that fails a gate is skipped — recorded in
 //! the attempt log and metrics, but no upstream request is spent.
 
+use super::pass::Pass;
 use super::plan::Target;
 use super::prepare;
 use super::walk::Walk;
 use crate::health::breaker::Admission;
 use crate::health::clock::now_ms;
-use crate::health::ModelHealth;
 use crate::outcome::{AttemptError, Failure};
-use crate::providers::InFlight;
 use std::sync::atomic::Ordering;
-use std::sync::Arc;
-
-/// What a target holds while its attempt runs: a bulkhead slot and, for a
-/// half-open breaker, the probe. Dropping an unsettled pass releases the
-/// probe, so an abandoned attempt (client gone, hedge lost) never wedges a
-/// breaker in half-open.
-#[derive(Debug)]
-pub struct Pass {
-    _slot: InFlight,
-    probe: Option<Arc<ModelHealth>>,
-}
-
-impl Pass {
-    /// The attempt reached a verdict the breaker has recorded.
-    pub fn settle(&mut self) {
-        self.probe = None;
-    }
-}
-
-impl Drop for Pass {
-    fn drop(&mut self) {
-        if let Some(h) = self.probe.take() {
-            h.release_probe();
-        }
-    }
-}
 
 /// Why a target cannot be tried now, if it cannot.
 fn closed_gate(walk: &Walk<'_>, target: &Target) -> Option<AttemptError> {
@@ -91,8 +64,8 @@ pub fn next_admitted(walk: &Walk<'_>, targets: &[Target], start: usize) -> Optio
                 let state = target.health.breaker_state();
                 skipped(walk, target, &AttemptError::new(Failure::SkippedOpen, format!("breaker {}", state.label())));
             }
-            Admission::Pass => return Some((i, Pass { _slot: slot, probe: None })),
-            Admission::Probe => return Some((i, Pass { _slot: slot, probe: Some(target.health.clone()) })),
+            Admission::Pass => return Some((i, Pass::new(slot, None))),
+            Admission::Probe => return Some((i, Pass::new(slot, Some(target.health.clone())))),
         }
     }
     None

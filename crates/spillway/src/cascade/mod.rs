@@ -22,6 +22,7 @@ pub mod attempt;
 pub mod context;
 pub mod gate;
 pub mod json;
+pub mod pass;
 pub mod plan;
 pub mod prepare;
 pub mod run;

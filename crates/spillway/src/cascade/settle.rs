@@ -16,7 +16,7 @@
 //! served metrics. [`Finish`] does the same for the request as a whole
 //! (`spillway_requests_total`, its duration).
 
-use super::gate::Pass;
+use super::pass::Pass;
 use super::plan::{CascadePlan, Target};
 use crate::config::BreakerConfig;
 use crate::health::clock::now_ms;

@@ -3,10 +3,8 @@
 //! the answer's JSON must look like.
 
 use super::context::Context;
-use super::gate::Pass;
 use super::json::JsonPlan;
 use super::plan::CascadePlan;
-use super::settle::{Rules, Ticket};
 use crate::api::error::AttemptSummary;
 use crate::api::ChatRequest;
 use std::sync::atomic::{AtomicU32, AtomicU64};
@@ -40,11 +38,5 @@ impl Walk<'_> {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .push(AttemptSummary { model: model.to_string(), reason });
-    }
-
-    /// The ticket of an attempt on `plan.targets[index]`, admitted with `pass`.
-    pub fn ticket(&self, index: usize, pass: Pass) -> Ticket {
-        let rules = Rules { breaker: self.ctx.rules.breaker, dead_ttl: self.ctx.rules.dead_ttl };
-        Ticket::new(self.plan, index, self.ctx.health, rules, pass)
     }
 }

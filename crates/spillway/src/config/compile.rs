@@ -676,7 +676,7 @@ fn compile_prompt(cx: &mut Ctx, i: usize, p: RawPrompt, base_dir: &Path) -> Prom
     let template = p.template.map(|t| {
         let file = base_dir.join(&t);
         match std::fs::read_to_string(&file) {
-            Ok(source) => match crate::prompts::check_template(&source) {
+            Ok(source) => match check_template(&source) {
                 Ok(()) => template_source = Some(source),
                 Err(e) => {
                     cx.err(format!("{path}.template"), format!("template {} does not parse: {e}", file.display()))
@@ -715,5 +715,20 @@ fn compile_alerts(cx: &mut Ctx, a: RawAlerts) -> AlertsConfig {
         webhook,
         fallback_share,
         repeat_after: cx.duration("alerts.repeat_after", a.repeat_after.as_ref(), Duration::from_secs(1800)),
+    }
+}
+
+/// Checks a prompt template's syntax at compile time.
+fn check_template(source: &str) -> Result<(), String> {
+    let mut env = minijinja::Environment::new();
+    env.add_template("check", source).map(|_| ()).map_err(|e| e.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn template_syntax_errors_are_reported() {
+        assert!(super::check_template("{{ broken").is_err());
+        assert!(super::check_template("{% for m in messages %}{{ m.content }}{% endfor %}").is_ok());
     }
 }

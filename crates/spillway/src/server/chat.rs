@@ -9,7 +9,7 @@
 //! case (an answered request settles itself: whole answers in the runner,
 //! streams where they end).
 
-use super::routes::{bearer, same};
+use super::auth::{bearer, same};
 use super::AppState;
 use crate::api::{ApiError, ChatRequest};
 use crate::cascade::{self, CascadePlan, NoAnswer, RequestOutcome, Served, ServedBody, Unanswered};

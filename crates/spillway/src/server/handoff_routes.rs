@@ -7,13 +7,13 @@
 //! /admin/handoff?status=open|answered` lists items with their messages and
 //! attempts; `POST /admin/handoff/{id}/answer` with `{"text": …}` answers one.
 
-use super::routes::same;
+use super::auth::{bearer, same};
 use super::AppState;
 use crate::api::ApiError;
 use crate::handoff::{self, Answered, Status};
 use axum::body::Bytes;
 use axum::extract::{Path, Query, State};
-use axum::http::{header, HeaderMap, StatusCode};
+use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
@@ -48,10 +48,7 @@ fn not_found(id: &str) -> Response {
 async fn client_get(State(state): State<Arc<AppState>>, Path(id): Path<String>, headers: HeaderMap) -> Response {
     let gw = state.gateway.load_full();
     let keys = &gw.config.server.api_keys;
-    let caller = match headers.get(header::AUTHORIZATION).and_then(|v| v.to_str().ok()) {
-        Some(v) => v.strip_prefix("Bearer ").map(str::trim),
-        None => None,
-    };
+    let caller = bearer(&headers);
     let caller_id = if keys.is_empty() {
         None
     } else {

@@ -3,6 +3,7 @@
 //! `POST /v1/chat/completions` is served by [`super::chat`]; the rest are
 //! small read-only endpoints.
 
+use super::auth::{bearer, same};
 use super::AppState;
 use crate::api::ApiError;
 use axum::body::{Body, Bytes};
@@ -29,15 +30,6 @@ pub fn router(state: Arc<AppState>) -> Router {
         // The handler enforces `max_body_bytes` itself (413 in OpenAI shape).
         .layer(DefaultBodyLimit::disable())
         .with_state(state)
-}
-
-pub(crate) fn bearer(headers: &HeaderMap) -> Option<&str> {
-    headers.get(header::AUTHORIZATION)?.to_str().ok()?.strip_prefix("Bearer ").map(str::trim)
-}
-
-/// Compares in time independent of where the strings differ.
-pub(crate) fn same(a: &str, b: &str) -> bool {
-    a.len() == b.len() && a.bytes().zip(b.bytes()).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
 async fn chat_route(State(state): State<Arc<AppState>>, request: Request) -> Response {

@@ -27,27 +27,7 @@ use crate::state::StateStatus;
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex, PoisonError};
 
-/// Days since 1970-01-01 → (year, month, day), proleptic Gregorian
-/// (Howard Hinnant's `civil_from_days`; written by hand to avoid a date
-/// crate for one conversion).
-pub fn civil_day(days: u64) -> (u64, u64, u64) {
-    let z = days + 719_468;
-    let era = z / 146_097;
-    let doe = z % 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + u64::from(m <= 2);
-    (y, m, d)
-}
-
-/// `YYYY-MM-DD` of a UTC day number.
-pub fn day_text(day: u64) -> String {
-    let (y, m, d) = civil_day(day);
-    format!("{y:04}-{m:02}-{d:02}")
-}
+pub use crate::health::clock::{civil_day, day_text};
 
 const DAY_MS: u64 = 86_400_000;
 
@@ -270,12 +250,5 @@ mod tests {
         assert_eq!(price(&config, &d, "p/gift"), Some(Price { input: 0.0, output: 0.0 }));
         assert_eq!(price(&config, &d, "p/unknown"), None);
         assert_eq!(price(&config, &d, "q/x"), None);
-    }
-
-    #[test]
-    fn civil_days() {
-        assert_eq!(civil_day(0), (1970, 1, 1));
-        assert_eq!(civil_day(11_016), (2000, 2, 29));
-        assert_eq!(day_text(20_421), "2025-11-29");
     }
 }
