@@ -1,0 +1,53 @@
+//! Signals against the real binary: a SIGHUP that arrives the moment the
+//! listener accepts connections reloads the config instead of killing the
+//! process (its default action), because the handler is installed before
+//! the listener is bound.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::disallowed_methods)] // tests: fail loudly
+
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+#[test]
+fn a_sighup_right_after_start_reloads_instead_of_killing() {
+    let dir = std::env::temp_dir().join(format!("spillway-sighup-{}-{}", std::process::id(), fastrand::u64(..)));
+    std::fs::create_dir_all(&dir).unwrap();
+    for round in 0..5 {
+        let port = free_port();
+        let config = dir.join(format!("spillway-{round}.yaml"));
+        let yaml = format!(
+            "server: {{ listen: 127.0.0.1:{port} }}\nstate: {{ data_dir: {} }}\nproviders:\n  m: {{ kind: mock, models: [{{ id: a }}] }}\ncascades:\n  c: {{ models: [m/a] }}\n",
+            dir.join("data").display()
+        );
+        std::fs::write(&config, yaml).unwrap();
+        let mut child = Command::new(env!("CARGO_BIN_EXE_spillway"))
+            .args(["serve", "--config", config.to_str().unwrap()])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        // The first moment the port accepts a connection.
+        let mut up = false;
+        for _ in 0..2000 {
+            if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
+                up = true;
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        assert!(up, "round {round}: the gateway never listened");
+        let sent = Command::new("kill").args(["-HUP", &child.id().to_string()]).status().unwrap();
+        assert!(sent.success());
+        // Still alive and serving a moment later.
+        std::thread::sleep(Duration::from_millis(200));
+        assert!(child.try_wait().unwrap().is_none(), "round {round}: SIGHUP killed the process");
+        assert!(std::net::TcpStream::connect(("127.0.0.1", port)).is_ok(), "round {round}: stopped serving");
+        let _ = child.kill();
+        let _ = child.wait();
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
