@@ -110,6 +110,36 @@ async fn concurrency_limit_answers_503_with_retry_after() {
 }
 
 #[tokio::test]
+async fn slow_bodies_hold_no_slot_and_get_408() {
+    let up = FakeUpstream::start().await;
+    up.set_default(Reply::text("served"));
+    let gw = start(&config(&up, "  max_concurrent_requests: 2\n  body_read_timeout: 400ms")).await;
+    let addr = gw.url.trim_start_matches("http://").to_string();
+    // Five clients send their headers and a byte of a 100-byte body, then stall.
+    let mut slow = Vec::new();
+    for _ in 0..5 {
+        let mut sock = tokio::net::TcpStream::connect(&addr).await.unwrap();
+        sock.write_all(b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{")
+            .await
+            .unwrap();
+        slow.push(sock);
+    }
+    // Everyone else is still served: the stalled bodies hold no slot.
+    for _ in 0..3 {
+        assert_eq!(gw.post(&chat("chat", false)).await.status(), 200);
+    }
+    // And each stalled client gets a 408 once its body is overdue.
+    for mut sock in slow {
+        let mut buf = Vec::new();
+        let read = tokio::time::timeout(Duration::from_secs(5), sock.read_to_end(&mut buf)).await;
+        assert!(read.is_ok(), "the stalled body was never answered");
+        let text = String::from_utf8_lossy(&buf);
+        assert!(text.starts_with("HTTP/1.1 408"), "{text}");
+        assert!(text.contains("request_timeout"), "{text}");
+    }
+}
+
+#[tokio::test]
 async fn slow_clients_are_dropped_by_the_header_timeout() {
     let up = FakeUpstream::start().await;
     let gw = start(&config(&up, "  header_read_timeout: 200ms")).await;

@@ -178,6 +178,33 @@ async fn stalled_stream_ends_with_an_error_event() {
 }
 
 #[tokio::test]
+async fn timeouts_total_bounds_a_trickling_stream() {
+    let (a, b) = pair().await;
+    // A token every 150 ms, each under `idle`, for far longer than `total`.
+    let mut trickle = Reply::sse_raw(&[r#"data: {"choices":[{"index":0,"delta":{"role":"assistant","content":""}}]}
+
+"#]);
+    for _ in 0..100 {
+        let piece = r#"data: {"choices":[{"index":0,"delta":{"content":"tok "}}]}
+
+"#;
+        trickle = trickle
+            .then(test_upstreams::Step::Wait(Duration::from_millis(150)))
+            .then(test_upstreams::Step::Bytes(piece.into()));
+    }
+    a.push(trickle);
+    let yaml = config(&a, &b).replace("idle: 3s", "idle: 1s").replace("total: 10s", "total: 1s");
+    let gw = start(&yaml).await;
+    let started = tokio::time::Instant::now();
+    let events = sse_events(gw.post(&chat("chat", true)).await).await;
+    assert!(started.elapsed() < Duration::from_secs(3), "the stream ran for {:?}", started.elapsed());
+    assert!(streamed_text(&events).starts_with("tok "), "{events:?}");
+    let last: Value = serde_json::from_str(events.last().unwrap()).unwrap();
+    assert_eq!(last["error"]["code"], "timeout");
+    assert!(last["error"]["message"].as_str().unwrap().contains("timeouts.total"), "{last}");
+}
+
+#[tokio::test]
 async fn client_disconnect_cancels_the_upstream() {
     let (a, b) = pair().await;
     a.push(Reply::stream(&["first ", "second"]).hang_after(2));

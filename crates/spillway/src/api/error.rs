@@ -44,6 +44,12 @@ pub enum ApiError {
     /// The body exceeds `server.max_body_bytes`.
     #[error("request body is larger than the limit of {0} bytes")]
     BodyTooLarge(usize),
+    /// The client did not send its whole body within `server.body_read_timeout`.
+    #[error("the request body did not arrive within {0:?}")]
+    BodyTimeout(std::time::Duration),
+    /// The client's connection failed while sending the body.
+    #[error("the request body could not be read")]
+    BodyUnreadable,
     /// `server.max_concurrent_requests` reached.
     #[error("the gateway is at its concurrency limit; retry shortly")]
     Overloaded,
@@ -81,6 +87,8 @@ impl ApiError {
             Self::Unauthorized => StatusCode::UNAUTHORIZED,
             Self::ModelNotFound(_) | Self::NotFound => StatusCode::NOT_FOUND,
             Self::BodyTooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
+            Self::BodyTimeout(_) => StatusCode::REQUEST_TIMEOUT,
+            Self::BodyUnreadable => StatusCode::BAD_REQUEST,
             Self::Overloaded | Self::AllModelsFailed { .. } | Self::ShuttingDown => StatusCode::SERVICE_UNAVAILABLE,
             Self::UpstreamRejected { status, .. } => StatusCode::from_u16(*status).unwrap_or(StatusCode::BAD_REQUEST),
             Self::Timeout => StatusCode::GATEWAY_TIMEOUT,
@@ -96,6 +104,8 @@ impl ApiError {
             Self::ModelNotFound(_) => ("invalid_request_error", Some("model_not_found")),
             Self::NotFound => ("invalid_request_error", Some("not_found")),
             Self::BodyTooLarge(_) => ("invalid_request_error", Some("request_too_large")),
+            Self::BodyTimeout(_) => ("invalid_request_error", Some("request_timeout")),
+            Self::BodyUnreadable => ("invalid_request_error", Some("invalid_body")),
             Self::Overloaded => ("server_error", Some("overloaded")),
             Self::AllModelsFailed { .. } => ("all_models_failed", Some("all_models_failed")),
             Self::UpstreamRejected { .. } => ("invalid_request_error", None),

@@ -118,6 +118,7 @@ fn serve(walk: &Walk<'_>, win: Attempted<'_>, finish: Finish) -> Served {
                 rest,
                 stamp,
                 idle,
+                walk.deadline,
                 req.include_usage,
                 req.prompt_tokens,
                 ticket,

@@ -9,6 +9,8 @@
 //! request; a failure — an upstream error, a cut stream, silence longer
 //! than `timeouts.idle` — ends the stream with an OpenAI-style error event,
 //! fails the attempt (breaker, metrics) and makes the request an `error`.
+//! `timeouts.total` bounds the whole stream: past it the stream ends with
+//! the timeout error event.
 //! When the client disconnects, hyper drops this stream, which drops the
 //! upstream response (cancelling the upstream request), abandons the
 //! ticket (not counted against the model) and records a disconnect.
@@ -24,7 +26,7 @@ use futures_util::stream::BoxStream;
 use futures_util::StreamExt;
 use std::collections::VecDeque;
 use std::convert::Infallible;
-use tokio::time::{timeout, Duration};
+use tokio::time::{timeout_at, Duration, Instant};
 
 /// Told the stream's token counts once: from its usage chunk when one
 /// passes, else an estimate when the stream ends (so cost and budgets see
@@ -41,6 +43,9 @@ struct State {
     rest: ChunkStream,
     stamp: Stamp,
     idle: Duration,
+    /// `timeouts.total` from the request's start: it bounds the whole
+    /// stream, not only its first token (a trickle under `idle` ends too).
+    deadline: Instant,
     include_usage: bool,
     saw_finish: bool,
     done: bool,
@@ -122,6 +127,7 @@ impl Forward {
         rest: ChunkStream,
         stamp: Stamp,
         idle: Duration,
+        deadline: Instant,
         include_usage: bool,
         prompt_tokens: u64,
         ticket: Ticket,
@@ -132,6 +138,7 @@ impl Forward {
             rest,
             stamp,
             idle,
+            deadline,
             include_usage,
             saw_finish: false,
             done: false,
@@ -167,8 +174,11 @@ async fn next_event(st: &mut State) -> Bytes {
     loop {
         let next = match st.head.pop_front() {
             Some(item) => Some(Ok(item)),
-            None => match timeout(st.idle, st.rest.next()).await {
+            None => match timeout_at(st.deadline.min(Instant::now() + st.idle), st.rest.next()).await {
                 Ok(item) => item,
+                Err(_) if Instant::now() >= st.deadline => {
+                    Some(Err(AttemptError::new(Failure::Timeout, "the stream ran past timeouts.total")))
+                }
                 Err(_) => {
                     Some(Err(AttemptError::new(Failure::Timeout, "the stream stalled longer than timeouts.idle")))
                 }

@@ -192,6 +192,11 @@ fn compile_server(cx: &mut Ctx, s: RawServer) -> ServerConfig {
             s.header_read_timeout.as_ref(),
             Duration::from_secs(10),
         ),
+        body_read_timeout: cx.duration(
+            "server.body_read_timeout",
+            s.body_read_timeout.as_ref(),
+            Duration::from_secs(10),
+        ),
         shutdown_grace: cx.duration("server.shutdown_grace", s.shutdown_grace.as_ref(), Duration::from_secs(30)),
     }
 }

@@ -108,6 +108,9 @@ pub struct ServerConfig {
     pub max_concurrent_requests: usize,
     /// Deadline for a client's request headers.
     pub header_read_timeout: Duration,
+    /// Deadline for a client's request body (a slow body never holds a
+    /// concurrency slot: it is read first).
+    pub body_read_timeout: Duration,
     /// Grace period for in-flight requests at shutdown.
     pub shutdown_grace: Duration,
     /// Serving threads (`spillway serve`).

@@ -61,6 +61,9 @@ pub struct RawServer {
     pub max_concurrent_requests: Option<u64>,
     /// How long a client may take to send its request headers (default `10s`).
     pub header_read_timeout: Option<String>,
+    /// How long a client may take to send its request body (default `10s`);
+    /// slower gets 408. The body is read before a concurrency slot is taken.
+    pub body_read_timeout: Option<String>,
     /// How long in-flight requests may run after SIGTERM/SIGINT (default `30s`).
     pub shutdown_grace: Option<String>,
     /// Threads serving requests, each with its own event loop and upstream

@@ -60,11 +60,9 @@ where
         key_id = Some(crate::handoff::key_id(key));
     }
     let escalate = crate::escalation::rules::forced(request.headers());
-    if state.in_flight.fetch_add(1, Ordering::AcqRel) >= server.max_concurrent_requests {
-        state.in_flight.fetch_sub(1, Ordering::AcqRel);
-        return Err(ApiError::Overloaded);
-    }
-    let permit = Permit(state.clone());
+    // The body first, bounded in size and time, and only then a slot: a
+    // client trickling its body must not hold one of
+    // `max_concurrent_requests` while others wait.
     let limit = server.max_body_bytes;
     let declared = request
         .headers()
@@ -74,9 +72,18 @@ where
     if declared.is_some_and(|n| n > limit) {
         return Err(ApiError::BodyTooLarge(limit));
     }
-    let bytes = crate::providers::http::read_to_end(request.into_body(), limit)
-        .await
-        .map_err(|_| ApiError::BodyTooLarge(limit))?;
+    let read = crate::providers::http::read_to_end(request.into_body(), limit);
+    let bytes = match tokio::time::timeout(server.body_read_timeout, read).await {
+        Err(_) => return Err(ApiError::BodyTimeout(server.body_read_timeout)),
+        Ok(Err(crate::providers::http::ReadError::TooLarge)) => return Err(ApiError::BodyTooLarge(limit)),
+        Ok(Err(_)) => return Err(ApiError::BodyUnreadable),
+        Ok(Ok(bytes)) => bytes,
+    };
+    if state.in_flight.fetch_add(1, Ordering::AcqRel) >= server.max_concurrent_requests {
+        state.in_flight.fetch_sub(1, Ordering::AcqRel);
+        return Err(ApiError::Overloaded);
+    }
+    let permit = Permit(state.clone());
     let mut req = ChatRequest::parse(bytes)?;
     req.caller = key_id;
     let plan = gw.resolve(&req.model).ok_or_else(|| ApiError::ModelNotFound(req.model.clone()))?;
