@@ -193,10 +193,49 @@ async fn model_auto_and_direct_refs() {
     let gw = start(&config(&a, &b)).await;
     let resp = gw.post(&chat("auto", false)).await;
     assert_eq!(header(&resp, "x-spillway-cascade"), "chat");
+    // A model the config names is reachable directly.
+    let resp = gw.post(&chat("b/model-b", false)).await;
+    assert_eq!(resp.status(), 200);
+    assert_eq!(header(&resp, "x-spillway-model"), "b/model-b");
+    // One it does not name is not, unless the provider allows any model.
+    let calls = b.calls();
+    let resp = gw.post(&chat("b/some-other-model", false)).await;
+    assert_eq!(resp.status(), 404);
+    let err: serde_json::Value = resp.json().await.unwrap();
+    assert_eq!(err["error"]["code"], "model_not_found");
+    assert_eq!(b.calls(), calls, "nothing was called");
+    let open = config(&a, &b).replace("test-key-b\n", "test-key-b\n    allow_any_model: true\n");
+    let gw = start(&open).await;
     let resp = gw.post(&chat("b/some-other-model", false)).await;
     assert_eq!(resp.status(), 200);
     assert_eq!(header(&resp, "x-spillway-model"), "b/some-other-model");
-    assert_eq!(b.requests()[0]["model"], "some-other-model");
+    assert_eq!(b.requests().last().unwrap()["model"], "some-other-model");
+}
+
+#[tokio::test]
+async fn invented_model_refs_cannot_grow_state_without_bound() {
+    let (a, b) = two_upstreams().await;
+    b.set_default(Reply::text("any"));
+    let open = config(&a, &b).replace("test-key-b\n", "test-key-b\n    allow_any_model: true\n");
+    let gw = start(&open).await;
+    for i in 0..100 {
+        let resp = gw.post(&chat(&format!("b/invented-{i}"), false)).await;
+        assert_eq!(resp.status(), 200);
+        assert_eq!(header(&resp, "x-spillway-model"), format!("b/invented-{i}"), "the answer names the ref asked for");
+    }
+    let metrics = gw.get("/metrics").await.text().await.unwrap();
+    let ids: std::collections::HashSet<&str> = metrics
+        .lines()
+        .filter(|l| l.starts_with("spillway_attempts_total{") && l.contains(r#"provider="b""#))
+        .filter_map(|l| l.split(r#"model=""#).nth(1)?.split('"').next())
+        .collect();
+    // The 64 first invented ids, the configured model-b, and `other`.
+    assert_eq!(ids.len(), spillway::gateway::build::UNLISTED_PER_PROVIDER + 2, "{ids:?}");
+    assert!(ids.contains("other"));
+    let other = r#"spillway_attempts_total{cascade="direct",provider="b",model="other",result="ok"}"#;
+    assert_eq!(gw.metric(other).await, (100 - spillway::gateway::build::UNLISTED_PER_PROVIDER) as f64);
+    let known = gw.state.gateway.load().health.models().len();
+    assert!(known <= spillway::gateway::build::UNLISTED_PER_PROVIDER + 2, "{known} health entries");
 }
 
 #[tokio::test]

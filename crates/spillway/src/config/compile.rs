@@ -372,6 +372,7 @@ fn compile_provider(cx: &mut Ctx, name: &str, p: RawProvider, base_dir: &Path) -
             .native_json
             .unwrap_or(matches!(kind, ProviderKind::OpenAi | ProviderKind::Anthropic | ProviderKind::Mock)),
         load,
+        allow_any_model: p.allow_any_model.unwrap_or(false),
     })
 }
 

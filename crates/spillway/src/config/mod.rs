@@ -206,6 +206,10 @@ pub struct ProviderConfig {
     pub skip_when_lazy: bool,
     /// Honours `response_format` natively.
     pub native_json: bool,
+    /// Clients may name models of this provider that neither the config nor
+    /// the listing knows (`provider/anything`); their per-model state is
+    /// capped (see `gateway::build`).
+    pub allow_any_model: bool,
     /// Load monitoring.
     pub load: Option<LoadConfig>,
 }

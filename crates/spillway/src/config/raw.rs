@@ -135,6 +135,9 @@ pub struct RawProvider {
     pub native_json: Option<bool>,
     /// Load-aware degradation (SPEC §9).
     pub load: Option<RawLoad>,
+    /// Let clients name any model of this provider as `provider/model`
+    /// (default false: only models the config names or the listing has).
+    pub allow_any_model: Option<bool>,
 }
 
 /// `providers.*.discovery`

@@ -38,6 +38,8 @@ pub struct Shared {
     pub handoff: Arc<crate::handoff::Desk>,
     /// Cost and daily spend per cascade.
     pub usage: Arc<crate::usage::Ledger>,
+    /// Client-invented model refs seen so far (bounded).
+    pub unlisted: Arc<Unlisted>,
 }
 
 /// Everything a request needs, built from one config.
@@ -176,12 +178,13 @@ impl Gateway {
         }
         let r = ModelRef::parse(model)?;
         let provider = self.providers.get(&r.provider)?.clone();
-        if provider.config.kind == crate::config::ProviderKind::Mock
-            && !provider.config.models.iter().any(|m| m.id == r.model)
-        {
+        let target = if self.knows(&r) {
+            Target::new(r, Tier::Preferred, provider, &self.metrics, &self.health, "direct")
+        } else if provider.config.allow_any_model && provider.config.kind != crate::config::ProviderKind::Mock {
+            self.shared.unlisted.target(r, provider, &self.metrics, &self.health)
+        } else {
             return None;
-        }
-        let target = Target::new(r, Tier::Preferred, provider, &self.metrics, &self.health, "direct");
+        };
         Some(Arc::new(CascadePlan {
             name: "direct".into(),
             targets: vec![target],
@@ -189,6 +192,60 @@ impl Gateway {
             hedge_after: None,
             metrics: self.metrics.cascade("direct"),
         }))
+    }
+}
+
+impl Gateway {
+    /// Whether `r` is a model the config or the provider's listing names: a
+    /// static model, a model of some cascade, or one the latest listing has.
+    fn knows(&self, r: &ModelRef) -> bool {
+        let Some(provider) = self.providers.get(&r.provider) else { return false };
+        provider.config.models.iter().any(|m| m.id == r.model)
+            || self.cascades.values().any(|p| p.targets.iter().any(|t| t.model_ref == *r))
+            || self
+                .shared
+                .discovery
+                .current()
+                .listings
+                .get(&r.provider)
+                .is_some_and(|l| l.models.iter().any(|m| m.id == r.model))
+    }
+}
+
+/// Client-invented model refs of `allow_any_model` providers: the first
+/// [`UNLISTED_PER_PROVIDER`] ids of a provider get their own health entry
+/// and metric series like any model; past that, every further id shares
+/// the `other` series and gets a health entry of its own request only, so
+/// random ids cannot grow memory or `/metrics` without bound.
+#[derive(Debug, Default)]
+pub struct Unlisted {
+    seen: std::sync::Mutex<HashMap<String, std::collections::HashSet<String>>>,
+}
+
+/// How many client-invented ids per provider keep their own state.
+pub const UNLISTED_PER_PROVIDER: usize = 64;
+
+impl Unlisted {
+    fn target(&self, r: ModelRef, provider: Arc<Provider>, metrics: &Metrics, health: &HealthRegistry) -> Target {
+        let admitted = {
+            let mut seen = self.seen.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            let ids = seen.entry(r.provider.clone()).or_default();
+            ids.contains(&r.model) || (ids.len() < UNLISTED_PER_PROVIDER && ids.insert(r.model.clone()))
+        };
+        if admitted {
+            return Target::new(r, Tier::Preferred, provider, metrics, health, "direct");
+        }
+        let name = r.to_string();
+        Target {
+            metrics: metrics.target("direct", &r.provider, "other"),
+            health: health.detached(&name),
+            provider_health: health.provider(&r.provider),
+            name,
+            model_ref: r,
+            tier: Tier::Preferred,
+            provider,
+            context: None,
+        }
     }
 }
 

@@ -383,6 +383,12 @@ impl HealthRegistry {
             .clone()
     }
 
+    /// An entry for `key` that is not kept in the registry (for refs whose
+    /// state must not outlive their request: see `gateway::Unlisted`).
+    pub fn detached(&self, key: &str) -> Arc<ModelHealth> {
+        Arc::new(ModelHealth::new(key.to_string(), Arc::default()))
+    }
+
     /// The entry of a provider (created on first use).
     pub fn provider(&self, name: &str) -> Arc<ProviderHealth> {
         lock(&self.providers).entry(name.to_string()).or_default().clone()

@@ -347,6 +347,7 @@ mod tests {
             skip_when_lazy: false,
             native_json: true,
             load: None,
+            allow_any_model: false,
         };
         MockProvider::new(&config)
     }
