@@ -113,7 +113,7 @@ fn serve(walk: &Walk<'_>, win: Attempted<'_>, finish: Finish) -> Served {
             let idle = walk.ctx.rules.timeouts.idle;
             let stamp = Stamp::new(target.name.clone());
             let req = walk.req;
-            ServedBody::Forward(Forward::new(
+            ServedBody::Forward(Box::new(Forward::new(
                 head,
                 rest,
                 stamp,
@@ -123,7 +123,7 @@ fn serve(walk: &Walk<'_>, win: Attempted<'_>, finish: Finish) -> Served {
                 req.prompt_tokens,
                 ticket,
                 finish,
-            ))
+            )))
         }
     };
     Served {
