@@ -55,7 +55,7 @@ impl App {
     /// Builds the gateway from `config` and starts every background job:
     /// the generation's (load monitors, alerts, handoff retention, spend
     /// sharing), then the process's (shared state when `state.backend:
-    /// redis`, discovery refresh, reload on SIGHUP — its handler installed
+    /// redis`, the handoff spool's drain, discovery refresh, reload on SIGHUP — its handler installed
     /// before this returns, so a SIGHUP right after start reloads instead of
     /// killing the process). Needs a tokio runtime; does no network I/O.
     pub fn start(config: Config) -> Result<Self, StartError> {
@@ -70,6 +70,7 @@ impl App {
             crate::state::sync::start_redis(&state_config, &shared.health, &shared.state, &supervisor, rules)?;
         }
         supervisor.spawn(crate::gateway::refresh::job(&live));
+        supervisor.spawn(crate::handoff::spool::Drain { desk: shared.handoff.clone() });
         supervisor.spawn(crate::gateway::reload::ReloadOnSighup::new(live.clone()));
         Ok(Self { state: AppState::new(live), supervisor })
     }

@@ -76,3 +76,56 @@ async fn two_instances_share_the_queue() {
         let () = redis::cmd("DEL").arg(keys).query_async(&mut conn).await.unwrap();
     }
 }
+
+mod redis_support;
+
+/// With Redis down, a handoff answers within its deadlines (the item goes to
+/// the spool in `data_dir`, nothing the client was told is lost), the admin
+/// API answers fast, and the item reaches Redis once Redis is back.
+#[tokio::test]
+async fn a_handoff_while_redis_is_down_is_spooled_and_drained() {
+    let Some(mut server) = redis_support::own_redis("a_handoff_while_redis_is_down_is_spooled").await else { return };
+    let prefix = redis_support::unique_prefix("handoff-spool");
+    let dir = std::env::temp_dir().join(format!("spillway-spool-{}-{}", std::process::id(), fastrand::u64(..)));
+    let yaml = format!(
+        "server:\n  admin_token: adm\nstate:\n  backend: redis\n  redis_url: {}\n  key_prefix: \"{prefix}\"\n  data_dir: {}\nproviders:\n  down:\n    kind: mock\n    models:\n      - {{ id: m, behavior: {{ error_rate: 1.0, error_status: 503 }} }}\n{FAST_HEALTH}cascades:\n  support:\n    models: [down/m]\n    handoff: true\n",
+        server.url(),
+        dir.display()
+    );
+    let gw = start(&yaml).await;
+    server.stop();
+    let started = tokio::time::Instant::now();
+    let resp = gw.post(&chat("support", false)).await;
+    assert_eq!(resp.status(), 200);
+    assert_eq!(header(&resp, "x-spillway-tier"), "handoff");
+    let id = header(&resp, "x-spillway-handoff-id").to_string();
+    assert!(started.elapsed() < std::time::Duration::from_secs(4), "the handoff took {:?}", started.elapsed());
+    assert!(dir.join(spillway::handoff::spool::SPOOL_FILE).exists(), "the item was spooled in data_dir");
+
+    // The admin API answers fast and shows the spooled item.
+    let started = tokio::time::Instant::now();
+    let state = gw.admin_get("/admin/state", "adm").await;
+    assert!(started.elapsed() < std::time::Duration::from_secs(4), "/admin/state took {:?}", started.elapsed());
+    assert!(state.is_object());
+    let list = gw.admin_get("/admin/handoff?status=open", "adm").await;
+    assert_eq!(list["data"][0]["id"], id.as_str());
+    let item = gw.get(&format!("/v1/handoff/{id}")).await;
+    assert_eq!(item.status(), 200);
+
+    // Redis returns: the drain job moves the item there.
+    assert!(server.restart().await);
+    let q = spillway::handoff::redis::RedisQueue::new(&server.url(), &prefix).unwrap();
+    let mut in_redis = false;
+    for _ in 0..200 {
+        use spillway::handoff::Queue;
+        if q.get(&id).await.ok().flatten().is_some() {
+            in_redis = true;
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    assert!(in_redis, "the spooled item never reached Redis");
+    let list = gw.admin_get("/admin/handoff?status=open", "adm").await;
+    assert_eq!(list["data"].as_array().unwrap().len(), 1, "listed once, not twice: {list}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

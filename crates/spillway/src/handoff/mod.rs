@@ -17,6 +17,7 @@
 
 pub mod redis;
 pub mod reply;
+pub mod spool;
 pub mod sqlite;
 
 use crate::alerts::AlertBus;
@@ -135,6 +136,8 @@ pub trait Queue: Send + Sync + 'static {
 #[derive(Default)]
 pub struct Desk {
     queue: OnceCell<Arc<dyn Queue>>,
+    /// The same queue, when it is Redis with a spool (for the drain job).
+    spooled: std::sync::OnceLock<Arc<spool::Spooled>>,
 }
 
 impl std::fmt::Debug for Desk {
@@ -157,13 +160,20 @@ impl Desk {
                             .redis_url
                             .as_ref()
                             .ok_or_else(|| HandoffError::Store("state.redis_url is not set".into()))?;
-                        Arc::new(redis::RedisQueue::connect(url.expose(), &cfg.key_prefix).await?)
+                        let q = Arc::new(spool::Spooled::new(url.expose(), &cfg.key_prefix, cfg.data_dir.clone())?);
+                        let _ = self.spooled.set(q.clone());
+                        q
                     }
                 };
                 Ok(q)
             })
             .await
             .cloned()
+    }
+
+    /// The Redis queue's spool, once the queue is open with `backend: redis`.
+    pub fn spooled(&self) -> Option<Arc<spool::Spooled>> {
+        self.spooled.get().cloned()
     }
 
     /// The queue if it is open already (for jobs that must not open it).

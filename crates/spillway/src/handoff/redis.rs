@@ -19,12 +19,26 @@ use futures_util::future::BoxFuture;
 use futures_util::FutureExt;
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use serde::{Deserialize, Serialize};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
-/// The Redis-backed queue.
+/// The most one Redis call of the queue may take (a request or an admin
+/// call is waiting on it); the connection's own timeouts are shorter.
+pub const CALL_DEADLINE: Duration = Duration::from_secs(1);
+/// After a failure, calls fail at once for this long instead of each
+/// waiting out its deadline against a server known to be down.
+const DOWN_FOR_MS: u64 = 1_000;
+
+/// The Redis-backed queue. It connects on first use, never waits longer
+/// than [`CALL_DEADLINE`] for a call, and fails fast while the server is
+/// known to be down.
 #[derive(Clone)]
 pub struct RedisQueue {
-    conn: ConnectionManager,
+    client: redis::Client,
+    conn: Arc<tokio::sync::OnceCell<ConnectionManager>>,
+    /// Unix ms until which calls fail without trying.
+    down_until: Arc<AtomicU64>,
     prefix: String,
 }
 
@@ -52,15 +66,58 @@ return 1
 ";
 
 impl RedisQueue {
-    /// Connects (with short timeouts: this runs when a request is waiting).
-    pub async fn connect(url: &str, prefix: &str) -> Result<Self, HandoffError> {
+    /// A queue for `url` under `prefix`; no I/O until the first call.
+    pub fn new(url: &str, prefix: &str) -> Result<Self, HandoffError> {
         let client = redis::Client::open(url).map_err(|e| store_err(&e))?;
-        let config = ConnectionManagerConfig::new()
-            .set_connection_timeout(Duration::from_secs(2))
-            .set_response_timeout(Duration::from_secs(2))
-            .set_number_of_retries(2);
-        let conn = ConnectionManager::new_with_config(client, config).await.map_err(|e| store_err(&e))?;
-        Ok(Self { conn, prefix: format!("{prefix}handoff:") })
+        Ok(Self { client, conn: Arc::default(), down_until: Arc::default(), prefix: format!("{prefix}handoff:") })
+    }
+
+    /// A queue that has connected once (tests, and callers that want to know now).
+    pub async fn connect(url: &str, prefix: &str) -> Result<Self, HandoffError> {
+        let q = Self::new(url, prefix)?;
+        q.conn().await?;
+        Ok(q)
+    }
+
+    /// The connection: made on first use, within the call deadline.
+    async fn conn(&self) -> Result<ConnectionManager, HandoffError> {
+        let now = crate::health::clock::now_ms();
+        if self.down_until.load(Ordering::Relaxed) > now {
+            return Err(HandoffError::Store("redis: down (retrying shortly)".into()));
+        }
+        let made = self.conn.get_or_try_init(|| async {
+            let config = ConnectionManagerConfig::new()
+                .set_connection_timeout(Duration::from_millis(500))
+                .set_response_timeout(Duration::from_millis(500))
+                .set_number_of_retries(0);
+            let connect = ConnectionManager::new_with_config(self.client.clone(), config);
+            match tokio::time::timeout(CALL_DEADLINE, connect).await {
+                Ok(r) => r.map_err(|e| store_err(&e)),
+                Err(_) => Err(HandoffError::Store("redis: no connection within the deadline".into())),
+            }
+        });
+        match made.await {
+            Ok(c) => Ok(c.clone()),
+            Err(e) => Err(self.failed(e)),
+        }
+    }
+
+    /// Runs one call with the deadline; a failure marks the server down for a moment.
+    async fn call<'f, T>(
+        &self,
+        f: impl FnOnce(ConnectionManager) -> BoxFuture<'f, redis::RedisResult<T>>,
+    ) -> Result<T, HandoffError> {
+        let conn = self.conn().await?;
+        match tokio::time::timeout(CALL_DEADLINE, f(conn)).await {
+            Ok(Ok(v)) => Ok(v),
+            Ok(Err(e)) => Err(self.failed(store_err(&e))),
+            Err(_) => Err(self.failed(HandoffError::Store("redis: no answer within the deadline".into()))),
+        }
+    }
+
+    fn failed(&self, e: HandoffError) -> HandoffError {
+        self.down_until.store(crate::health::clock::now_ms() + DOWN_FOR_MS, Ordering::Relaxed);
+        e
     }
 
     fn key(&self, part: &str) -> String {
@@ -79,7 +136,7 @@ impl RedisQueue {
         let mut keys: Vec<String> = ids.iter().map(|id| self.key(&format!("item:{id}"))).collect();
         keys.extend(ids.iter().map(|id| self.key(&format!("answer:{id}"))));
         let values: Vec<Option<String>> =
-            redis::cmd("MGET").arg(&keys).query_async(&mut self.conn.clone()).await.map_err(|e| store_err(&e))?;
+            self.call(|mut c| async move { redis::cmd("MGET").arg(&keys).query_async(&mut c).await }.boxed()).await?;
         let (items, answers) = values.split_at(ids.len());
         let mut out = Vec::with_capacity(ids.len());
         for (item, answer) in items.iter().zip(answers) {
@@ -98,13 +155,11 @@ impl RedisQueue {
 
     async fn ids(&self, status: Status, max_score: Option<u64>) -> Result<Vec<String>, HandoffError> {
         let max = max_score.map_or_else(|| "+inf".to_string(), |m| format!("({m}"));
-        redis::cmd("ZRANGEBYSCORE")
-            .arg(self.set_key(status))
-            .arg("-inf")
-            .arg(max)
-            .query_async(&mut self.conn.clone())
-            .await
-            .map_err(|e| store_err(&e))
+        let key = self.set_key(status);
+        self.call(|mut c| {
+            async move { redis::cmd("ZRANGEBYSCORE").arg(key).arg("-inf").arg(max).query_async(&mut c).await }.boxed()
+        })
+        .await
     }
 }
 
@@ -117,8 +172,8 @@ impl Queue for RedisQueue {
         async move {
             let text = serde_json::to_string(&item).map_err(|e| HandoffError::Store(e.to_string()))?;
             // MULTI/EXEC: the item and its index entry appear together.
-            let () = redis::pipe()
-                .atomic()
+            let mut pipe = redis::pipe();
+            pipe.atomic()
                 .cmd("SET")
                 .arg(self.key(&format!("item:{}", item.id)))
                 .arg(text)
@@ -127,11 +182,8 @@ impl Queue for RedisQueue {
                 .arg(self.set_key(Status::Open))
                 .arg(item.created_ms)
                 .arg(&item.id)
-                .ignore()
-                .query_async(&mut self.conn.clone())
-                .await
-                .map_err(|e| store_err(&e))?;
-            Ok(())
+                .ignore();
+            self.call(|mut c| async move { pipe.query_async::<()>(&mut c).await }.boxed()).await
         }
         .boxed()
     }
@@ -161,17 +213,16 @@ impl Queue for RedisQueue {
         async move {
             let answer = serde_json::to_string(&StoredAnswer { text: text.to_string(), answered_ms: now_ms })
                 .map_err(|e| HandoffError::Store(e.to_string()))?;
-            let outcome: i64 = redis::Script::new(ANSWER)
-                .key(self.key(&format!("item:{id}")))
+            let script = redis::Script::new(ANSWER);
+            let mut inv = script.prepare_invoke();
+            inv.key(self.key(&format!("item:{id}")))
                 .key(self.key(&format!("answer:{id}")))
                 .key(self.set_key(Status::Open))
                 .key(self.set_key(Status::Answered))
                 .arg(answer)
                 .arg(id)
-                .arg(now_ms)
-                .invoke_async(&mut self.conn.clone())
-                .await
-                .map_err(|e| store_err(&e))?;
+                .arg(now_ms);
+            let outcome: i64 = self.call(|mut c| async move { inv.invoke_async(&mut c).await }.boxed()).await?;
             let item = self.load(&[id.to_string()]).await?.pop();
             Ok(match (outcome, item) {
                 (1, Some(item)) => Answered::Done(item),
@@ -199,7 +250,7 @@ impl Queue for RedisQueue {
                         .ignore();
                 }
                 pipe.cmd("ZREM").arg(self.set_key(status)).arg(&ids).ignore();
-                let () = pipe.query_async(&mut self.conn.clone()).await.map_err(|e| store_err(&e))?;
+                self.call(|mut c| async move { pipe.query_async::<()>(&mut c).await }.boxed()).await?;
                 deleted += ids.len() as u64;
             }
             Ok(deleted)
@@ -209,11 +260,8 @@ impl Queue for RedisQueue {
 
     fn open_count(&self) -> BoxFuture<'_, Result<u64, HandoffError>> {
         async move {
-            redis::cmd("ZCARD")
-                .arg(self.set_key(Status::Open))
-                .query_async(&mut self.conn.clone())
-                .await
-                .map_err(|e| store_err(&e))
+            let key = self.set_key(Status::Open);
+            self.call(|mut c| async move { redis::cmd("ZCARD").arg(key).query_async(&mut c).await }.boxed()).await
         }
         .boxed()
     }

@@ -39,9 +39,14 @@ CREATE INDEX IF NOT EXISTS handoff_created ON handoff (created_ms);
 impl SqliteQueue {
     /// Opens (creating) `dir/handoff.sqlite3`.
     pub async fn open(dir: PathBuf) -> Result<Self, HandoffError> {
+        Self::open_file(dir, "handoff.sqlite3").await
+    }
+
+    /// Opens (creating) `dir/file`.
+    pub async fn open_file(dir: PathBuf, file: &'static str) -> Result<Self, HandoffError> {
         let conn = tokio::task::spawn_blocking(move || -> Result<Connection, HandoffError> {
             std::fs::create_dir_all(&dir).map_err(|e| store_err(format!("cannot create {}: {e}", dir.display())))?;
-            let path = dir.join("handoff.sqlite3");
+            let path = dir.join(file);
             let conn =
                 Connection::open(&path).map_err(|e| store_err(format!("cannot open {}: {e}", path.display())))?;
             conn.pragma_update(None, "journal_mode", "WAL").map_err(store_err)?;
@@ -70,6 +75,17 @@ impl SqliteQueue {
             .map_err(store_err)?
         }
         .boxed()
+    }
+}
+
+impl SqliteQueue {
+    /// Deletes one item (the spool, once the item is in the shared store).
+    pub fn remove(&self, id: &str) -> BoxFuture<'static, Result<(), HandoffError>> {
+        let id = id.to_string();
+        self.with(move |c| {
+            c.execute("DELETE FROM handoff WHERE id = ?1", params![id]).map_err(store_err)?;
+            Ok(())
+        })
     }
 }
 
