@@ -203,7 +203,6 @@ pub struct VelocityProbe {
 }
 
 impl VelocityProbe {
-    /// Intervals in the window.
     pub const WINDOW: usize = 5;
 
     /// A probe starting now, from the tokens counted so far.

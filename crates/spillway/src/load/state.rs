@@ -51,7 +51,6 @@ struct Gauges {
 /// `/admin/state` and `GET /admin/load`: one provider's load now.
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct LoadSnapshot {
-    /// Provider name.
     pub provider: String,
     /// `vllm_metrics`, `nvml`, `inflight`, `token_velocity` or `emulated`.
     pub source: &'static str,
@@ -67,9 +66,7 @@ pub struct LoadSnapshot {
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 #[error("provider `{provider}` takes its load from `{source_name}`; only `emulated` loads can be set")]
 pub struct NotEmulated {
-    /// Provider name.
     pub provider: String,
-    /// Its source.
     pub source_name: &'static str,
 }
 
@@ -123,12 +120,10 @@ impl ProviderLoad {
         this
     }
 
-    /// The provider's name.
     pub fn name(&self) -> &str {
         &self.name
     }
 
-    /// Where its load comes from.
     pub fn source(&self) -> &LoadSource {
         &self.source
     }

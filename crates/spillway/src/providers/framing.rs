@@ -4,7 +4,7 @@
 //! (a cut body, a line that is not UTF-8, an over-long line, a decoder
 //! error) comes out as a classified attempt failure, never a panic.
 //!
-//! Used by [`super::native`] once a 2xx stream answer arrives; the items
+//! Used by `native.rs` once a 2xx stream answer arrives; the items
 //! go to the runner as a [`ChunkStream`].
 
 use super::classify::{translate_failure, AttemptErrorSource};
@@ -69,7 +69,6 @@ pub(crate) struct Sse<D> {
 }
 
 impl<D: EventDecoder> Sse<D> {
-    /// Frames SSE for `decoder`.
     pub(crate) fn new(decoder: D) -> Self {
         Self { parser: SseParser::new(), events: Vec::new(), decoder }
     }
@@ -104,7 +103,6 @@ pub(crate) struct Lines<D> {
 }
 
 impl<D: LineDecoder> Lines<D> {
-    /// Frames lines for `decoder`.
     pub(crate) fn new(decoder: D) -> Self {
         Self { buf: Vec::new(), decoder }
     }

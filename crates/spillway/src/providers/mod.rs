@@ -2,8 +2,9 @@
 //!
 //! The runner hands an adapter an OpenAI-shaped request body (already
 //! rewritten for this attempt) and gets back either a whole completion or a
-//! stream of OpenAI chunks ([`Reply`]), or a classified [`AttemptError`](crate::outcome::AttemptError).
-//! Adapters never decide *what happens next* — only what the upstream said.
+//! stream of OpenAI chunks ([`Reply`]), or a classified
+//! [`AttemptError`](crate::outcome::AttemptError). Adapters never decide
+//! *what happens next* — only what the upstream said.
 //!
 //! Imports run one way, each file only those below it:
 //!
@@ -11,7 +12,7 @@
 //!   (the attempt's request and reply), [`classify`] (what went wrong, as a
 //!   failure), [`headers`];
 //! - the transports: [`http`] (the pooled client of `kind: openai`),
-//!   [`framing`] (cutting a native stream into events or lines), [`native`]
+//!   [`framing`] (cutting a native stream into events or lines), `native`
 //!   (the send-and-decode path every native adapter shares);
 //! - the adapters: [`openai_compat`], [`anthropic`], [`gigachat`],
 //!   [`yandex`], [`mock`];

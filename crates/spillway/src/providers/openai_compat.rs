@@ -23,7 +23,6 @@ use http::header::{AUTHORIZATION, CONTENT_TYPE};
 use serde_json::Value;
 use std::collections::VecDeque;
 
-/// An OpenAI-compatible upstream.
 #[derive(Debug)]
 pub struct OpenAiCompat {
     /// `{base_url}/chat/completions` with the key and extra headers, pooled.
@@ -51,7 +50,8 @@ impl OpenAiCompat {
         Ok(Self { endpoint })
     }
 
-    /// Sends one attempt.
+    /// Sends one attempt: the body with only `model` replaced, the answer
+    /// checked for the fast path as it arrives.
     pub async fn call(&self, req: AttemptRequest<'_>) -> Result<Reply, AttemptError> {
         let bytes = req
             .body

@@ -49,7 +49,7 @@ impl Provider {
         Ok(Arc::new(Self { config, adapter, in_flight: AtomicU64::new(0) }))
     }
 
-    /// Sends one attempt.
+    /// Sends one attempt through the adapter of its wire format.
     ///
     /// The native adapters' futures are boxed: a future is as large as its
     /// largest variant, and the whole request's future (moved and boxed by

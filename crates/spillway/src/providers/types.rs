@@ -77,8 +77,6 @@ impl UpstreamHints {
 #[derive(Debug, thiserror::Error)]
 #[error("provider `{provider}`: {message}")]
 pub struct BuildError {
-    /// Provider name.
     pub provider: String,
-    /// What failed.
     pub message: String,
 }

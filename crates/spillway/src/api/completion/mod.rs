@@ -5,7 +5,7 @@
 //! OpenAI's schema: only `id`, `created` and `model` change on the way
 //! through. For those, [`RawCompletion::check`] (and [`RawChunk::check`],
 //! per stream event) reads the body once without building a JSON tree
-//! (borrowed strings, untouched values kept as their bytes: [`scan`]) and
+//! (borrowed strings, untouched values kept as their bytes: `scan.rs`) and
 //! the answer is written out as the upstream's bytes behind the gateway's
 //! own stamp ([`raw`]). Anything else — a field to fill in, tool calls,
 //! escaped or repeated keys, an in-band error — takes the general path: a

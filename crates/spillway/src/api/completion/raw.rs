@@ -3,7 +3,7 @@
 //! every field OpenAI's schema requires, kept as its bytes.
 //!
 //! The adapter of `kind: openai` checks each answer here as it arrives
-//! (one pass of [`super::scan`], no tree); what passes goes to the client
+//! (one pass of `scan.rs`, no tree); what passes goes to the client
 //! as those bytes behind the gateway's stamp, and the runner reads what it
 //! needs of it (an answer at all, a first token, usage) from what the check
 //! found.
@@ -19,7 +19,6 @@ use std::fmt;
 /// requires, kept as bytes.
 #[derive(Clone)]
 pub struct RawCompletion {
-    /// The body as received.
     bytes: Bytes,
     /// Its top-level entries other than `id`, `object`, `created` and
     /// `model`, as `,"key":value` runs ready to be written after the stamp.

@@ -28,7 +28,6 @@ const DEFAULT_API_VERSION: &str = "2023-06-01";
 /// the Messages API requires it, and this fits every current Claude model.
 const FALLBACK_MAX_TOKENS: u32 = 4096;
 
-/// An Anthropic Messages API upstream.
 #[derive(Debug)]
 pub struct AnthropicAdapter {
     upstream: Upstream,
@@ -58,7 +57,6 @@ impl AnthropicAdapter {
         })
     }
 
-    /// Sends one attempt.
     pub async fn call(&self, req: AttemptRequest<'_>) -> Result<Reply, AttemptError> {
         let openai = Value::Object(req.body.into_owned());
         let mut body =

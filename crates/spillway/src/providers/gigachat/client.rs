@@ -25,7 +25,6 @@ use serde_json::Value;
 /// Sber's API root; `base_url` overrides it.
 pub(crate) const DEFAULT_BASE_URL: &str = "https://gigachat.devices.sberbank.ru/api/v1";
 
-/// A GigaChat upstream.
 #[derive(Debug)]
 pub struct GigaChatAdapter {
     upstream: Upstream,
@@ -48,7 +47,6 @@ impl GigaChatAdapter {
         })
     }
 
-    /// Sends one attempt.
     pub async fn call(&self, req: AttemptRequest<'_>) -> Result<Reply, AttemptError> {
         let openai = Value::Object(req.body.into_owned());
         let mut body = super::to_gigachat(&openai, req.model_id).map_err(translate_failure)?;

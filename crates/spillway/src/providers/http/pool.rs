@@ -3,7 +3,7 @@
 //!
 //! A connection's task runs on the event loop that opened it, so a
 //! connection is reused only by that thread (no cross-thread wake-up). The
-//! serving threads number themselves with [`set_slot`] as they start
+//! serving threads number themselves with `set_slot` as they start
 //! (`server::workers`); every other thread (the main one, tests' runtimes)
 //! is slot 0. An endpoint takes a connection from its pool before each
 //! request and the response body gives it back when it has been read to

@@ -26,7 +26,6 @@ use serde_json::Value;
 /// Yandex's Foundation Models host; `base_url` overrides it.
 const DEFAULT_BASE_URL: &str = "https://llm.api.cloud.yandex.net";
 
-/// A Yandex Foundation Models upstream.
 #[derive(Debug)]
 pub struct YandexAdapter {
     upstream: Upstream,
@@ -53,7 +52,6 @@ impl YandexAdapter {
         Ok(Self { upstream: Upstream::new(native::build_client(config, health)?, url, headers), folder_id })
     }
 
-    /// Sends one attempt.
     pub async fn call(&self, req: AttemptRequest<'_>) -> Result<Reply, AttemptError> {
         let mut openai = Value::Object(req.body.into_owned());
         if let Some(obj) = openai.as_object_mut() {
