@@ -108,6 +108,7 @@ impl Drop for Body {
         });
     }
 }
+
 impl Body {
     /// A body whose connection (`sender`) goes back to `pool`'s `slot` when
     /// it ends.
