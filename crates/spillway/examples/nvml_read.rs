@@ -6,7 +6,7 @@
 //! `cargo run --release -p spillway --example nvml_read -- 0 1`
 
 use spillway::load::gpu::{NvmlGpus, NvmlProbe};
-use spillway::load::monitor::Probe;
+use spillway::load::probe::Probe;
 use spillway::load::{gpu_load, GpuReader};
 use std::process::ExitCode;
 

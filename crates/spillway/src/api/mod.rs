@@ -4,7 +4,12 @@
 //! touched; responses and stream chunks are stamped and completed here
 //! ([`wire`]) so that whatever an upstream omitted, the client receives
 //! bodies that validate against OpenAI's official schemas; errors take the
-//! OpenAI shape ([`error`]); [`sse`] reads and writes server-sent events.
+//! OpenAI shape ([`error`]); [`sse`] reads and writes server-sent events;
+//! [`completion`] carries upstream answers to the client, on the fast path
+//! as checked bytes; [`tokens`] holds token counts and their estimate.
+//!
+//! The bottom of the layering with `outcome`: nothing here imports the
+//! adapters, the load monitors or anything above them.
 
 pub mod completion;
 #[cfg(test)]
@@ -13,6 +18,7 @@ pub mod error;
 pub mod json;
 pub mod request;
 pub mod sse;
+pub mod tokens;
 pub mod wire;
 
 pub use error::ApiError;

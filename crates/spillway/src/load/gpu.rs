@@ -10,8 +10,9 @@
 //! it is the expensive part of NVML). NVML calls block for a moment, so they
 //! run on tokio's blocking pool, never on a runtime worker.
 
-use super::monitor::Probe;
-use super::{gpu_load, GpuReader, LoadError};
+use super::error::LoadError;
+use super::nvml::{gpu_load, GpuReader};
+use super::probe::Probe;
 use nvml_wrapper::error::NvmlError;
 use nvml_wrapper::Nvml;
 use std::sync::Arc;

@@ -4,30 +4,26 @@
 //! (bounded by the interval, so a slow source is a failed interval, never a
 //! pile-up), runs it through [`Staleness`] ("three failed intervals make the
 //! load unknown") and publishes it on the provider's
-//! [`ProviderLoad`](super::ProviderLoad). Requests never wait on any of it:
+//! [`ProviderLoad`]. Requests never wait on any of it:
 //! they read what was last published.
 //!
 //! Probes: vLLM's `/metrics` over HTTP, NVML (see [`super::gpu`]), the
 //! provider's own in-flight attempts, and the tokens/s the request path
 //! counted. `emulated` has no monitor: the admin API publishes directly.
 
+use super::error::LoadError;
 use super::gpu::NvmlProbe;
-use super::registry::{source_name, ProviderLoad};
-use super::{vllm_load, LoadError, Staleness};
+use super::probe::Probe;
+use super::profile::Staleness;
+use super::state::{source_name, ProviderLoad};
+use super::vllm::vllm_load;
 use crate::config::LoadSource;
 use crate::providers::Provider;
 use crate::supervisor::{BackgroundJob, Supervisor};
 use std::collections::VecDeque;
-use std::future::Future;
 use std::sync::Arc;
 use tokio::time::{Duration, Instant, MissedTickBehavior};
 use tokio_util::sync::CancellationToken;
-
-/// One reading of a load source.
-pub trait Probe: Send + 'static {
-    /// The load now, in `0..=1`.
-    fn read(&mut self) -> impl Future<Output = Result<f64, LoadError>> + Send;
-}
 
 /// Polls one probe and publishes what it reads.
 pub struct Monitor<P> {
@@ -104,7 +100,7 @@ impl<P: Probe> BackgroundJob for Monitor<P> {
     }
 }
 
-/// What [`super::LoadRegistry::start`] needs to start one monitor.
+/// What [`LoadRegistry::start`](super::LoadRegistry::start) needs to start one monitor.
 #[derive(Debug)]
 pub struct Plan {
     load: Arc<ProviderLoad>,
@@ -207,7 +203,6 @@ pub struct VelocityProbe {
 }
 
 impl VelocityProbe {
-    /// Intervals in the window.
     pub const WINDOW: usize = 5;
 
     /// A probe starting now, from the tokens counted so far.

@@ -2,7 +2,7 @@
 //! sources, and the in-process probes.
 
 use super::*;
-use crate::load::registry::test_provider;
+use crate::load::state::test_provider;
 use crate::metrics::Metrics;
 
 /// Answers from a script, one per read; the last answer repeats.

@@ -12,7 +12,7 @@
 //! 100 % well before the card is out of capacity; profiles' thresholds are
 //! where that is tuned, not here.
 
-use super::LoadError;
+use super::error::LoadError;
 
 /// Reads one GPU's utilization. Implemented over `nvml-wrapper` by the
 /// monitor, and by fakes in tests.

@@ -191,7 +191,7 @@ mod tests {
         let body = serde_json::json!({"messages": [{"role": "user", "content": "hi"}], "max_tokens": 100});
         for p in [Profile::plain("normal", None), with(Some(""), Some(f64::INFINITY)), with(None, Some(-1.0))] {
             let mut b = body.as_object().cloned().unwrap();
-            super::super::apply_profile(&mut b, &p, Some(50), true);
+            super::super::rewrite::apply_profile(&mut b, &p, Some(50), true);
             assert_eq!(serde_json::Value::Object(b), body, "{}", p.name);
         }
     }

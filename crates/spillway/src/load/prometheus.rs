@@ -24,7 +24,7 @@
 
 use std::borrow::Cow;
 
-use super::LoadError;
+use super::error::LoadError;
 
 /// One sample line. Borrowed from the scraped text; a label value is owned
 /// only when it had escapes to undo.

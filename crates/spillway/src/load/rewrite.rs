@@ -7,7 +7,7 @@
 
 use serde_json::{Map, Value};
 
-use super::Profile;
+use super::profile::Profile;
 
 /// Rewrites `req` for `profile`:
 ///

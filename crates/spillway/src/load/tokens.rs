@@ -7,7 +7,7 @@
 //! when the upstream sends one. The only shared write is one relaxed atomic
 //! add per chunk; the monitor turns the total into a rate.
 
-use super::ProviderLoad;
+use super::state::ProviderLoad;
 use crate::providers::{Reply, StreamItem};
 use futures_util::StreamExt;
 use serde_json::Value;
@@ -37,23 +37,7 @@ pub fn count(load: Arc<ProviderLoad>, reply: Reply) -> Reply {
     }
 }
 
-/// `usage.completion_tokens` of a whole answer; without usage, an estimate
-/// of four characters a token over the choices' text.
-pub fn completion_tokens(v: &Value) -> u64 {
-    if let Some(n) = usage_tokens(v) {
-        return n;
-    }
-    let chars: usize = v
-        .get("choices")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .filter_map(|c| c.pointer("/message/content").and_then(Value::as_str))
-        .map(|t| t.chars().count())
-        .sum();
-    chars.div_ceil(4) as u64
-}
-
+/// A chunk's `usage.completion_tokens`.
 fn usage_tokens(v: &Value) -> Option<u64> {
     v.get("usage")?.get("completion_tokens")?.as_u64()
 }
@@ -99,16 +83,6 @@ mod tests {
     }
 
     #[test]
-    fn whole_answers_use_usage_or_an_estimate() {
-        let with_usage = json!({"choices":[{"message":{"content":"hello"}}],
-                                "usage":{"completion_tokens":42}});
-        assert_eq!(completion_tokens(&with_usage), 42);
-        let without = json!({"choices":[{"message":{"content":"abcdefghi"}}]});
-        assert_eq!(completion_tokens(&without), 3);
-        assert_eq!(completion_tokens(&json!({})), 0);
-    }
-
-    #[test]
     fn streams_count_chunks_then_top_up_to_usage() {
         let mut c = StreamCounter::default();
         assert_eq!(c.chunk(&json!({"choices":[{"index":0,"delta":{"role":"assistant"}}]})), 0);
@@ -122,7 +96,7 @@ mod tests {
     #[tokio::test]
     async fn count_feeds_the_provider_total() {
         let metrics = Metrics::new();
-        let load = super::super::registry::test_provider(LoadSource::TokenVelocity { capacity: 10.0 }, &metrics);
+        let load = super::super::state::test_provider(LoadSource::TokenVelocity { capacity: 10.0 }, &metrics);
         let whole = json!({"choices":[{"message":{"content":"x"}}],"usage":{"completion_tokens":7}});
         let _ = count(load.clone(), Reply::Complete(whole.into()));
         assert_eq!(load.tokens(), 7);

@@ -23,8 +23,8 @@
 //! NaN values (a gauge not yet set) are ignored, negative counts count as 0,
 //! and the result is clamped to `0..=1`.
 
+use super::error::LoadError;
 use super::prometheus;
-use super::LoadError;
 
 /// Requests in the running batch.
 pub const RUNNING: &str = "vllm:num_requests_running";

@@ -8,8 +8,12 @@
 //! reference lists (top-level `error`, `object: "error"`, `x_groq.error`,
 //! `finish_reason: "error"`).
 
-use super::{AttemptRequest, ChunkStream, Reply, StreamItem};
-use crate::api::completion::{Completion, RawCompletion};
+use super::classify::{classify_openai_error, AttemptErrorSource};
+use super::headers::{base_headers, secret_header};
+use super::http::{proxy, BodyError, Endpoint, HttpError};
+use super::translate::StreamItem;
+use super::types::{AttemptRequest, BuildError, ChunkStream, Reply};
+use crate::api::completion::{Completion, RawChunk, RawCompletion};
 use crate::api::sse::{SseEvent, SseParser};
 use crate::config::{HealthConfig, ProviderConfig};
 use crate::outcome::{AttemptError, Failure};
@@ -19,37 +23,35 @@ use http::header::{AUTHORIZATION, CONTENT_TYPE};
 use serde_json::Value;
 use std::collections::VecDeque;
 
-/// An OpenAI-compatible upstream.
 #[derive(Debug)]
 pub struct OpenAiCompat {
     /// `{base_url}/chat/completions` with the key and extra headers, pooled.
-    endpoint: super::http::Endpoint,
+    endpoint: Endpoint,
 }
 
 impl OpenAiCompat {
     /// Builds the pooled client and the fixed headers.
-    pub fn new(config: &ProviderConfig, health: &HealthConfig) -> Result<Self, super::BuildError> {
-        let err = |message: String| super::BuildError { provider: config.name.clone(), message };
+    pub fn new(config: &ProviderConfig, health: &HealthConfig) -> Result<Self, BuildError> {
+        let err = |message: String| BuildError { provider: config.name.clone(), message };
         let base = config.base_url.clone().ok_or_else(|| err("no base_url".into()))?;
         // Configured extra headers first, so they cannot replace the key.
-        let mut headers = super::native::base_headers(config)?;
+        let mut headers = base_headers(config)?;
         if let Some(key) = &config.api_key {
-            headers.insert(AUTHORIZATION, super::native::secret_header(config, "Bearer ", key)?);
+            headers.insert(AUTHORIZATION, secret_header(config, "Bearer ", key)?);
         }
         let url = format!("{base}/chat/completions");
         let env = |name: &str| std::env::var(name).ok();
-        let proxy =
-            url::Url::parse(&url).ok().map(|u| super::proxy::for_url(&u, &env)).transpose().map_err(err)?.flatten();
+        let proxy = url::Url::parse(&url).ok().map(|u| proxy::for_url(&u, &env)).transpose().map_err(err)?.flatten();
         if let Some(p) = &proxy {
             tracing::info!(provider = %config.name, proxy = %p, "Upstream calls go through a proxy.");
         }
-        let endpoint =
-            super::http::Endpoint::new(&url, &headers, config.ca_file.as_deref(), health.timeouts.connect, proxy)
-                .map_err(|e| err(e.0))?;
+        let endpoint = Endpoint::new(&url, &headers, config.ca_file.as_deref(), health.timeouts.connect, proxy)
+            .map_err(|e| err(e.0))?;
         Ok(Self { endpoint })
     }
 
-    /// Sends one attempt.
+    /// Sends one attempt: the body with only `model` replaced, the answer
+    /// checked for the fast path as it arrives.
     pub async fn call(&self, req: AttemptRequest<'_>) -> Result<Reply, AttemptError> {
         let bytes = req
             .body
@@ -60,7 +62,7 @@ impl OpenAiCompat {
         if !(200..300).contains(&status) {
             let retry = crate::health::ratelimit::rate_limit_reset(resp.headers(), std::time::SystemTime::now());
             let body = resp.into_body().bytes().await.unwrap_or_default();
-            let failure = super::classify_openai_error(status, retry, &body);
+            let failure = classify_openai_error(status, retry, &body);
             return Err(AttemptError::new(failure, format!("HTTP {status}{}", short_message(&body))));
         }
         if let Some(reset) = crate::health::ratelimit::reset_hint(resp.headers(), std::time::SystemTime::now()) {
@@ -97,8 +99,7 @@ impl OpenAiCompat {
 }
 
 /// Classifies a request that got no response head.
-pub fn request_error(e: &super::http::HttpError) -> AttemptError {
-    use super::http::HttpError;
+pub fn request_error(e: &HttpError) -> AttemptError {
     let failure = match e {
         HttpError::ConnectTimeout(_) => Failure::Timeout,
         // Connection refused or reset, TLS failures, a connection that
@@ -110,24 +111,8 @@ pub fn request_error(e: &super::http::HttpError) -> AttemptError {
 }
 
 /// Classifies a response body that could not be read.
-pub fn body_error(e: &super::http::BodyError) -> AttemptError {
+pub fn body_error(e: &BodyError) -> AttemptError {
     AttemptError::new(Failure::BrokenBody, e.to_string())
-}
-
-/// Classifies a transport-level error of the HTTP client.
-pub fn transport_error(e: &reqwest::Error) -> AttemptError {
-    let failure = if e.is_timeout() {
-        Failure::Timeout
-    } else if e.is_connect() {
-        Failure::ConnectError
-    } else if e.is_body() || e.is_decode() {
-        Failure::BrokenBody
-    } else {
-        // Resets while sending the request land here.
-        Failure::ConnectError
-    };
-    // reqwest's Display includes the URL but never headers, so no key leaks.
-    AttemptError::new(failure, e.to_string())
 }
 
 fn short_message(body: &[u8]) -> String {
@@ -241,40 +226,13 @@ where
     .boxed()
 }
 
-/// Converts a transport error of a body stream into an attempt error.
-pub struct AttemptErrorSource(pub AttemptError);
-
-impl From<reqwest::Error> for AttemptErrorSource {
-    fn from(e: reqwest::Error) -> Self {
-        let mut err = transport_error(&e);
-        // Mid-body transport errors are broken bodies, not connect errors.
-        if err.failure == Failure::ConnectError {
-            err.failure = Failure::BrokenBody;
-        }
-        Self(err)
-    }
-}
-
-impl From<hyper::Error> for AttemptErrorSource {
-    fn from(e: hyper::Error) -> Self {
-        // Mid-body: the connection broke or the framing was invalid.
-        Self(AttemptError::new(Failure::BrokenBody, format!("response body: {e}")))
-    }
-}
-
-impl From<std::convert::Infallible> for AttemptErrorSource {
-    fn from(e: std::convert::Infallible) -> Self {
-        match e {}
-    }
-}
-
 fn decode_event(ev: &SseEvent) -> Result<StreamItem, AttemptError> {
     let data = ev.data.trim();
     if data == "[DONE]" {
         return Ok(StreamItem::Done);
     }
     // Most chunks need only the gateway's stamp: kept as bytes.
-    if let Some(raw) = crate::api::completion::RawChunk::check(data) {
+    if let Some(raw) = RawChunk::check(data) {
         return Ok(StreamItem::Raw(raw));
     }
     let v: Value = serde_json::from_str(data)

@@ -7,8 +7,9 @@
 //! project's 2-core machine, tokio's work-stealing scheduler cost about a
 //! quarter of the gateway's CPU per request in cross-thread wake-ups and
 //! queue handling (`docs/PERFORMANCE.md`). Upstream connection pools keep
-//! one idle list per thread ([`slot`]), so a connection is reused by the
-//! thread whose event loop drives it.
+//! one idle list per thread ([`crate::providers::http::slot`], numbered
+//! here as each thread starts), so a connection is reused by the thread
+//! whose event loop drives it.
 //!
 //! Every thread polls its own duplicate of the listening socket; the
 //! kernel wakes them all for a new connection and the first to call
@@ -18,19 +19,8 @@
 //! thread's loop, not here.
 
 use super::AppState;
-use std::cell::Cell;
 use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
-
-thread_local! {
-    static SLOT: Cell<usize> = const { Cell::new(0) };
-}
-
-/// The calling thread's slot: `1..=workers` on a serving thread, 0
-/// elsewhere (the main thread, tests' runtimes, blocking threads).
-pub fn slot() -> usize {
-    SLOT.with(Cell::get)
-}
 
 /// Serves `listener` on `workers` threads until `shutdown` is cancelled
 /// and every thread has drained its connections.
@@ -47,7 +37,7 @@ pub async fn serve(
         let (state, shutdown) = (state.clone(), shutdown.clone());
         let (tx, rx) = tokio::sync::oneshot::channel();
         std::thread::Builder::new().name(format!("spillway-w{i}")).spawn(move || {
-            SLOT.with(|s| s.set(i));
+            crate::providers::http::set_slot(i);
             let _ = tx.send(run_one(socket, state, shutdown));
         })?;
         done.push(rx);

@@ -11,10 +11,13 @@
 //! `retry-after` or the `anthropic-ratelimit-*-reset` headers).
 
 use crate::config::{HealthConfig, ProviderConfig};
-use crate::outcome::{AttemptError, Failure};
-use crate::providers::native::{self, Sse};
-use crate::providers::{AttemptRequest, BuildError, Reply};
-use http::header::{HeaderMap, HeaderName, HeaderValue};
+use crate::outcome::AttemptError;
+use crate::providers::classify::translate_failure;
+use crate::providers::framing::{EventDecoder, Sse};
+use crate::providers::native::{self, Upstream, Wire};
+use crate::providers::translate::{ErrorClass, StreamItem, TranslateError};
+use crate::providers::types::{AttemptRequest, BuildError, Reply};
+use http::header::{HeaderName, HeaderValue};
 use serde_json::Value;
 
 /// Anthropic's API host; `base_url` overrides it (a proxy, a test).
@@ -25,12 +28,9 @@ const DEFAULT_API_VERSION: &str = "2023-06-01";
 /// the Messages API requires it, and this fits every current Claude model.
 const FALLBACK_MAX_TOKENS: u32 = 4096;
 
-/// An Anthropic Messages API upstream.
 #[derive(Debug)]
 pub struct AnthropicAdapter {
-    client: reqwest::Client,
-    url: String,
-    headers: HeaderMap,
+    upstream: Upstream,
     default_max_tokens: u32,
 }
 
@@ -52,18 +52,15 @@ impl AnthropicAdapter {
         })?;
         headers.insert(HeaderName::from_static("anthropic-version"), version);
         Ok(Self {
-            client: native::build_client(config, health)?,
-            url: format!("{base}/v1/messages"),
-            headers,
+            upstream: Upstream::new(native::build_client(config, health)?, format!("{base}/v1/messages"), headers),
             default_max_tokens: config.default_max_tokens.unwrap_or(FALLBACK_MAX_TOKENS),
         })
     }
 
-    /// Sends one attempt.
     pub async fn call(&self, req: AttemptRequest<'_>) -> Result<Reply, AttemptError> {
         let openai = Value::Object(req.body.into_owned());
         let mut body =
-            super::to_anthropic(&openai, req.model_id, self.default_max_tokens).map_err(native::translate_failure)?;
+            super::to_anthropic(&openai, req.model_id, self.default_max_tokens).map_err(translate_failure)?;
         if let Some(obj) = body.as_object_mut() {
             // The runner decides streaming, whatever the body said.
             obj.remove("stream");
@@ -71,26 +68,31 @@ impl AnthropicAdapter {
                 obj.insert("stream".into(), Value::Bool(true));
             }
         }
-        let bytes = serde_json::to_vec(&body).map_err(|e| AttemptError::new(Failure::BrokenBody, e.to_string()))?;
-        let resp = self
-            .client
-            .post(&self.url)
-            .headers(self.headers.clone())
-            .body(bytes)
-            .send()
-            .await
-            .map_err(|e| crate::providers::openai_compat::transport_error(&e))?;
-        if !resp.status().is_success() {
-            return Err(native::error_from_response(resp, super::classify_error).await);
-        }
-        if req.stream {
-            native::require_event_stream(&resp)?;
-            let mut decoder = super::StreamDecoder::new(req.include_usage);
-            let framing = Sse::new(move |event: Option<&str>, data: &str| decoder.on_event(event, data));
-            return Ok(Reply::Stream(native::decoded_stream(resp.bytes_stream(), framing)));
-        }
-        let body = native::body_bytes(resp).await?;
-        let value = super::from_anthropic(&body).map_err(native::translate_failure)?;
-        Ok(Reply::Complete(value.into()))
+        self.upstream.call::<Messages>(&body, req.stream, req.include_usage).await
+    }
+}
+
+/// The Messages API's answers, for the shared native path.
+struct Messages;
+
+impl Wire for Messages {
+    type Framing = Sse<super::StreamDecoder>;
+
+    fn classify(status: u16, body: &[u8]) -> (ErrorClass, String) {
+        super::classify_error(status, body)
+    }
+
+    fn completion(body: &[u8]) -> Result<Value, TranslateError> {
+        super::from_anthropic(body)
+    }
+
+    fn framing(include_usage: bool) -> Self::Framing {
+        Sse::new(super::StreamDecoder::new(include_usage))
+    }
+}
+
+impl EventDecoder for super::StreamDecoder {
+    fn decode(&mut self, event: Option<&str>, data: &str) -> Result<Vec<StreamItem>, TranslateError> {
+        self.on_event(event, data)
     }
 }

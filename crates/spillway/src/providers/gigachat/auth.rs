@@ -12,9 +12,10 @@
 
 use crate::config::{ProviderConfig, Secret};
 use crate::outcome::{AttemptError, Failure};
+use crate::providers::classify::{translate_failure, transport_error};
+use crate::providers::headers::secret_header;
 use crate::providers::native;
-use crate::providers::openai_compat::transport_error;
-use crate::providers::BuildError;
+use crate::providers::types::BuildError;
 use http::header::{HeaderMap, HeaderName, HeaderValue, ACCEPT, AUTHORIZATION, CONTENT_TYPE};
 use std::sync::RwLock;
 
@@ -63,7 +64,7 @@ impl TokenCache {
             .as_ref()
             .ok_or_else(|| BuildError { provider: config.name.clone(), message: "no auth_key".into() })?;
         let mut headers = HeaderMap::new();
-        headers.insert(AUTHORIZATION, native::secret_header(config, "Basic ", key)?);
+        headers.insert(AUTHORIZATION, secret_header(config, "Basic ", key)?);
         headers.insert(ACCEPT, HeaderValue::from_static("application/json"));
         headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/x-www-form-urlencoded"));
         let scope = config.scope.as_deref().unwrap_or(DEFAULT_SCOPE);
@@ -140,7 +141,7 @@ impl TokenCache {
             return Err(AttemptError::new(failure, format!("the OAuth token request failed with HTTP {status}")));
         }
         let body = native::body_bytes(resp).await?;
-        let (value, expires_at_ms) = super::parse_token(&body).map_err(native::translate_failure)?;
+        let (value, expires_at_ms) = super::parse_token(&body).map_err(translate_failure)?;
         Ok(Token { value: Secret::new(value), expires_at_ms })
     }
 }

@@ -10,24 +10,24 @@
 //! early: it is dropped and the call is made once more with a new one; a
 //! second 401 is the runner's "provider key wrong".
 
-use super::auth::TokenCache;
+use super::auth::{Token, TokenCache};
 use crate::config::{HealthConfig, ProviderConfig};
 use crate::outcome::{AttemptError, Failure};
-use crate::providers::native::{self, Sse};
-use crate::providers::openai_compat::transport_error;
-use crate::providers::{AttemptRequest, BuildError, Reply};
-use http::header::{HeaderMap, HeaderValue, ACCEPT, AUTHORIZATION, CACHE_CONTROL};
+use crate::providers::classify::translate_failure;
+use crate::providers::framing::{EventDecoder, Sse};
+use crate::providers::native::{self, Upstream, Wire};
+use crate::providers::translate::{ErrorClass, StreamItem, TranslateError};
+use crate::providers::types::{AttemptRequest, BuildError, Reply};
+use bytes::Bytes;
+use http::header::{HeaderName, HeaderValue, ACCEPT, AUTHORIZATION, CACHE_CONTROL};
 use serde_json::Value;
 
 /// Sber's API root; `base_url` overrides it.
 pub(crate) const DEFAULT_BASE_URL: &str = "https://gigachat.devices.sberbank.ru/api/v1";
 
-/// A GigaChat upstream.
 #[derive(Debug)]
 pub struct GigaChatAdapter {
-    client: reqwest::Client,
-    url: String,
-    headers: HeaderMap,
+    upstream: Upstream,
     /// Boxed: the cache is large and `Adapter` is an enum of adapters.
     tokens: Box<TokenCache>,
 }
@@ -38,23 +38,22 @@ impl GigaChatAdapter {
         let base = config.base_url.as_deref().unwrap_or(DEFAULT_BASE_URL);
         let client = native::build_client(config, health)?;
         Ok(Self {
-            url: format!("{}/chat/completions", base.trim_end_matches('/')),
-            headers: native::base_headers(config)?,
             tokens: Box::new(TokenCache::new(config, client.clone())?),
-            client,
+            upstream: Upstream::new(
+                client,
+                format!("{}/chat/completions", base.trim_end_matches('/')),
+                native::base_headers(config)?,
+            ),
         })
     }
 
-    /// Sends one attempt.
     pub async fn call(&self, req: AttemptRequest<'_>) -> Result<Reply, AttemptError> {
         let openai = Value::Object(req.body.into_owned());
-        let mut body = super::to_gigachat(&openai, req.model_id).map_err(native::translate_failure)?;
+        let mut body = super::to_gigachat(&openai, req.model_id).map_err(translate_failure)?;
         if let Some(obj) = body.as_object_mut() {
             obj.insert("stream".into(), Value::Bool(req.stream));
         }
-        let bytes = bytes::Bytes::from(
-            serde_json::to_vec(&body).map_err(|e| AttemptError::new(Failure::BrokenBody, e.to_string()))?,
-        );
+        let bytes = native::encode(&body)?;
         let mut resp = self.send(&bytes, req.stream).await?;
         if resp.0.status().as_u16() == 401 {
             // Tokens can die before their expiry (revoked, clock skew): one
@@ -62,42 +61,50 @@ impl GigaChatAdapter {
             self.tokens.invalidate(&resp.1);
             resp = self.send(&bytes, req.stream).await?;
         }
-        let resp = resp.0;
-        if !resp.status().is_success() {
-            return Err(native::error_from_response(resp, super::classify_error).await);
-        }
-        if req.stream {
-            native::require_event_stream(&resp)?;
-            let mut decoder = super::StreamDecoder::new(req.include_usage);
-            let framing = Sse::new(move |event: Option<&str>, data: &str| decoder.on_event(event, data));
-            return Ok(Reply::Stream(native::decoded_stream(resp.bytes_stream(), framing)));
-        }
-        let body = native::body_bytes(resp).await?;
-        let value = super::from_gigachat(&body).map_err(native::translate_failure)?;
-        Ok(Reply::Complete(value.into()))
+        native::read::<Chat>(resp.0, req.stream, req.include_usage).await
     }
 
     /// One chat request with the current token; returns the token used, so
     /// a 401 can drop exactly that one.
-    async fn send(
-        &self,
-        body: &bytes::Bytes,
-        stream: bool,
-    ) -> Result<(reqwest::Response, super::auth::Token), AttemptError> {
+    async fn send(&self, body: &Bytes, stream: bool) -> Result<(reqwest::Response, Token), AttemptError> {
         let token = self.tokens.get().await?;
         let mut bearer = HeaderValue::from_str(&format!("Bearer {}", token.expose()))
             .map_err(|_| AttemptError::new(Failure::BrokenBody, "the OAuth token is not a valid header value"))?;
         bearer.set_sensitive(true);
         let mut request = self
-            .client
-            .post(&self.url)
-            .headers(self.headers.clone())
+            .upstream
+            .post(body.clone())
             .header(AUTHORIZATION, bearer)
-            .header(http::header::HeaderName::from_static("x-request-id"), super::auth::new_rquid());
+            .header(HeaderName::from_static("x-request-id"), super::auth::new_rquid());
         if stream {
             request = request.header(ACCEPT, "text/event-stream").header(CACHE_CONTROL, "no-store");
         }
-        let resp = request.body(body.clone()).send().await.map_err(|e| transport_error(&e))?;
+        let resp = native::send(request).await?;
         Ok((resp, token))
+    }
+}
+
+/// GigaChat's chat answers, for the shared native path.
+struct Chat;
+
+impl Wire for Chat {
+    type Framing = Sse<super::StreamDecoder>;
+
+    fn classify(status: u16, body: &[u8]) -> (ErrorClass, String) {
+        super::classify_error(status, body)
+    }
+
+    fn completion(body: &[u8]) -> Result<Value, TranslateError> {
+        super::from_gigachat(body)
+    }
+
+    fn framing(include_usage: bool) -> Self::Framing {
+        Sse::new(super::StreamDecoder::new(include_usage))
+    }
+}
+
+impl EventDecoder for super::StreamDecoder {
+    fn decode(&mut self, event: Option<&str>, data: &str) -> Result<Vec<StreamItem>, TranslateError> {
+        self.on_event(event, data)
     }
 }

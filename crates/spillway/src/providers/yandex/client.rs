@@ -14,22 +14,21 @@
 //! (see docs/providers.md).
 
 use crate::config::{HealthConfig, ProviderConfig};
-use crate::outcome::{AttemptError, Failure};
-use crate::providers::native::{self, Lines};
-use crate::providers::openai_compat::transport_error;
-use crate::providers::{AttemptRequest, BuildError, Reply};
-use http::header::{HeaderMap, HeaderName, HeaderValue, AUTHORIZATION};
+use crate::outcome::AttemptError;
+use crate::providers::classify::translate_failure;
+use crate::providers::framing::{LineDecoder, Lines};
+use crate::providers::native::{self, Upstream, Wire};
+use crate::providers::translate::{ErrorClass, StreamItem, TranslateError};
+use crate::providers::types::{AttemptRequest, BuildError, Reply};
+use http::header::{HeaderName, HeaderValue, AUTHORIZATION};
 use serde_json::Value;
 
 /// Yandex's Foundation Models host; `base_url` overrides it.
 const DEFAULT_BASE_URL: &str = "https://llm.api.cloud.yandex.net";
 
-/// A Yandex Foundation Models upstream.
 #[derive(Debug)]
 pub struct YandexAdapter {
-    client: reqwest::Client,
-    url: String,
-    headers: HeaderMap,
+    upstream: Upstream,
     folder_id: String,
 }
 
@@ -49,44 +48,43 @@ impl YandexAdapter {
         headers.insert(AUTHORIZATION, auth);
         let folder = HeaderValue::from_str(&folder_id).map_err(|_| err("folder_id is not a valid header value"))?;
         headers.insert(HeaderName::from_static("x-folder-id"), folder);
-        Ok(Self {
-            client: native::build_client(config, health)?,
-            url: format!("{}/foundationModels/v1/completion", base.trim_end_matches('/')),
-            headers,
-            folder_id,
-        })
+        let url = format!("{}/foundationModels/v1/completion", base.trim_end_matches('/'));
+        Ok(Self { upstream: Upstream::new(native::build_client(config, health)?, url, headers), folder_id })
     }
 
-    /// Sends one attempt.
     pub async fn call(&self, req: AttemptRequest<'_>) -> Result<Reply, AttemptError> {
         let mut openai = Value::Object(req.body.into_owned());
         if let Some(obj) = openai.as_object_mut() {
             // The translator reads `stream` from the body; the runner decides.
             obj.insert("stream".into(), Value::Bool(req.stream));
         }
-        let body = super::to_yandex(&openai, &self.folder_id, req.model_id).map_err(native::translate_failure)?;
-        let bytes = serde_json::to_vec(&body).map_err(|e| AttemptError::new(Failure::BrokenBody, e.to_string()))?;
-        let resp = self
-            .client
-            .post(&self.url)
-            .headers(self.headers.clone())
-            .body(bytes)
-            .send()
-            .await
-            .map_err(|e| transport_error(&e))?;
-        if !resp.status().is_success() {
-            return Err(native::error_from_response(resp, super::classify_error).await);
-        }
-        if req.stream {
-            // The content type of the native stream is unverified
-            // (`application/json` or NDJSON), so it is not checked: every
-            // line is parsed whatever the header says.
-            let mut decoder = super::StreamDecoder::new(req.include_usage);
-            let framing = Lines::new(move |line: &str| decoder.on_line(line));
-            return Ok(Reply::Stream(native::decoded_stream(resp.bytes_stream(), framing)));
-        }
-        let body = native::body_bytes(resp).await?;
-        let value = super::from_yandex(&body).map_err(native::translate_failure)?;
-        Ok(Reply::Complete(value.into()))
+        let body = super::to_yandex(&openai, &self.folder_id, req.model_id).map_err(translate_failure)?;
+        self.upstream.call::<Completion>(&body, req.stream, req.include_usage).await
+    }
+}
+
+/// The native completion API's answers, for the shared native path. Its
+/// stream is cumulative NDJSON, one line per update.
+struct Completion;
+
+impl Wire for Completion {
+    type Framing = Lines<super::StreamDecoder>;
+
+    fn classify(status: u16, body: &[u8]) -> (ErrorClass, String) {
+        super::classify_error(status, body)
+    }
+
+    fn completion(body: &[u8]) -> Result<Value, TranslateError> {
+        super::from_yandex(body)
+    }
+
+    fn framing(include_usage: bool) -> Self::Framing {
+        Lines::new(super::StreamDecoder::new(include_usage))
+    }
+}
+
+impl LineDecoder for super::StreamDecoder {
+    fn decode(&mut self, line: &str) -> Result<Vec<StreamItem>, TranslateError> {
+        self.on_line(line)
     }
 }

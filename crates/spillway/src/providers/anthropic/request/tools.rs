@@ -6,7 +6,6 @@
 
 use serde_json::{json, Value};
 
-use super::{part_text, unsupported};
 use crate::providers::translate::TranslateError;
 
 /// The key under which tool-call arguments that are not a JSON object are
@@ -18,18 +17,18 @@ pub const RAW_ARGUMENTS_KEY: &str = "_raw_arguments";
 pub(super) fn tool_use_block(call: &Value, at: usize) -> Result<Value, TranslateError> {
     let kind = call.get("type").and_then(Value::as_str).unwrap_or("function");
     if kind != "function" {
-        return Err(unsupported(format!("messages[{at}]: tool call type `{kind}`")));
+        return Err(TranslateError::Unsupported(format!("messages[{at}]: tool call type `{kind}`")));
     }
     // OpenAI `call_…` ids are accepted by Anthropic as they are (§9.4).
     let id = call
         .get("id")
         .and_then(Value::as_str)
-        .ok_or_else(|| unsupported(format!("messages[{at}]: tool call without an id")))?;
+        .ok_or_else(|| TranslateError::Unsupported(format!("messages[{at}]: tool call without an id")))?;
     let function = call.get("function");
     let name = function
         .and_then(|f| f.get("name"))
         .and_then(Value::as_str)
-        .ok_or_else(|| unsupported(format!("messages[{at}]: tool call without a function name")))?;
+        .ok_or_else(|| TranslateError::Unsupported(format!("messages[{at}]: tool call without a function name")))?;
     let input = arguments_to_input(function.and_then(|f| f.get("arguments")));
     Ok(json!({ "type": "tool_use", "id": id, "name": name, "input": input }))
 }
@@ -54,12 +53,14 @@ pub(super) fn tool_result_block(msg: &Value, at: usize) -> Result<Value, Transla
     let id = msg
         .get("tool_call_id")
         .and_then(Value::as_str)
-        .ok_or_else(|| unsupported(format!("messages[{at}]: tool message without tool_call_id")))?;
+        .ok_or_else(|| TranslateError::Unsupported(format!("messages[{at}]: tool message without tool_call_id")))?;
     let content = match msg.get("content") {
         None | Some(Value::Null) => String::new(),
         Some(Value::String(s)) => s.clone(),
         // Text parts are concatenated, as OpenAI models see them.
-        Some(Value::Array(parts)) => parts.iter().map(part_text).collect(),
+        Some(Value::Array(parts)) => {
+            parts.iter().map(|p| p.get("text").and_then(Value::as_str).unwrap_or("").to_owned()).collect()
+        }
         Some(other) => other.to_string(),
     };
     Ok(json!({ "type": "tool_result", "tool_use_id": id, "content": content }))
@@ -68,13 +69,13 @@ pub(super) fn tool_result_block(msg: &Value, at: usize) -> Result<Value, Transla
 pub(super) fn tool(tool: &Value) -> Result<Value, TranslateError> {
     let kind = tool.get("type").and_then(Value::as_str).unwrap_or("");
     if kind != "function" {
-        return Err(unsupported(format!("tool type `{kind}`")));
+        return Err(TranslateError::Unsupported(format!("tool type `{kind}`")));
     }
     let function = tool.get("function");
     let name = function
         .and_then(|f| f.get("name"))
         .and_then(Value::as_str)
-        .ok_or_else(|| unsupported("a function tool without a name"))?;
+        .ok_or_else(|| TranslateError::Unsupported("a function tool without a name".into()))?;
     // No `parameters` means the function takes no arguments (§1.3).
     let schema = function
         .and_then(|f| f.get("parameters"))
@@ -96,14 +97,14 @@ pub(super) fn tool_choice(choice: Option<&Value>, parallel: Option<bool>) -> Res
             // `none` takes no further fields, so parallelism is moot.
             "none" => return Ok(Some(json!({ "type": "none" }))),
             "required" => json!({ "type": "any" }),
-            other => return Err(unsupported(format!("tool_choice `{other}`"))),
+            other => return Err(TranslateError::Unsupported(format!("tool_choice `{other}`"))),
         },
         Some(obj) => {
             let kind = obj.get("type").and_then(Value::as_str).unwrap_or("");
             let name = obj.get("function").and_then(|f| f.get("name")).and_then(Value::as_str);
             match (kind, name) {
                 ("function", Some(name)) => json!({ "type": "tool", "name": name }),
-                _ => return Err(unsupported(format!("tool_choice of type `{kind}`"))),
+                _ => return Err(TranslateError::Unsupported(format!("tool_choice of type `{kind}`"))),
             }
         }
     };

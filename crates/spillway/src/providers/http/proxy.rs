@@ -1,6 +1,6 @@
-//! Outbound HTTP proxies for the request path's client ([`super::http`]),
-//! from the conventional environment variables, read once when a provider
-//! is built:
+//! Outbound HTTP proxies for the request path's client (this folder's
+//! [`Endpoint`](super::Endpoint)), from the conventional environment
+//! variables, read once when a provider is built (`openai_compat`):
 //!
 //! - `https_proxy` / `HTTPS_PROXY` for `https` upstreams, `http_proxy` /
 //!   `HTTP_PROXY` for `http` ones, `all_proxy` / `ALL_PROXY` for either
@@ -13,8 +13,8 @@
 //!
 //! The proxy is an `http://[user:password@]host[:port]` URL (a URL without
 //! a scheme means `http://`; the port defaults to 80). An `https`
-//! upstream is reached through a `CONNECT` tunnel, TLS running end to end
-//! inside it; an `http` one gets its requests in absolute form. Credentials
+//! upstream is reached through a `CONNECT` tunnel ([`super::tunnel`]), TLS
+//! running end to end inside it; an `http` one gets its requests in absolute form. Credentials
 //! go as `Proxy-Authorization: Basic` and are never logged or shown.
 
 use base64::Engine as _;
@@ -27,9 +27,7 @@ pub type Lookup<'a> = &'a dyn Fn(&str) -> Option<String>;
 /// An HTTP proxy.
 #[derive(Clone)]
 pub struct Proxy {
-    /// Its host.
     pub host: String,
-    /// Its port.
     pub port: u16,
     /// `Basic …` when the URL carried credentials.
     pub auth: Option<HeaderValue>,

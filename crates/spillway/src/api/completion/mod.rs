@@ -1,0 +1,24 @@
+//! Answers on their way from an upstream to a client: whole
+//! `chat.completion`s and `chat.completion.chunk`s of a stream.
+//!
+//! Most answers of OpenAI-compatible upstreams already validate against
+//! OpenAI's schema: only `id`, `created` and `model` change on the way
+//! through. For those, [`RawCompletion::check`] (and [`RawChunk::check`],
+//! per stream event) reads the body once without building a JSON tree
+//! (borrowed strings, untouched values kept as their bytes: `scan.rs`) and
+//! the answer is written out as the upstream's bytes behind the gateway's
+//! own stamp ([`raw`]). Anything else — a field to fill in, tool calls,
+//! escaped or repeated keys, an in-band error — takes the general path: a
+//! [`serde_json::Value`] completed by [`super::wire`]. A [`Completion`]
+//! ([`types`]) is either, and both give the client the same fields and
+//! values.
+
+pub mod raw;
+mod scan;
+#[cfg(test)]
+mod tests;
+pub mod types;
+
+pub use super::tokens::Tokens;
+pub use raw::{RawChunk, RawCompletion};
+pub use types::Completion;

@@ -1,0 +1,204 @@
+//! The fast path's answers: an upstream's whole completion
+//! ([`RawCompletion`]) or stream chunk ([`RawChunk`]) that already has
+//! every field OpenAI's schema requires, kept as its bytes.
+//!
+//! The adapter of `kind: openai` checks each answer here as it arrives
+//! (one pass of `scan.rs`, no tree); what passes goes to the client
+//! as those bytes behind the gateway's stamp, and the runner reads what it
+//! needs of it (an answer at all, a first token, usage) from what the check
+//! found.
+
+use super::scan::split;
+use crate::api::tokens::{estimate_tokens, Tokens};
+use crate::api::wire::{self, Stamp};
+use bytes::Bytes;
+use serde_json::Value;
+use std::fmt;
+
+/// An upstream completion that already has every field the schema
+/// requires, kept as bytes.
+#[derive(Clone)]
+pub struct RawCompletion {
+    bytes: Bytes,
+    /// Its top-level entries other than `id`, `object`, `created` and
+    /// `model`, as `,"key":value` runs ready to be written after the stamp.
+    tail: Vec<u8>,
+    stamp: Option<Stamp>,
+    has_answer: bool,
+    usage: Option<Tokens>,
+    /// `usage` was an object (not `null`): its `completion_tokens` counts.
+    usage_counted: bool,
+    /// Characters of the choices' text.
+    content_chars: usize,
+}
+
+impl fmt::Debug for RawCompletion {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RawCompletion").field("body", &String::from_utf8_lossy(&self.bytes)).finish_non_exhaustive()
+    }
+}
+
+impl RawCompletion {
+    /// Checks an upstream body; `None` when it needs the general path
+    /// (something to complete or fix, tool calls, an in-band error, not a
+    /// completion at all).
+    pub fn check(bytes: Bytes) -> Option<Self> {
+        let text = std::str::from_utf8(&bytes).ok()?;
+        let (top, tail) = split(text, false)?;
+        let checked = top.checked?;
+        Some(Self {
+            tail,
+            stamp: None,
+            has_answer: checked.has_answer,
+            usage: top.usage,
+            usage_counted: top.usage_counted,
+            content_chars: checked.content_chars,
+            bytes,
+        })
+    }
+
+    /// Sets the gateway's id, `created` and `model`, written in front of
+    /// the upstream's other fields.
+    pub fn stamp(&mut self, stamp: Stamp) {
+        self.stamp = Some(stamp);
+    }
+
+    /// It carries some content or a refusal (tool calls take the general
+    /// path).
+    pub fn has_answer(&self) -> bool {
+        self.has_answer
+    }
+
+    /// The counts of its `usage`, when it has one (`null` counts as 0).
+    pub fn tokens(&self) -> Option<Tokens> {
+        self.usage
+    }
+
+    /// `usage.completion_tokens`; without a `usage` object,
+    /// [`estimate_tokens`] over the choices' text.
+    pub fn completion_tokens(&self) -> u64 {
+        match self.usage {
+            Some(t) if self.usage_counted => t.output,
+            _ => estimate_tokens(self.content_chars),
+        }
+    }
+
+    /// The answer as a tree, stamped if it was.
+    pub fn into_value(self) -> Result<Value, &'static str> {
+        let mut v: Value = serde_json::from_slice(&self.bytes).map_err(|_| "the body is not JSON")?;
+        if let Some(stamp) = &self.stamp {
+            wire::completion(&mut v, stamp)?;
+        }
+        Ok(v)
+    }
+
+    /// The body the client receives: the stamp, then the upstream's
+    /// fields.
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(self.tail.len() + 128);
+        match &self.stamp {
+            Some(s) => {
+                out.extend_from_slice(b"{\"id\":\"");
+                out.extend_from_slice(s.id.as_bytes());
+                out.extend_from_slice(b"\",\"object\":\"chat.completion\",\"created\":");
+                out.extend_from_slice(s.created.to_string().as_bytes());
+                out.extend_from_slice(b",\"model\":");
+                // A string always serializes.
+                let _ = serde_json::to_writer(&mut out, &s.model);
+                out.extend_from_slice(&self.tail);
+            }
+            None => {
+                out.push(b'{');
+                out.extend_from_slice(self.tail.get(1..).unwrap_or_default());
+            }
+        }
+        out.push(b'}');
+        out
+    }
+}
+
+/// An upstream stream chunk that needs nothing but the stamp, kept as the
+/// bytes to write after it.
+#[derive(Clone, PartialEq, Eq)]
+pub struct RawChunk {
+    tail: Vec<u8>,
+    has_token: bool,
+    finishes: bool,
+    usage_only: bool,
+    usage: Option<Tokens>,
+    content_chars: usize,
+}
+
+impl fmt::Debug for RawChunk {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RawChunk").field("tail", &String::from_utf8_lossy(&self.tail)).finish_non_exhaustive()
+    }
+}
+
+impl RawChunk {
+    /// Checks one event's data; `None` when it needs the general path (the
+    /// same rules as [`RawCompletion::check`], for deltas).
+    pub fn check(data: &str) -> Option<Self> {
+        let (top, tail) = split(data, true)?;
+        let checked = top.chunk?;
+        Some(Self {
+            tail,
+            has_token: checked.has_token,
+            finishes: checked.finishes,
+            usage_only: checked.empty && top.usage_counted,
+            usage: top.usage.filter(|_| top.usage_counted),
+            content_chars: checked.content_chars,
+        })
+    }
+
+    /// It carries the first token: some content or a refusal.
+    pub fn has_token(&self) -> bool {
+        self.has_token
+    }
+
+    /// It ends its choice (`finish_reason` set).
+    pub fn finishes(&self) -> bool {
+        self.finishes
+    }
+
+    /// The usage-only chunk (`choices: []` with usage).
+    pub fn is_usage_chunk(&self) -> bool {
+        self.usage_only
+    }
+
+    /// The counts of its `usage` object, when it has one.
+    pub fn tokens(&self) -> Option<Tokens> {
+        self.usage
+    }
+
+    /// Characters of content its deltas carry (for a usage estimate).
+    pub fn content_chars(&self) -> usize {
+        self.content_chars
+    }
+
+    /// The SSE event the client receives: the gateway's stamp, then the
+    /// upstream's fields.
+    pub fn encode(&self, stamp: &Stamp) -> Bytes {
+        let mut out = Vec::with_capacity(self.tail.len() + 160);
+        out.extend_from_slice(b"data: {\"id\":\"");
+        out.extend_from_slice(stamp.id.as_bytes());
+        out.extend_from_slice(b"\",\"object\":\"chat.completion.chunk\",\"created\":");
+        out.extend_from_slice(stamp.created.to_string().as_bytes());
+        out.extend_from_slice(b",\"model\":");
+        // A string always serializes.
+        let _ = serde_json::to_writer(&mut out, &stamp.model);
+        out.extend_from_slice(&self.tail);
+        out.extend_from_slice(b"}\n\n");
+        Bytes::from(out)
+    }
+
+    /// The chunk as a tree, without the fields the stamp replaces.
+    pub fn into_value(self) -> Value {
+        let mut text = Vec::with_capacity(self.tail.len() + 2);
+        text.push(b'{');
+        text.extend_from_slice(self.tail.get(1..).unwrap_or_default());
+        text.push(b'}');
+        // Checked JSON, reassembled from whole entries: it parses.
+        serde_json::from_slice(&text).unwrap_or(Value::Null)
+    }
+}

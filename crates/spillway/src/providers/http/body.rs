@@ -1,0 +1,242 @@
+//! The response body of the request path's client: read as frames or as
+//! a byte stream, it hands its connection back to the pool when it ends.
+//!
+//! A body dropped halfway closes its connection — which is what cancels
+//! an upstream's generation when the client leaves — unless the reader
+//! marked the answer complete first (a stream's `[DONE]`): then the rest
+//! is drained briefly in the background and the connection kept.
+//! [`read_to_end`] reads any body whole (also the server's client bodies).
+
+use super::pool::Pool;
+use bytes::Bytes;
+use futures_util::Stream;
+use http_body_util::{BodyExt, Full};
+use hyper::body::Incoming;
+use hyper::client::conn::http1::SendRequest;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+/// The largest whole (non-streamed) answer read from an upstream.
+pub const MAX_BODY: usize = 64 * 1024 * 1024;
+
+/// Why reading a response body failed.
+#[derive(Debug, thiserror::Error)]
+pub enum BodyError {
+    /// The connection broke mid-body.
+    #[error("response body: {0}")]
+    Transport(#[source] hyper::Error),
+    /// The body is larger than [`MAX_BODY`].
+    #[error("response body larger than {MAX_BODY} bytes")]
+    TooLarge,
+}
+
+/// A response body; the connection returns to its pool when it has been
+/// read to the end.
+pub struct Body {
+    /// `None` only while being dropped.
+    incoming: Option<Incoming>,
+    back: Option<Back>,
+    /// Set by the reader when the answer is complete at its own level (an
+    /// SSE `[DONE]`) though the body may not have ended yet; made only for
+    /// readers that ask ([`Body::completion`]).
+    complete: Option<Arc<std::sync::atomic::AtomicBool>>,
+}
+
+/// How long a dropped body whose answer was complete may take to reach its
+/// end (the chunked terminator after `[DONE]`) so its connection can be
+/// reused, and how many bytes it may still send.
+const DRAIN_TIME: Duration = Duration::from_secs(1);
+const DRAIN_BYTES: usize = 64 * 1024;
+
+/// Marks a body's answer complete; see [`Body::completion`].
+#[derive(Debug, Clone)]
+pub struct Completion(Arc<std::sync::atomic::AtomicBool>);
+
+impl Completion {
+    /// The answer is complete: what the body still sends is its end.
+    pub fn mark(&self) {
+        self.0.store(true, std::sync::atomic::Ordering::Release);
+    }
+}
+
+/// Where a connection goes back to.
+struct Back {
+    sender: SendRequest<Full<Bytes>>,
+    pool: Arc<Pool>,
+    slot: usize,
+}
+
+impl std::fmt::Debug for Body {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Body(..)")
+    }
+}
+
+impl Drop for Body {
+    /// A body dropped before its end closes its connection — unless its
+    /// answer was complete (a stream's `[DONE]` seen): then the rest (the
+    /// chunked terminator, normally already on its way) is read in the
+    /// background, briefly, and the connection goes back to its pool. A
+    /// body dropped mid-answer (the client left) is never drained: closing
+    /// the connection is what cancels the upstream's generation.
+    fn drop(&mut self) {
+        let (Some(back), Some(mut incoming)) = (self.back.take(), self.incoming.take()) else { return };
+        if !self.complete.as_ref().is_some_and(|c| c.load(std::sync::atomic::Ordering::Acquire)) {
+            return;
+        }
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else { return };
+        // Detached on purpose: it ends within DRAIN_TIME.
+        runtime.spawn(async move {
+            let drained = tokio::time::timeout(DRAIN_TIME, async {
+                let mut left = DRAIN_BYTES;
+                while let Some(frame) = incoming.frame().await {
+                    let Ok(frame) = frame else { return false };
+                    let n = frame.data_ref().map_or(0, Bytes::len);
+                    if n > left {
+                        return false;
+                    }
+                    left -= n;
+                }
+                true
+            })
+            .await;
+            if drained == Ok(true) {
+                back.pool.give_back(back.slot, back.sender);
+            }
+        });
+    }
+}
+
+impl Body {
+    /// A body whose connection (`sender`) goes back to `pool`'s `slot` when
+    /// it ends.
+    pub(super) fn new(incoming: Incoming, sender: SendRequest<Full<Bytes>>, pool: Arc<Pool>, slot: usize) -> Self {
+        Body { incoming: Some(incoming), back: Some(Back { sender, pool, slot }), complete: None }
+    }
+
+    /// A handle the reader uses to say the answer is complete, so that
+    /// dropping the body afterwards keeps its connection (see `Drop`).
+    pub fn completion(&mut self) -> Completion {
+        Completion(self.complete.get_or_insert_with(Arc::default).clone())
+    }
+
+    /// Reads the whole body (at most [`MAX_BODY`] bytes).
+    pub async fn bytes(self) -> Result<Bytes, BodyError> {
+        read_to_end(self, MAX_BODY).await.map_err(|e| match e {
+            ReadError::Body(e) => BodyError::Transport(e),
+            ReadError::TooLarge => BodyError::TooLarge,
+        })
+    }
+
+    fn ended(&mut self) {
+        if let Some(Back { sender, pool, slot }) = self.back.take() {
+            pool.give_back(slot, sender);
+        }
+    }
+}
+
+/// Why [`read_to_end`] stopped.
+#[derive(Debug)]
+pub enum ReadError<E> {
+    /// The body failed.
+    Body(E),
+    /// It is longer than the limit.
+    TooLarge,
+}
+
+/// Reads a body to its end, at most `limit` bytes: a body that comes as one
+/// frame (the usual case) is returned as that frame, uncopied; more frames
+/// are joined.
+pub async fn read_to_end<B>(body: B, limit: usize) -> Result<Bytes, ReadError<B::Error>>
+where
+    B: hyper::body::Body<Data = Bytes>,
+{
+    let mut body = std::pin::pin!(body);
+    let mut single: Option<Bytes> = None;
+    let mut joined = bytes::BytesMut::new();
+    let mut len = 0usize;
+    while let Some(frame) = body.frame().await {
+        let Ok(data) = frame.map_err(ReadError::Body)?.into_data() else { continue };
+        len = len.saturating_add(data.len());
+        if len > limit {
+            return Err(ReadError::TooLarge);
+        }
+        if single.is_none() && joined.is_empty() {
+            single = Some(data);
+        } else {
+            if let Some(first) = single.take() {
+                joined.extend_from_slice(&first);
+            }
+            joined.extend_from_slice(&data);
+        }
+    }
+    Ok(single.unwrap_or_else(|| joined.freeze()))
+}
+
+impl hyper::body::Body for Body {
+    type Data = Bytes;
+    type Error = hyper::Error;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<hyper::body::Frame<Bytes>, hyper::Error>>> {
+        let Some(incoming) = self.incoming.as_mut() else { return Poll::Ready(None) };
+        let polled = Pin::new(incoming).poll_frame(cx);
+        match &polled {
+            Poll::Ready(None) => self.ended(),
+            Poll::Ready(Some(Err(_))) => self.back = None,
+            _ => {}
+        }
+        polled
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.incoming.as_ref().is_none_or(Incoming::is_end_stream)
+    }
+
+    fn size_hint(&self) -> hyper::body::SizeHint {
+        self.incoming.as_ref().map(Incoming::size_hint).unwrap_or_default()
+    }
+}
+
+impl Stream for Body {
+    type Item = Result<Bytes, hyper::Error>;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        loop {
+            match hyper::body::Body::poll_frame(self.as_mut(), cx) {
+                Poll::Pending => return Poll::Pending,
+                Poll::Ready(None) => return Poll::Ready(None),
+                Poll::Ready(Some(Err(e))) => return Poll::Ready(Some(Err(e))),
+                Poll::Ready(Some(Ok(frame))) => {
+                    // Trailers carry nothing a chat answer needs.
+                    if let Ok(data) = frame.into_data() {
+                        return Poll::Ready(Some(Ok(data)));
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn read_to_end_keeps_one_frame_as_is_and_joins_several() {
+        let one = Bytes::from_static(b"whole");
+        let got = read_to_end(Full::new(one.clone()), 10).await.unwrap();
+        assert_eq!(got.as_ptr(), one.as_ptr(), "a single frame is not copied");
+        let frames = || {
+            let parts =
+                ["ab", "cd", "e"].map(|p| Ok::<_, std::convert::Infallible>(hyper::body::Frame::data(Bytes::from(p))));
+            http_body_util::StreamBody::new(futures_util::stream::iter(parts))
+        };
+        assert_eq!(read_to_end(frames(), 5).await.unwrap(), "abcde");
+        assert!(matches!(read_to_end(frames(), 4).await, Err(ReadError::TooLarge)));
+    }
+}

@@ -1,0 +1,161 @@
+//! [`Endpoint`]: the pooled client of one provider's chat endpoint, with
+//! the request line and fixed headers prepared once when it is built.
+//!
+//! Each attempt of `kind: openai` is one [`Endpoint::post`]: a connection
+//! from the serving thread's idle list (or a new one), the request, and the
+//! response head with a [`Body`] that returns the connection when read.
+
+use super::body::Body;
+use super::connect::{Connector, Origin};
+use super::error::{EndpointError, HttpError};
+use super::pool::{self, Pool, SLOTS};
+use super::proxy::Proxy;
+use super::tls::tls_connector;
+use bytes::Bytes;
+use http::header::{HeaderMap, HeaderValue, CONTENT_TYPE, HOST, USER_AGENT};
+use http::{Request, Response, Uri};
+use http_body_util::Full;
+use hyper::body::Incoming;
+use hyper::client::conn::http1::SendRequest;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio_rustls::rustls;
+
+/// A pooled client for one origin, with the request line and fixed headers
+/// of one endpoint prepared.
+#[derive(Debug, Clone)]
+pub struct Endpoint {
+    pub(super) connector: Arc<Connector>,
+    pub(super) pool: Arc<Pool>,
+    uri: Uri,
+    headers: HeaderMap,
+}
+
+impl Endpoint {
+    /// An endpoint at `url` (`http` or `https`), sending `headers` (the
+    /// key, the provider's extra headers) with every request. `ca_file`
+    /// adds roots to the system's. `proxy` is the outbound proxy to go
+    /// through ([`super::proxy::for_url`]), if any.
+    pub fn new(
+        url: &str,
+        headers: &HeaderMap,
+        ca_file: Option<&std::path::Path>,
+        connect_timeout: Duration,
+        proxy: Option<Proxy>,
+    ) -> Result<Self, EndpointError> {
+        let parsed = url::Url::parse(url).map_err(|e| EndpointError(format!("invalid URL: {e}")))?;
+        let host = match parsed.host() {
+            Some(url::Host::Domain(d)) => d.to_string(),
+            Some(url::Host::Ipv4(ip)) => ip.to_string(),
+            Some(url::Host::Ipv6(ip)) => ip.to_string(),
+            None => return Err(EndpointError("the URL has no host".into())),
+        };
+        let https = match parsed.scheme() {
+            "http" => false,
+            "https" => true,
+            other => return Err(EndpointError(format!("unsupported scheme `{other}` (http or https)"))),
+        };
+        let port = parsed.port_or_known_default().unwrap_or(if https { 443 } else { 80 });
+        let tls = if https {
+            let name = rustls::pki_types::ServerName::try_from(host.clone())
+                .map_err(|e| EndpointError(format!("invalid TLS server name `{host}`: {e}")))?;
+            Some((tls_connector(ca_file)?, name))
+        } else {
+            None
+        };
+        let mut path = parsed.path().to_string();
+        if let Some(q) = parsed.query() {
+            path.push('?');
+            path.push_str(q);
+        }
+        let authority = match parsed.port() {
+            Some(p) => format!("{}:{p}", parsed.host_str().unwrap_or_default()),
+            None => parsed.host_str().unwrap_or_default().to_string(),
+        };
+        // Through a proxy, plain-HTTP requests name the whole URL.
+        let plain_via_proxy = proxy.is_some() && !https;
+        if plain_via_proxy {
+            path = format!("http://{authority}{path}");
+        }
+        let uri: Uri = path.parse().map_err(|e| EndpointError(format!("invalid URL path: {e}")))?;
+        let mut fixed = HeaderMap::with_capacity(headers.len() + 3);
+        fixed.insert(HOST, HeaderValue::from_str(&authority).map_err(|_| EndpointError("invalid host".into()))?);
+        fixed.insert(USER_AGENT, HeaderValue::from_static(concat!("spillway/", env!("CARGO_PKG_VERSION"))));
+        fixed.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        for (name, value) in headers {
+            fixed.insert(name, value.clone());
+        }
+        if let Some(auth) = proxy.as_ref().and_then(|p| p.auth.clone()).filter(|_| plain_via_proxy) {
+            fixed.insert(http::header::PROXY_AUTHORIZATION, auth);
+        }
+        let connector = Connector { origin: Origin { host, port, tls, proxy }, connect_timeout };
+        Ok(Self { connector: Arc::new(connector), pool: Arc::new(Pool::new()), uri, headers: fixed })
+    }
+
+    /// Posts `body` and returns the response head with its body to read.
+    pub async fn post(&self, body: Bytes) -> Result<Response<Body>, HttpError> {
+        let slot = pool::slot() % SLOTS;
+        if let Some(mut sender) = self.pool.take(slot) {
+            // Usually ready at once: it came back after its last body ended.
+            if sender.ready().await.is_ok() {
+                match sender.try_send_request(self.request(body.clone())).await {
+                    Ok(resp) => return Ok(self.wrap(resp, sender, slot)),
+                    // Not written at all: the upstream had closed this idle
+                    // connection. Once more on a new one.
+                    Err(e) if e.message().is_some() => {}
+                    Err(e) => return Err(HttpError::Send(e.into_error())),
+                }
+            }
+        }
+        // Boxed: the TCP and TLS handshakes would otherwise make every
+        // request's future larger (it is moved whole), pooled or not.
+        let mut sender = Box::pin(self.connector.connect()).await?;
+        let resp = sender.send_request(self.request(body)).await.map_err(HttpError::Send)?;
+        Ok(self.wrap(resp, sender, slot))
+    }
+
+    fn request(&self, body: Bytes) -> Request<Full<Bytes>> {
+        let mut req = Request::new(Full::new(body));
+        *req.method_mut() = http::Method::POST;
+        *req.uri_mut() = self.uri.clone();
+        *req.headers_mut() = self.headers.clone();
+        req
+    }
+
+    fn wrap(&self, resp: Response<Incoming>, sender: SendRequest<Full<Bytes>>, slot: usize) -> Response<Body> {
+        resp.map(|incoming| Body::new(incoming, sender, self.pool.clone(), slot))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_request_line_and_host_come_from_the_url() {
+        let mut extra = HeaderMap::new();
+        extra.insert("x-title", HeaderValue::from_static("t"));
+        let e = Endpoint::new(
+            "http://127.0.0.1:8080/v1/chat/completions?api-version=1",
+            &extra,
+            None,
+            Duration::from_secs(1),
+            None,
+        )
+        .unwrap();
+        assert_eq!(e.uri.to_string(), "/v1/chat/completions?api-version=1");
+        assert_eq!(e.headers[HOST], "127.0.0.1:8080");
+        assert_eq!(e.headers["x-title"], "t");
+        let e = Endpoint::new(
+            "https://api.example.com/v1/chat/completions",
+            &HeaderMap::new(),
+            None,
+            Duration::from_secs(1),
+            None,
+        )
+        .unwrap();
+        assert_eq!(e.headers[HOST], "api.example.com");
+        assert_eq!(e.connector.origin.port, 443);
+        assert!(e.connector.origin.tls.is_some());
+    }
+}

@@ -1,0 +1,108 @@
+//! A new upstream connection: TCP (to the proxy, if one applies), the
+//! `CONNECT` tunnel for `https` behind a proxy, TLS, then the HTTP/1.1
+//! handshake, each bounded by `timeouts.connect`.
+//!
+//! Used by the endpoint when its pool has no idle connection for the
+//! serving thread; the connection's task then lives as long as its sender.
+
+use super::error::HttpError;
+use super::proxy::Proxy;
+use super::tunnel::tunnel;
+use bytes::Bytes;
+use http_body_util::Full;
+use hyper::client::conn::http1::{self, SendRequest};
+use hyper_util::rt::TokioIo;
+use std::time::Duration;
+use tokio::net::TcpStream;
+use tokio_rustls::rustls;
+
+/// Where a provider's requests go, resolved once when it is built.
+pub(super) struct Origin {
+    pub(super) host: String,
+    pub(super) port: u16,
+    /// `Some` for `https`: the connector and the name to verify.
+    pub(super) tls: Option<(tokio_rustls::TlsConnector, rustls::pki_types::ServerName<'static>)>,
+    /// The outbound proxy, when the environment names one for this origin.
+    pub(super) proxy: Option<Proxy>,
+}
+
+impl std::fmt::Debug for Origin {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Origin")
+            .field("host", &self.host)
+            .field("port", &self.port)
+            .field("tls", &self.tls.is_some())
+            .field("proxy", &self.proxy)
+            .finish()
+    }
+}
+
+impl Origin {
+    /// `host:port` as a `CONNECT` request names it.
+    fn authority(&self) -> String {
+        if self.host.contains(':') {
+            format!("[{}]:{}", self.host, self.port)
+        } else {
+            format!("{}:{}", self.host, self.port)
+        }
+    }
+}
+
+/// How to open a connection to one origin.
+#[derive(Debug)]
+pub(super) struct Connector {
+    pub(super) origin: Origin,
+    pub(super) connect_timeout: Duration,
+}
+
+impl Connector {
+    /// A new connection, ready for its first request.
+    pub(super) async fn connect(&self) -> Result<SendRequest<Full<Bytes>>, HttpError> {
+        let origin = &self.origin;
+        let (host, port) = match &origin.proxy {
+            Some(p) => (p.host.as_str(), p.port),
+            None => (origin.host.as_str(), origin.port),
+        };
+        let mut tcp = tokio::time::timeout(self.connect_timeout, TcpStream::connect((host, port)))
+            .await
+            .map_err(|_| HttpError::ConnectTimeout(self.connect_timeout))?
+            .map_err(|e| match &origin.proxy {
+                Some(p) => HttpError::Connect(format!("proxy {p}: {e}")),
+                None => HttpError::Connect(e.to_string()),
+            })?;
+        let _ = tcp.set_nodelay(true);
+        if let (Some(proxy), Some(_)) = (&origin.proxy, &origin.tls) {
+            tokio::time::timeout(self.connect_timeout, tunnel(&mut tcp, proxy, &origin.authority()))
+                .await
+                .map_err(|_| HttpError::ConnectTimeout(self.connect_timeout))??;
+        }
+        match &origin.tls {
+            None => handshake(tcp).await,
+            Some((connector, name)) => {
+                let tls = tokio::time::timeout(self.connect_timeout, connector.connect(name.clone(), tcp))
+                    .await
+                    .map_err(|_| HttpError::ConnectTimeout(self.connect_timeout))?
+                    .map_err(|e| HttpError::Connect(format!("TLS: {e}")))?;
+                handshake(tls).await
+            }
+        }
+    }
+}
+
+/// Starts HTTP/1.1 on a connected stream; its connection task lives as
+/// long as the connection does.
+async fn handshake<S>(io: S) -> Result<SendRequest<Full<Bytes>>, HttpError>
+where
+    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
+    let (sender, conn) = http1::handshake(TokioIo::new(io)).await.map_err(|e| HttpError::Connect(e.to_string()))?;
+    // The connection task is owned by its `SendRequest` (it ends when the
+    // sender and any response body are dropped), not by a supervisor.
+    #[allow(clippy::disallowed_methods)]
+    tokio::spawn(async move {
+        if let Err(e) = conn.await {
+            tracing::debug!(error = %e, "Upstream connection ended with an error.");
+        }
+    });
+    Ok(sender)
+}

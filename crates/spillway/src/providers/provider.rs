@@ -1,0 +1,93 @@
+//! [`Provider`]: one configured provider — its adapter, picked by wire
+//! format, and its bulkhead counter — as the runner calls it.
+//!
+//! The top of `providers/`: it names every adapter; nothing in
+//! `providers/` imports it back. Built once per config generation by the
+//! gateway; a request reaches it through its cascade's targets.
+
+use super::types::{AttemptRequest, BuildError, Reply};
+use super::{anthropic, gigachat, mock, openai_compat, yandex};
+use crate::config::{HealthConfig, ProviderConfig, ProviderKind};
+use crate::outcome::AttemptError;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+/// The adapter of one provider, by wire format.
+#[derive(Debug)]
+pub enum Adapter {
+    /// OpenAI-compatible HTTP APIs.
+    OpenAi(openai_compat::OpenAiCompat),
+    /// In-process mock.
+    Mock(mock::MockProvider),
+    /// Anthropic Messages API.
+    Anthropic(anthropic::AnthropicAdapter),
+    /// GigaChat v1 chat (OAuth token cache).
+    GigaChat(gigachat::GigaChatAdapter),
+    /// Yandex Foundation Models native completion.
+    Yandex(yandex::YandexAdapter),
+}
+
+/// A configured provider: its adapter and bookkeeping.
+#[derive(Debug)]
+pub struct Provider {
+    pub config: ProviderConfig,
+    pub adapter: Adapter,
+    /// Attempts in flight right now (the bulkhead reads it).
+    in_flight: AtomicU64,
+}
+
+impl Provider {
+    /// Builds the adapter for a compiled provider config.
+    pub fn build(config: ProviderConfig, health: &HealthConfig) -> Result<Arc<Self>, BuildError> {
+        let adapter = match config.kind {
+            ProviderKind::Mock => Adapter::Mock(mock::MockProvider::new(&config)),
+            ProviderKind::OpenAi => Adapter::OpenAi(openai_compat::OpenAiCompat::new(&config, health)?),
+            ProviderKind::Anthropic => Adapter::Anthropic(anthropic::AnthropicAdapter::new(&config, health)?),
+            ProviderKind::GigaChat => Adapter::GigaChat(gigachat::GigaChatAdapter::new(&config, health)?),
+            ProviderKind::Yandex => Adapter::Yandex(yandex::YandexAdapter::new(&config, health)?),
+        };
+        Ok(Arc::new(Self { config, adapter, in_flight: AtomicU64::new(0) }))
+    }
+
+    /// Sends one attempt through the adapter of its wire format.
+    ///
+    /// The native adapters' futures are boxed: a future is as large as its
+    /// largest variant, and the whole request's future (moved and boxed by
+    /// the server) would otherwise carry their token refreshes and
+    /// translations on every OpenAI-compatible call too.
+    pub async fn call(&self, req: AttemptRequest<'_>) -> Result<Reply, AttemptError> {
+        match &self.adapter {
+            Adapter::OpenAi(a) => a.call(req).await,
+            Adapter::Mock(m) => Box::pin(m.call(req)).await,
+            Adapter::Anthropic(a) => Box::pin(a.call(req)).await,
+            Adapter::GigaChat(g) => Box::pin(g.call(req)).await,
+            Adapter::Yandex(y) => Box::pin(y.call(req)).await,
+        }
+    }
+
+    /// Takes a bulkhead slot; `None` when the provider is at `max_in_flight`.
+    pub fn try_acquire(self: &Arc<Self>) -> Option<InFlight> {
+        let now = self.in_flight.fetch_add(1, Ordering::AcqRel) + 1;
+        if self.config.max_in_flight.is_some_and(|max| now > max) {
+            self.in_flight.fetch_sub(1, Ordering::AcqRel);
+            return None;
+        }
+        Some(InFlight(Arc::clone(self)))
+    }
+
+    /// Attempts in flight (the `inflight` load source reads it).
+    pub fn in_flight(&self) -> u64 {
+        self.in_flight.load(Ordering::Acquire)
+    }
+}
+
+/// A held bulkhead slot; released on drop (also when a stream ends or the
+/// client goes away).
+#[derive(Debug)]
+pub struct InFlight(Arc<Provider>);
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        self.0.in_flight.fetch_sub(1, Ordering::AcqRel);
+    }
+}

@@ -1,0 +1,82 @@
+//! The interface between the runner and an adapter: one attempt's request
+//! as the runner prepared it ([`AttemptRequest`]), what the upstream
+//! answered ([`Reply`]: a whole completion or a [`ChunkStream`]), and what
+//! its headers said about its limits ([`UpstreamHints`]).
+//!
+//! The bottom of `providers/` with [`super::translate`]: every adapter and
+//! the runner name these types; they import only the wire types below.
+
+use super::translate::StreamItem;
+use crate::api::completion::Completion;
+use crate::api::request::Outgoing;
+use crate::outcome::AttemptError;
+use futures_util::stream::BoxStream;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+/// Chunks of a streamed answer, as OpenAI `chat.completion.chunk` values.
+pub type ChunkStream = BoxStream<'static, Result<StreamItem, AttemptError>>;
+
+/// What an upstream answered.
+pub enum Reply {
+    /// A whole `chat.completion` (not yet stamped).
+    Complete(Completion),
+    /// A stream of chunks.
+    Stream(ChunkStream),
+}
+
+impl std::fmt::Debug for Reply {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Complete(v) => f.debug_tuple("Complete").field(v).finish(),
+            Self::Stream(_) => f.write_str("Stream(..)"),
+        }
+    }
+}
+
+/// One attempt's request, as the runner prepared it.
+#[derive(Debug)]
+pub struct AttemptRequest<'a> {
+    /// The model id at the provider.
+    pub model_id: &'a str,
+    /// The OpenAI request body for this attempt (its `model` is replaced by
+    /// the adapter); borrowed from the client's request when not rewritten.
+    pub body: Outgoing<'a>,
+    /// Stream the answer.
+    pub stream: bool,
+    /// The client asked for a usage chunk.
+    pub include_usage: bool,
+    /// Where the adapter reports what the upstream's headers said about its
+    /// limits (read by the runner after the call).
+    pub hints: &'a UpstreamHints,
+}
+
+/// What an upstream's answer said about its limits, beyond the answer.
+#[derive(Debug, Default)]
+pub struct UpstreamHints {
+    /// Milliseconds until the quota resets, when an answer said it is used
+    /// up (`x-ratelimit-remaining-*: 0`); 0 when not.
+    exhausted_ms: AtomicU64,
+}
+
+impl UpstreamHints {
+    /// Records the quota reset an answer announced (`reset_hint`).
+    pub fn set_exhausted_for(&self, d: Duration) {
+        let ms = u64::try_from(d.as_millis()).unwrap_or(u64::MAX).max(1);
+        self.exhausted_ms.store(ms, Ordering::Release);
+    }
+
+    /// The quota reset recorded for this attempt, if any.
+    pub fn exhausted_for(&self) -> Option<Duration> {
+        let ms = self.exhausted_ms.load(Ordering::Acquire);
+        (ms > 0).then(|| Duration::from_millis(ms))
+    }
+}
+
+/// Errors building a provider (bad CA file, TLS setup).
+#[derive(Debug, thiserror::Error)]
+#[error("provider `{provider}`: {message}")]
+pub struct BuildError {
+    pub provider: String,
+    pub message: String,
+}
