@@ -23,5 +23,7 @@ fi
 echo "Redis for tests: ${SPILLWAY_TEST_REDIS_URL%%@*}"
 
 cargo fmt --all -- --check
+# The layering: no import cycles, no import against the layers (ARCHITECTURE.md).
+python3 scripts/layers.py
 cargo clippy --workspace --all-targets --quiet -- -D warnings
 cargo test --workspace

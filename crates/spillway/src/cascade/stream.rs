@@ -78,7 +78,7 @@ impl State {
 
     fn meter_estimate(&mut self) {
         if let Some(meter) = self.meter.take() {
-            meter(Tokens { input: self.prompt_tokens, output: self.out_chars.div_ceil(4) as u64 });
+            meter(Tokens { input: self.prompt_tokens, output: crate::api::tokens::estimate_tokens(self.out_chars) });
         }
     }
 }
