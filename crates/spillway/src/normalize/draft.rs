@@ -101,8 +101,8 @@ impl Draft {
 /// draft is passed explicitly), and with OpenAPI's `nullable: true` spelled
 /// as JSON Schema (`type: [T, "null"]`, `null` added to an `enum`), since
 /// clients that emit OpenAPI-style schemas mean "may be null" and no draft
-/// knows the keyword. Walks at most `budget` schema objects (the caller has
-/// bounded the schema already; this is a second fence, not the first).
+/// knows the keyword. Runs before [`super::bounds::check`], so it keeps its
+/// own fences: at most as many subschemas and as deep as the bounds allow.
 pub(crate) fn prepare(schema: &Value) -> Value {
     let mut out = schema.clone();
     if let Value::Object(root) = &mut out {
@@ -113,20 +113,30 @@ pub(crate) fn prepare(schema: &Value) -> Value {
     out
 }
 
+/// Walks schema positions only (the keywords that hold subschemas), so an
+/// `enum` value or a `default` that happens to hold `"nullable": true` is
+/// left as the client wrote it.
 fn spell_nullable(v: &mut Value, depth: usize, budget: &mut usize) {
+    use super::bounds::graph::{MAP_KEYWORDS, SCHEMA_KEYWORDS};
     if depth > super::bounds::MAX_SCHEMA_DEPTH || *budget == 0 {
         return;
     }
     *budget -= 1;
-    match v {
-        Value::Object(map) => {
-            if map.get("nullable") == Some(&Value::Bool(true)) {
-                allow_null(map);
-            }
-            map.values_mut().for_each(|child| spell_nullable(child, depth + 1, budget));
+    let Value::Object(map) = v else { return };
+    if map.get("nullable") == Some(&Value::Bool(true)) {
+        allow_null(map);
+    }
+    for (keyword, _) in SCHEMA_KEYWORDS {
+        match map.get_mut(*keyword) {
+            Some(Value::Array(items)) => items.iter_mut().for_each(|s| spell_nullable(s, depth + 1, budget)),
+            Some(sub) => spell_nullable(sub, depth + 1, budget),
+            None => {}
         }
-        Value::Array(items) => items.iter_mut().for_each(|child| spell_nullable(child, depth + 1, budget)),
-        _ => {}
+    }
+    for (keyword, _) in MAP_KEYWORDS {
+        if let Some(Value::Object(subs)) = map.get_mut(*keyword) {
+            subs.values_mut().for_each(|s| spell_nullable(s, depth + 1, budget));
+        }
     }
 }
 
@@ -174,7 +184,8 @@ mod tests {
                 "a": {"type": "string", "nullable": true},
                 "b": {"type": ["integer"], "nullable": true},
                 "c": {"enum": ["x"], "nullable": true},
-                "d": {"type": "string", "nullable": false}
+                "d": {"type": "string", "nullable": false},
+                "e": {"enum": [{"type": "string", "nullable": true}]}
             }
         });
         let prepared = prepare(&schema);
@@ -183,5 +194,6 @@ mod tests {
         assert_eq!(prepared["properties"]["b"]["type"], json!(["integer", "null"]));
         assert_eq!(prepared["properties"]["c"]["enum"], json!(["x", null]));
         assert_eq!(prepared["properties"]["d"]["type"], json!("string"));
+        assert_eq!(prepared["properties"]["e"], schema["properties"]["e"], "enum values are data, not schemas");
     }
 }

@@ -54,7 +54,7 @@ use std::fmt;
 
 pub use bounds::SchemaProblem;
 pub use draft::Draft;
-pub use instruction::schema_instruction;
+pub use instruction::{schema_instruction, OBJECT_INSTRUCTION_START, SCHEMA_INSTRUCTION_START};
 pub use sample::sample;
 pub use validate::{
     expected_from_response_format, expected_from_tool, CompiledSchema, ResponseFormatError, SchemaCache,

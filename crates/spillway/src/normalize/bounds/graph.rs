@@ -39,7 +39,7 @@ pub(crate) enum Applies {
 }
 
 /// Keywords whose value is one schema, or an array of schemas.
-const SCHEMA_KEYWORDS: &[(&str, Applies)] = &[
+pub(crate) const SCHEMA_KEYWORDS: &[(&str, Applies)] = &[
     ("allOf", Applies::InPlace),
     ("anyOf", Applies::InPlace),
     ("oneOf", Applies::InPlace),
@@ -59,7 +59,7 @@ const SCHEMA_KEYWORDS: &[(&str, Applies)] = &[
 ];
 
 /// Keywords whose value is a map of schemas.
-const MAP_KEYWORDS: &[(&str, Applies)] = &[
+pub(crate) const MAP_KEYWORDS: &[(&str, Applies)] = &[
     ("properties", Applies::Property),
     ("patternProperties", Applies::AnyMember),
     ("dependentSchemas", Applies::InPlace),
