@@ -422,3 +422,35 @@ async fn a_json_answer_over_max_tokens_is_cut() {
     assert_eq!(c["finish_reason"], "length");
     assert_eq!(c["message"]["content"], r#"{"first_name"#);
 }
+
+fn mock_config(behavior: &str) -> Result<crate::config::Config, String> {
+    let yaml = format!("providers:\n  m:\n    kind: mock\n    models:\n      - id: x\n        behavior: {behavior}\ncascades:\n  c:\n    models: [m/x]\n");
+    crate::config::load_str(&yaml, None, &|_| None).map_err(|e| e.to_string())
+}
+
+fn behavior_of(config: &crate::config::Config) -> MockBehavior {
+    config.providers["m"].models[0].behavior.clone().unwrap()
+}
+
+#[test]
+fn json_damage_config_takes_a_mode_or_shares() {
+    let old = behavior_of(&mock_config("{ json: fenced }").unwrap());
+    assert_eq!(old.json, MockJson { fenced: 1.0, ..MockJson::default() }, "configs of before still load");
+    let shares = behavior_of(&mock_config("{ json: { fenced: 0.3, renamed: 0.2, broken: 0.06 }, reply_tokens: 200, saturate_at: 8 }").unwrap());
+    assert_eq!(shares.json, MockJson { fenced: 0.3, renamed: 0.2, broken: 0.06 });
+    assert_eq!((shares.reply_tokens, shares.saturate_at), (Some(200), Some(8)));
+    let at = "providers.m.models[0].behavior";
+    let err = mock_config("{ json: { fenced: 0.3, brokn: 0.1 } }").unwrap_err();
+    assert!(err.contains(&format!("{at}.json")) && err.contains("unknown field `brokn`"), "{err}");
+    let err = mock_config("{ json: { fenced: 0.7, broken: 0.6 } }").unwrap_err();
+    assert!(err.contains(&format!("{at}.json: the shares add up to")), "{err}");
+    let err = mock_config("{ json: { fenced: 1.5 } }").unwrap_err();
+    assert!(err.contains(&format!("{at}.json.fenced: expected a share between 0 and 1")), "{err}");
+    let err = mock_config("{ json: sloppy }").unwrap_err();
+    assert!(err.contains(&format!("{at}.json: unknown mode `sloppy`")), "{err}");
+    let err = mock_config("{ json: 3 }").unwrap_err();
+    assert!(err.contains(&format!("{at}.json")), "{err}");
+    let err = mock_config("{ reply_tokens: 0, saturate_at: 0 }").unwrap_err();
+    assert!(err.contains(&format!("{at}.reply_tokens: must be greater than 0")), "{err}");
+    assert!(err.contains(&format!("{at}.saturate_at: must be greater than 0")), "{err}");
+}
