@@ -46,7 +46,8 @@ async fn pair() -> (FakeUpstream, FakeUpstream, TestGateway) {
 /// Posts with a deadline: a regression to unbounded work fails the test
 /// instead of hanging it.
 async fn post(gw: &TestGateway, body: &Value) -> (u16, Value) {
-    let resp = tokio::time::timeout(Duration::from_secs(20), gw.post(body)).await.expect("the gateway answered in time");
+    let resp =
+        tokio::time::timeout(Duration::from_secs(20), gw.post(body)).await.expect("the gateway answered in time");
     let status = resp.status().as_u16();
     (status, resp.json().await.unwrap())
 }
@@ -105,15 +106,20 @@ async fn a_zod_draft07_answer_is_renamed_and_an_invalid_one_moves_on() {
     b.push(Reply::text(&f["valid"][0].to_string()));
     let (status, body) = post(&gw, &with_schema(f["schema"].clone())).await;
     assert_eq!(status, 200);
-    assert_eq!(serde_json::from_str::<Value>(body["choices"][0]["message"]["content"].as_str().unwrap()).unwrap(), f["valid"][0]);
+    assert_eq!(
+        serde_json::from_str::<Value>(body["choices"][0]["message"]["content"].as_str().unwrap()).unwrap(),
+        f["valid"][0]
+    );
     assert_eq!(b.calls(), 1);
     let metrics = gw.get("/metrics").await.text().await.unwrap();
     assert!(metrics.contains(r#"spillway_normalize_total{provider="a",model="m",result="invalid"} 1"#), "{metrics}");
 }
 
 fn tool_call(args: &str) -> Reply {
-    Reply::json(json!({"choices": [{"index": 0, "finish_reason": "tool_calls", "message": {"role": "assistant", "content": null,
-        "tool_calls": [{"id": "call_1", "type": "function", "function": {"name": "get_weather", "arguments": args}}]}}]}))
+    Reply::json(
+        json!({"choices": [{"index": 0, "finish_reason": "tool_calls", "message": {"role": "assistant", "content": null,
+        "tool_calls": [{"id": "call_1", "type": "function", "function": {"name": "get_weather", "arguments": args}}]}}]}),
+    )
 }
 
 #[tokio::test]

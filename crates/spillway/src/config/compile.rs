@@ -381,7 +381,10 @@ fn compile_mock_json(cx: &mut Ctx, path: &str, raw: Option<RawMockJson>) -> Mock
             "renamed" => MockJson { renamed: 1.0, ..MockJson::default() },
             "broken" => MockJson { broken: 1.0, ..MockJson::default() },
             other => {
-                cx.err(path, format!("unknown mode `{other}`: expected plain, fenced, renamed, broken or a map of shares"));
+                cx.err(
+                    path,
+                    format!("unknown mode `{other}`: expected plain, fenced, renamed, broken or a map of shares"),
+                );
                 MockJson::default()
             }
         },

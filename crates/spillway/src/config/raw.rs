@@ -234,13 +234,16 @@ impl<'de> Deserialize<'de> for RawMockJson {
         impl<'de> serde::de::Visitor<'de> for Visit {
             type Value = RawMockJson;
             fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-                f.write_str("`plain`, `fenced`, `renamed`, `broken`, or a map of shares such as { fenced: 0.3, broken: 0.05 }")
+                f.write_str(
+                    "`plain`, `fenced`, `renamed`, `broken`, or a map of shares such as { fenced: 0.3, broken: 0.05 }",
+                )
             }
             fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<RawMockJson, E> {
                 Ok(RawMockJson::Mode(v.to_owned()))
             }
             fn visit_map<A: serde::de::MapAccess<'de>>(self, map: A) -> Result<RawMockJson, A::Error> {
-                RawMockJsonShares::deserialize(serde::de::value::MapAccessDeserializer::new(map)).map(RawMockJson::Shares)
+                RawMockJsonShares::deserialize(serde::de::value::MapAccessDeserializer::new(map))
+                    .map(RawMockJson::Shares)
             }
         }
         deserializer.deserialize_any(Visit)

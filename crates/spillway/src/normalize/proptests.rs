@@ -125,7 +125,8 @@ fn arb_document() -> impl Strategy<Value = Value> {
             Value::Object(map) => map,
             other => [("allOf".to_owned(), json!([other]))].into_iter().collect(),
         };
-        let defs: serde_json::Map<String, Value> = defs.into_iter().enumerate().map(|(i, d)| (format!("d{i}"), d)).collect();
+        let defs: serde_json::Map<String, Value> =
+            defs.into_iter().enumerate().map(|(i, d)| (format!("d{i}"), d)).collect();
         doc.insert("$defs".into(), Value::Object(defs));
         if let Some(uri) = draft {
             doc.insert("$schema".into(), json!(uri));

@@ -27,8 +27,8 @@ use std::borrow::Cow;
 
 use serde_json::{Map, Value};
 
-use crate::normalize::node::Node;
 use crate::normalize::draft::Draft;
+use crate::normalize::node::Node;
 use crate::normalize::repair::push_fix;
 use crate::normalize::{CompiledSchema, Fix};
 

@@ -92,7 +92,9 @@ pub(crate) fn subschemas<'s>(
             _ => Vec::new(),
         }
     });
-    let maps = MAP_KEYWORDS.iter().filter_map(move |(kw, applies)| map.get(*kw).and_then(Value::as_object).map(|m| (*kw, *applies, m)));
+    let maps = MAP_KEYWORDS
+        .iter()
+        .filter_map(move |(kw, applies)| map.get(*kw).and_then(Value::as_object).map(|m| (*kw, *applies, m)));
     let maps = maps.flat_map(|(kw, applies, m)| {
         m.iter()
             .filter(|(_, s)| s.is_object() || s.is_boolean())

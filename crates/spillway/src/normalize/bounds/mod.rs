@@ -76,7 +76,9 @@ pub enum SchemaProblem {
     },
     /// References that lead back to themselves without applying a property
     /// or item in between.
-    #[error("`$ref` cycle at {at}: {path} applies no property or item in between, so checking a value would never end")]
+    #[error(
+        "`$ref` cycle at {at}: {path} applies no property or item in between, so checking a value would never end"
+    )]
     RefCycle {
         /// The first schema of the cycle.
         at: String,
@@ -150,7 +152,8 @@ fn find_in_place_cycle(graph: &Graph<'_>, applied: &[bool]) -> Result<(), Schema
         mark[start] = Mark::Open;
         while let Some(&(n, next)) = stack.last() {
             let edges = &graph.nodes[n].edges;
-            let found = edges.iter().enumerate().skip(next).find(|(_, e)| e.0 == Applies::InPlace).map(|(i, e)| (i, e.2));
+            let found =
+                edges.iter().enumerate().skip(next).find(|(_, e)| e.0 == Applies::InPlace).map(|(i, e)| (i, e.2));
             let Some((i, to)) = found else {
                 mark[n] = Mark::Done;
                 stack.pop();
@@ -167,13 +170,17 @@ fn find_in_place_cycle(graph: &Graph<'_>, applied: &[bool]) -> Result<(), Schema
                 }
                 Mark::Open => {
                     let from = stack.iter().position(|(s, _)| *s == to).unwrap_or(0);
-                    let mut path: Vec<&str> = stack[from..].iter().map(|(s, _)| graph.nodes[*s].pointer.as_str()).collect();
+                    let mut path: Vec<&str> =
+                        stack[from..].iter().map(|(s, _)| graph.nodes[*s].pointer.as_str()).collect();
                     if path.len() > 8 {
                         path.drain(4..path.len() - 3);
                         path.insert(4, "…");
                     }
                     path.push(&graph.nodes[to].pointer);
-                    return Err(SchemaProblem::RefCycle { at: graph.nodes[to].pointer.clone(), path: path.join(" → ") });
+                    return Err(SchemaProblem::RefCycle {
+                        at: graph.nodes[to].pointer.clone(),
+                        path: path.join(" → "),
+                    });
                 }
             }
         }

@@ -89,7 +89,8 @@ fn an_exponential_expansion_is_refused() {
 
 #[test]
 fn size_and_depth_are_capped() {
-    let props: serde_json::Map<String, Value> = (0..MAX_SCHEMA_NODES + 1).map(|i| (format!("p{i}"), json!({}))).collect();
+    let props: serde_json::Map<String, Value> =
+        (0..MAX_SCHEMA_NODES + 1).map(|i| (format!("p{i}"), json!({}))).collect();
     assert!(matches!(problem(json!({"properties": props})), SchemaProblem::TooLarge { .. }));
     let mut deep = json!({"type": "string"});
     for _ in 0..MAX_SCHEMA_DEPTH + 2 {

@@ -218,8 +218,10 @@ impl<'s> Gen<'s> {
     fn array(&mut self, map: &Map<String, Value>, depth: usize) -> Option<Value> {
         let minimal = self.strategy.minimal || depth >= SOFT_DEPTH;
         let tuple_items = map.get("items").and_then(Value::as_array).filter(|_| self.draft.array_items_are_tuples());
-        let tuple: &[Value] = map.get("prefixItems").and_then(Value::as_array).or(tuple_items).map_or(&[], Vec::as_slice);
-        let rest = if tuple_items.is_some() { map.get("additionalItems") } else { map.get("items").filter(|i| !i.is_array()) };
+        let tuple: &[Value] =
+            map.get("prefixItems").and_then(Value::as_array).or(tuple_items).map_or(&[], Vec::as_slice);
+        let rest =
+            if tuple_items.is_some() { map.get("additionalItems") } else { map.get("items").filter(|i| !i.is_array()) };
         let min = map.get("minItems").and_then(Value::as_u64).unwrap_or(0).min(64) as usize;
         let max = map.get("maxItems").and_then(Value::as_u64).map_or(usize::MAX, |m| m as usize);
         let wanted = if minimal { min } else { min.max(1).max(tuple.len()) };
@@ -342,11 +344,19 @@ fn merge(mut into: Map<String, Value>, other: &Value) -> Map<String, Value> {
 }
 
 fn max_of(a: &Value, b: &Value) -> Value {
-    if b.as_f64() > a.as_f64() { b.clone() } else { a.clone() }
+    if b.as_f64() > a.as_f64() {
+        b.clone()
+    } else {
+        a.clone()
+    }
 }
 
 fn min_of(a: &Value, b: &Value) -> Value {
-    if b.as_f64() < a.as_f64() { b.clone() } else { a.clone() }
+    if b.as_f64() < a.as_f64() {
+        b.clone()
+    } else {
+        a.clone()
+    }
 }
 
 /// The `i`-th of a run of items that must all differ.
@@ -416,8 +426,20 @@ fn number(map: &Map<String, Value>, integer: bool) -> Option<Value> {
         if v < l || (lo_ex && v <= l) {
             v = match (lo_ex, hi) {
                 (true, Some(h)) if !integer => (l + h) / 2.0,
-                (true, _) => if integer { l.floor() + 1.0 } else { l + step },
-                (false, _) => if integer { l.ceil() } else { l },
+                (true, _) => {
+                    if integer {
+                        l.floor() + 1.0
+                    } else {
+                        l + step
+                    }
+                }
+                (false, _) => {
+                    if integer {
+                        l.ceil()
+                    } else {
+                        l
+                    }
+                }
             };
         }
     }
@@ -425,14 +447,27 @@ fn number(map: &Map<String, Value>, integer: bool) -> Option<Value> {
         if v > h || (hi_ex && v >= h) {
             v = match (hi_ex, lo) {
                 (true, Some(l)) if !integer => (l + h) / 2.0,
-                (true, _) => if integer { h.ceil() - 1.0 } else { h - step },
-                (false, _) => if integer { h.floor() } else { h },
+                (true, _) => {
+                    if integer {
+                        h.ceil() - 1.0
+                    } else {
+                        h - step
+                    }
+                }
+                (false, _) => {
+                    if integer {
+                        h.floor()
+                    } else {
+                        h
+                    }
+                }
             };
         }
     }
     if let Some(m) = f("multipleOf").filter(|m| *m > 0.0) {
         let up = (v / m).ceil() * m;
-        let fits = |x: f64| hi.is_none_or(|h| x < h || (!hi_ex && x <= h)) && lo.is_none_or(|l| x > l || (!lo_ex && x >= l));
+        let fits =
+            |x: f64| hi.is_none_or(|h| x < h || (!hi_ex && x <= h)) && lo.is_none_or(|l| x > l || (!lo_ex && x >= l));
         v = if fits(up) { up } else { (v / m).floor() * m };
     }
     if integer {

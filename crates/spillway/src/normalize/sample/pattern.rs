@@ -61,7 +61,12 @@ fn emit(hir: &Hir, at_least_one: bool, out: &mut String) -> bool {
 fn pick(class: &Class) -> Option<char> {
     let ranges: Vec<(char, char)> = match class {
         Class::Unicode(u) => u.ranges().iter().map(|r| (r.start(), r.end())).collect(),
-        Class::Bytes(b) => b.ranges().iter().filter(|r| r.start().is_ascii()).map(|r| (char::from(r.start()), char::from(r.end().min(0x7f)))).collect(),
+        Class::Bytes(b) => b
+            .ranges()
+            .iter()
+            .filter(|r| r.start().is_ascii())
+            .map(|r| (char::from(r.start()), char::from(r.end().min(0x7f))))
+            .collect(),
     };
     let contains = |c: char| ranges.iter().any(|(lo, hi)| (*lo..=*hi).contains(&c));
     ['m', 'a', 'M', 'A', '1', '0', '-', '_']

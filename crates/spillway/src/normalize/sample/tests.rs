@@ -38,7 +38,9 @@ fn bounds_and_multiples() {
     assert_eq!(sampled(json!({"type": "integer", "exclusiveMaximum": 0})), json!(-1));
     let v = sampled(json!({"type": "number", "exclusiveMinimum": 0, "exclusiveMaximum": 1}));
     assert_eq!(v, json!(0.5));
-    sampled(json!({"$schema": "http://json-schema.org/draft-04/schema#", "type": "number", "maximum": 1, "exclusiveMaximum": true}));
+    sampled(
+        json!({"$schema": "http://json-schema.org/draft-04/schema#", "type": "number", "maximum": 1, "exclusiveMaximum": true}),
+    );
 }
 
 #[test]
@@ -62,7 +64,8 @@ fn all_of_merges_and_one_of_picks_a_branch_that_validates() {
 
 #[test]
 fn an_unsatisfiable_schema_still_gets_an_answer() {
-    let compiled = SchemaCache::default().get_or_compile(&json!({"type": "string", "not": {"type": "string"}})).unwrap();
+    let compiled =
+        SchemaCache::default().get_or_compile(&json!({"type": "string", "not": {"type": "string"}})).unwrap();
     let v = sample(&compiled);
     assert!(compiled.check(&v).is_err(), "nothing satisfies it; the mock answers its best try: {v}");
 }

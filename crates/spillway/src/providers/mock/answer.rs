@@ -126,11 +126,8 @@ fn text_said(cx: &Cx<'_>, profile_factor: f64, max_tokens: Option<u32>) -> Said 
     // Words keep their trailing space so the pieces concatenate to the text.
     let mut words: Vec<String> = base.split_inclusive(' ').map(str::to_owned).collect();
     let natural = cx.behavior.reply_tokens.map_or(words.len(), |n| n as usize);
-    let natural = if profile_factor < 1.0 {
-        ((natural as f64 * profile_factor).ceil() as usize).max(1)
-    } else {
-        natural
-    };
+    let natural =
+        if profile_factor < 1.0 { ((natural as f64 * profile_factor).ceil() as usize).max(1) } else { natural };
     let mut filler = FILLER.split_inclusive(' ').cycle();
     while words.len() < natural {
         if let Some(last) = words.last_mut().filter(|w| !w.ends_with(' ')) {

@@ -50,9 +50,7 @@ fn hello() -> Value {
 
 fn text(r: Reply) -> String {
     match r {
-        Reply::Complete(c) => {
-            c.into_value().unwrap()["choices"][0]["message"]["content"].as_str().unwrap().to_string()
-        }
+        Reply::Complete(c) => c.into_value().unwrap()["choices"][0]["message"]["content"].as_str().unwrap().to_string(),
         Reply::Stream(_) => panic!("expected a whole answer"),
     }
 }
@@ -115,13 +113,23 @@ async fn json_is_damaged_as_configured() {
     let plain = text(call(&provider(MockBehavior::default()), body.clone(), false).await.unwrap());
     assert_eq!(plain, r#"{"first_name":"mock"}"#);
     let fenced = text(
-        call(&provider(MockBehavior { json: MockJson { fenced: 1.0, ..MockJson::default() }, ..Default::default() }), body.clone(), false)
-            .await
-            .unwrap(),
+        call(
+            &provider(MockBehavior { json: MockJson { fenced: 1.0, ..MockJson::default() }, ..Default::default() }),
+            body.clone(),
+            false,
+        )
+        .await
+        .unwrap(),
     );
     assert!(fenced.contains("```json\n{\"first_name\":\"mock\"}\n```"), "{fenced}");
     let renamed = text(
-        call(&provider(MockBehavior { json: MockJson { renamed: 1.0, ..MockJson::default() }, ..Default::default() }), body, false).await.unwrap(),
+        call(
+            &provider(MockBehavior { json: MockJson { renamed: 1.0, ..MockJson::default() }, ..Default::default() }),
+            body,
+            false,
+        )
+        .await
+        .unwrap(),
     );
     assert_eq!(renamed, r#"{"FirstName":"mock"}"#);
 }
@@ -272,7 +280,8 @@ fn profiles() -> LoadConfig {
 async fn a_load_profile_prompt_shortens_the_answer_by_its_factor() {
     let b = MockBehavior { reply_tokens: Some(40), ..Default::default() };
     let p = provider_with_load(b, Some(profiles()));
-    let with_system = |system: &str| json!({"messages": [{"role": "system", "content": system}, {"role": "user", "content": "hi"}]});
+    let with_system =
+        |system: &str| json!({"messages": [{"role": "system", "content": system}, {"role": "user", "content": "hi"}]});
     let plain = choice0(call(&p, with_system("You are helpful."), false).await.unwrap());
     assert_eq!(words(plain["message"]["content"].as_str().unwrap()), 40);
     let tired = choice0(call(&p, with_system("You are helpful.\n\nAnswer briefly."), false).await.unwrap());
@@ -373,7 +382,8 @@ async fn json_object_requests_follow_a_schema_in_the_prompt() {
     let v: Value = serde_json::from_str(&content(call(&p, body, false).await.unwrap())).unwrap();
     assert_eq!(v, json!({"city": "mock", "days": 2}));
     // Without a schema: a small object.
-    let body = json!({"messages": [{"role": "user", "content": "JSON please"}], "response_format": {"type": "json_object"}});
+    let body =
+        json!({"messages": [{"role": "user", "content": "JSON please"}], "response_format": {"type": "json_object"}});
     let v: Value = serde_json::from_str(&content(call(&p, body, false).await.unwrap())).unwrap();
     assert_eq!(v, json!({"answer": "mock", "model": "x"}));
     // The gateway's own instruction (a provider with `native_json: false`).
@@ -416,7 +426,9 @@ async fn json_damage_shares_give_a_valid_rate_before_and_after_normalization() {
 #[tokio::test(start_paused = true)]
 async fn a_json_answer_over_max_tokens_is_cut() {
     let p = provider(MockBehavior::default());
-    let mut body = json_body(json!({"type": "object", "properties": {"first_name": {"type": "string"}, "last_name": {"type": "string"}}}));
+    let mut body = json_body(
+        json!({"type": "object", "properties": {"first_name": {"type": "string"}, "last_name": {"type": "string"}}}),
+    );
     body["max_tokens"] = json!(3);
     let c = choice0(call(&p, body, false).await.unwrap());
     assert_eq!(c["finish_reason"], "length");
@@ -436,7 +448,10 @@ fn behavior_of(config: &crate::config::Config) -> MockBehavior {
 fn json_damage_config_takes_a_mode_or_shares() {
     let old = behavior_of(&mock_config("{ json: fenced }").unwrap());
     assert_eq!(old.json, MockJson { fenced: 1.0, ..MockJson::default() }, "configs of before still load");
-    let shares = behavior_of(&mock_config("{ json: { fenced: 0.3, renamed: 0.2, broken: 0.06 }, reply_tokens: 200, saturate_at: 8 }").unwrap());
+    let shares = behavior_of(
+        &mock_config("{ json: { fenced: 0.3, renamed: 0.2, broken: 0.06 }, reply_tokens: 200, saturate_at: 8 }")
+            .unwrap(),
+    );
     assert_eq!(shares.json, MockJson { fenced: 0.3, renamed: 0.2, broken: 0.06 });
     assert_eq!((shares.reply_tokens, shares.saturate_at), (Some(200), Some(8)));
     let at = "providers.m.models[0].behavior";

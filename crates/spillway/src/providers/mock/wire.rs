@@ -67,14 +67,18 @@ pub(super) fn stream(answer: Answer, pace: Pace, include_usage: bool, guard: InF
                 events.push((std::time::Duration::ZERO, chunk(i, json!({}), Some(finish))));
             }
             Said::Tool { id, name, arguments } => {
-                let call = json!({"index": 0, "id": id, "type": "function", "function": {"name": name, "arguments": ""}});
+                let call =
+                    json!({"index": 0, "id": id, "type": "function", "function": {"name": name, "arguments": ""}});
                 let head = json!({"role": "assistant", "content": null, "tool_calls": [call]});
                 events.push((std::mem::take(&mut wait), chunk(i, head, None)));
                 let chars: Vec<char> = arguments.chars().collect();
                 for piece in chars.chunks(16) {
                     let piece: String = piece.iter().collect();
                     let gap = pace.per_token * u32::try_from(piece.chars().count().div_ceil(4)).unwrap_or(4);
-                    events.push((gap, chunk(i, json!({"tool_calls": [{"index": 0, "function": {"arguments": piece}}]}), None)));
+                    events.push((
+                        gap,
+                        chunk(i, json!({"tool_calls": [{"index": 0, "function": {"arguments": piece}}]}), None),
+                    ));
                 }
                 events.push((std::time::Duration::ZERO, chunk(i, json!({}), Some("tool_calls"))));
             }
