@@ -218,7 +218,7 @@ pub fn estimate_prompt_tokens<J: JsonView>(body: &J) -> u64 {
         }
     }
     let tools = body.get("tools").map(J::encoded_len).unwrap_or(0);
-    ((chars + tools) as u64).div_ceil(4) + 4 * messages.len() as u64
+    super::tokens::estimate_tokens(chars + tools) + 4 * messages.len() as u64
 }
 
 /// Checks a body; what the request keeps of it.

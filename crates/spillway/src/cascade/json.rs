@@ -98,11 +98,20 @@ fn count(target: &Target, result: NormalizeResult) {
     target.metrics.normalized(result.metric_label());
 }
 
-/// Normalizes a whole completion in place; `Err` is an `invalid_output` failure.
+/// Normalizes a whole completion in place, every choice (`n` > 1 asks for
+/// several, and each must keep the promise); `Err` is an `invalid_output`
+/// failure.
 pub fn check_completion(v: &mut Value, plan: &JsonPlan, target: &Target) -> Result<(), AttemptError> {
-    let Some(message) = v.get_mut("choices").and_then(|c| c.get_mut(0)).and_then(|c| c.get_mut("message")) else {
+    let Some(choices) = v.get_mut("choices").and_then(Value::as_array_mut) else {
         return Ok(());
     };
+    for message in choices.iter_mut().filter_map(|c| c.get_mut("message")) {
+        check_message(message, plan, target)?;
+    }
+    Ok(())
+}
+
+fn check_message(message: &mut Value, plan: &JsonPlan, target: &Target) -> Result<(), AttemptError> {
     let has_calls = message.get("tool_calls").and_then(Value::as_array).is_some_and(|c| !c.is_empty());
     if let (Some(expected), false) = (&plan.content, has_calls) {
         let text = message.get("content").and_then(Value::as_str).unwrap_or_default().to_string();

@@ -376,16 +376,46 @@ fn compile_provider(cx: &mut Ctx, name: &str, p: RawProvider, base_dir: &Path) -
     })
 }
 
-fn compile_behavior(cx: &mut Ctx, path: &str, b: RawMockBehavior) -> MockBehavior {
-    let json = match b.json.as_deref() {
-        None | Some("plain") => MockJson::Plain,
-        Some("fenced") => MockJson::Fenced,
-        Some("renamed") => MockJson::Renamed,
-        Some(other) => {
-            cx.err(format!("{path}.json"), format!("unknown mode `{other}`: expected plain, fenced or renamed"));
-            MockJson::Plain
+/// `behavior.json`: a mode applies to every answer; shares must add up to
+/// at most 1.
+fn compile_mock_json(cx: &mut Ctx, path: &str, raw: Option<RawMockJson>) -> MockJson {
+    match raw {
+        None => MockJson::default(),
+        Some(RawMockJson::Mode(mode)) => match mode.as_str() {
+            "plain" => MockJson::default(),
+            "fenced" => MockJson { fenced: 1.0, ..MockJson::default() },
+            "renamed" => MockJson { renamed: 1.0, ..MockJson::default() },
+            "broken" => MockJson { broken: 1.0, ..MockJson::default() },
+            other => {
+                cx.err(
+                    path,
+                    format!("unknown mode `{other}`: expected plain, fenced, renamed, broken or a map of shares"),
+                );
+                MockJson::default()
+            }
+        },
+        Some(RawMockJson::Shares(s)) => {
+            let json = MockJson {
+                fenced: cx.share(&format!("{path}.fenced"), s.fenced, 0.0),
+                renamed: cx.share(&format!("{path}.renamed"), s.renamed, 0.0),
+                broken: cx.share(&format!("{path}.broken"), s.broken, 0.0),
+            };
+            let total = json.fenced + json.renamed + json.broken;
+            if total > 1.0 + 1e-9 {
+                cx.err(path, format!("the shares add up to {total}, more than 1"));
+            }
+            json
         }
-    };
+    }
+}
+
+fn compile_behavior(cx: &mut Ctx, path: &str, b: RawMockBehavior) -> MockBehavior {
+    let json = compile_mock_json(cx, &format!("{path}.json"), b.json);
+    for (field, value) in [("reply_tokens", b.reply_tokens), ("saturate_at", b.saturate_at)] {
+        if value == Some(0) {
+            cx.err(format!("{path}.{field}"), "must be greater than 0 (leave it out for the default)");
+        }
+    }
     let error_status = b.error_status.unwrap_or(503);
     if !(100..=599).contains(&error_status) {
         cx.err(format!("{path}.error_status"), format!("not an HTTP status: {error_status}"));
@@ -418,6 +448,8 @@ fn compile_behavior(cx: &mut Ctx, path: &str, b: RawMockBehavior) -> MockBehavio
         rate_limit_per_min: b.rate_limit_per_min,
         empty_rate: cx.share(&format!("{path}.empty_rate"), b.empty_rate, 0.0),
         json,
+        reply_tokens: b.reply_tokens,
+        saturate_at: b.saturate_at,
         reply: b.reply,
         hang: b.hang.unwrap_or(false),
         outages,

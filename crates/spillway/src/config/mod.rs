@@ -238,16 +238,16 @@ pub struct Price {
     pub output: f64,
 }
 
-/// How a JSON answer of a mock model is damaged.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum MockJson {
-    /// Clean JSON.
-    #[default]
-    Plain,
+/// How a mock model's JSON answers are damaged: the share of answers
+/// damaged each way (each answer draws one; the rest are plain).
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct MockJson {
     /// Wrapped in a markdown fence with a sentence before it.
-    Fenced,
+    pub fenced: f64,
     /// Field names changed (camelCase / capitalised).
-    Renamed,
+    pub renamed: f64,
+    /// Prose with no JSON: beyond repair.
+    pub broken: f64,
 }
 
 /// An outage window of a mock model.
@@ -280,6 +280,10 @@ pub struct MockBehavior {
     pub empty_rate: f64,
     /// JSON damage.
     pub json: MockJson,
+    /// Natural length of a text answer in tokens (default: one sentence).
+    pub reply_tokens: Option<u32>,
+    /// In-flight requests to the provider served at full speed.
+    pub saturate_at: Option<u32>,
     /// Fixed reply text.
     pub reply: Option<String>,
     /// Never answer.

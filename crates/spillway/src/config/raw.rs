@@ -194,14 +194,66 @@ pub struct RawMockBehavior {
     pub rate_limit_per_min: Option<u32>,
     /// Share of requests (0..1) answered with an empty reply.
     pub empty_rate: Option<f64>,
-    /// JSON answers: `plain`, `fenced` (wrapped in a markdown fence) or `renamed` (field names changed).
-    pub json: Option<String>,
+    /// JSON answers: `plain`, `fenced` (wrapped in a markdown fence), `renamed` (field names changed), `broken` (no JSON at all), or the share of answers damaged each way: `{ fenced: 0.3, renamed: 0.2, broken: 0.06 }` (the rest plain).
+    pub json: Option<RawMockJson>,
+    /// Natural length of a text answer, in tokens (words); default: one sentence naming the model. The request's `max_tokens` cuts it (finish reason `length`); a load profile's `system_prompt` in the request shortens it by the profile's `max_tokens_factor`.
+    pub reply_tokens: Option<u32>,
+    /// Requests in flight to this provider (all its models) served at full speed; with more, the first token and every token take `in_flight / saturate_at` times as long, as a saturated GPU server does (default: never saturates).
+    pub saturate_at: Option<u32>,
     /// Fixed reply text (default: a short sentence naming the model).
     pub reply: Option<String>,
     /// Never answer (the connection hangs until a deadline gives up).
     pub hang: Option<bool>,
     /// Windows, counted from start-up, in which every request fails.
     pub outages: Option<Vec<RawOutage>>,
+}
+
+/// `behavior.json`: one kind of damage for every JSON answer, or shares.
+#[derive(Debug, Clone, JsonSchema)]
+#[serde(untagged)]
+pub enum RawMockJson {
+    /// `plain`, `fenced`, `renamed` or `broken`: every JSON answer so.
+    Mode(String),
+    /// The share of JSON answers damaged each way.
+    Shares(RawMockJsonShares),
+}
+
+/// Shares (0..1, adding up to at most 1) of a mock's JSON answers damaged
+/// each way; each answer draws one.
+#[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RawMockJsonShares {
+    /// Wrapped in a markdown fence with prose around it (normalization repairs it).
+    pub fenced: Option<f64>,
+    /// Field names in another case (normalization renames them back).
+    pub renamed: Option<f64>,
+    /// Prose with no JSON in it: beyond repair, the next model answers.
+    pub broken: Option<f64>,
+}
+
+// By hand rather than `#[serde(untagged)]`: an untagged enum buffers its
+// input and reports "did not match any variant", losing the field path and
+// `deny_unknown_fields`' message for a misspelt share.
+impl<'de> Deserialize<'de> for RawMockJson {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Visit;
+        impl<'de> serde::de::Visitor<'de> for Visit {
+            type Value = RawMockJson;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str(
+                    "`plain`, `fenced`, `renamed`, `broken`, or a map of shares such as { fenced: 0.3, broken: 0.05 }",
+                )
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<RawMockJson, E> {
+                Ok(RawMockJson::Mode(v.to_owned()))
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, map: A) -> Result<RawMockJson, A::Error> {
+                RawMockJsonShares::deserialize(serde::de::value::MapAccessDeserializer::new(map))
+                    .map(RawMockJson::Shares)
+            }
+        }
+        deserializer.deserialize_any(Visit)
+    }
 }
 
 /// An outage window of a mock model.

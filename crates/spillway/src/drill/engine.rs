@@ -77,6 +77,9 @@ pub struct Run {
     pub alerts: Vec<AlertSeen>,
     /// Wall-clock time the run took.
     pub wall: std::time::Duration,
+    /// Per model that answered JSON: `(model ref, [valid as sent, repaired,
+    /// invalid])`, from the gateway's normalization counts.
+    pub json: Vec<(String, [u64; 3])>,
 }
 
 /// Why a run could not start.
@@ -100,7 +103,7 @@ pub fn run(scenario: &Scenario) -> Result<Run, RunError> {
     // clock; this is the one place that wants the real one.
     #[allow(clippy::disallowed_methods)]
     let wall = std::time::Instant::now();
-    let (samples, alerts) = runtime.block_on(async move {
+    let (samples, alerts, json) = runtime.block_on(async move {
         fastrand::seed(scenario.seed);
         let app = crate::app::App::start(config).map_err(|e| RunError::Build(e.to_string()))?;
         let state = app.state.clone();
@@ -108,6 +111,15 @@ pub fn run(scenario: &Scenario) -> Result<Run, RunError> {
         let start = Instant::now();
         let samples = send_all(&state, scenario, start).await;
         app.stop().await;
+        let gw = state.gateway.load();
+        let json: Vec<(String, [u64; 3])> = gw
+            .config
+            .providers
+            .iter()
+            .flat_map(|(name, p)| p.models.iter().map(move |m| (name, &m.id)))
+            .map(|(name, id)| (format!("{name}/{id}"), crate::cascade::json::counts(&gw.metrics, name, id)))
+            .filter(|(_, counts)| counts.iter().sum::<u64>() > 0)
+            .collect();
         let mut alerts = Vec::new();
         if let Some(rx) = tap.as_mut() {
             while let Ok(m) = rx.try_recv() {
@@ -119,9 +131,9 @@ pub fn run(scenario: &Scenario) -> Result<Run, RunError> {
                 });
             }
         }
-        Ok::<_, RunError>((samples, alerts))
+        Ok::<_, RunError>((samples, alerts, json))
     })?;
-    Ok(Run { samples, alerts, wall: wall.elapsed() })
+    Ok(Run { samples, alerts, wall: wall.elapsed(), json })
 }
 
 /// `start` on the gateway's wall clock (the one alerts are stamped with).
@@ -232,8 +244,8 @@ async fn one(state: Arc<AppState>, traffic: Arc<[Traffic]>, i: usize, start: Ins
         (None, _) => Outcome::Failed { status, code: "unknown".into() },
     };
     if let Outcome::Answered { model, .. } = &sample.outcome {
-        sample.valid = valid(&t.output, &read.content);
         let gw = state.gateway.load();
+        sample.valid = valid(&t.output, &read.content, &gw.shared.schemas);
         if let (Some(p), Some((input, output))) =
             (crate::usage::price(&gw.config, &gw.shared.discovery, model), read.usage)
         {
@@ -311,12 +323,13 @@ fn read_stream(bytes: &[u8]) -> Read {
 }
 
 /// Whether an answer's content is what the traffic asked for.
-fn valid(output: &Output, content: &str) -> bool {
+fn valid(output: &Output, content: &str, schemas: &crate::normalize::SchemaCache) -> bool {
     match output {
         Output::Text => !content.trim().is_empty(),
         Output::Json => serde_json::from_str::<Value>(content).is_ok_and(|v| v.is_object()),
+        // The gateway's own compiled form: the same draft rules and bounds.
         Output::Schema(schema) => serde_json::from_str::<Value>(content)
-            .is_ok_and(|v| jsonschema::validator_for(schema).is_ok_and(|s| s.is_valid(&v))),
+            .is_ok_and(|v| schemas.get_or_compile(schema).is_ok_and(|s| s.check(&v).is_ok())),
     }
 }
 
@@ -357,6 +370,8 @@ mod tests {
 
     #[test]
     fn validity_follows_the_requested_output() {
+        let cache = crate::normalize::SchemaCache::default();
+        let valid = |o: &Output, c: &str| valid(o, c, &cache);
         assert!(valid(&Output::Text, "hello"));
         assert!(!valid(&Output::Text, "  "));
         assert!(valid(&Output::Json, r#"{"a":1}"#));
@@ -365,6 +380,10 @@ mod tests {
         let schema = json!({"type": "object", "required": ["name"]});
         assert!(valid(&Output::Schema(schema.clone()), r#"{"name":"x"}"#));
         assert!(!valid(&Output::Schema(schema), r#"{"Name":"x"}"#));
+        // A draft-07 schema is held to draft-07, as the gateway holds it.
+        let zod = json!({"$schema": "http://json-schema.org/draft-07/schema#", "type": "object",
+                         "required": ["name"], "additionalProperties": false, "properties": {"name": {"type": "string"}}});
+        assert!(!valid(&Output::Schema(zod), r#"{"name":"x","extra":1}"#));
     }
 
     #[test]

@@ -27,8 +27,24 @@ pub struct Report {
     pub faults: Vec<FaultRow>,
     /// Alerts that went out.
     pub alerts: Vec<AlertRow>,
+    /// Per model that answered JSON: how much of it was valid as the model
+    /// sent it, and after normalization (extraction, repair, renaming).
+    pub json: Vec<JsonRow>,
     /// The pass marks and how they went.
     pub checks: Vec<Check>,
+}
+
+/// One model's JSON answers.
+#[derive(Debug, Clone, Serialize)]
+pub struct JsonRow {
+    /// Model ref.
+    pub model: String,
+    /// JSON answers (content and tool arguments) it gave.
+    pub answers: u64,
+    /// Share valid exactly as sent.
+    pub valid_as_sent: f64,
+    /// Share valid after normalization.
+    pub valid_after: f64,
 }
 
 /// One cascade's figures.
@@ -195,6 +211,15 @@ pub fn build(scenario: &Scenario, run: &Run) -> Report {
                 label: f.label.clone(),
             })
             .collect(),
+        json: run
+            .json
+            .iter()
+            .map(|(model, [valid, repaired, invalid])| {
+                let answers = valid + repaired + invalid;
+                let of = |n: u64| n as f64 / answers.max(1) as f64;
+                JsonRow { model: model.clone(), answers, valid_as_sent: of(*valid), valid_after: of(valid + repaired) }
+            })
+            .collect(),
         alerts: run
             .alerts
             .iter()
@@ -345,6 +370,19 @@ impl Report {
             let tiers: Vec<String> = c.tiers.iter().map(|(k, v)| format!("{k} {}", pct(*v))).collect();
             let _ = writeln!(out, "  tiers: {}", tiers.join(", "));
             out.push_str(&steps_table(c));
+        }
+        if !self.json.is_empty() {
+            let _ = writeln!(out, "\nJSON answers per model (valid as sent → after normalization):");
+            for j in &self.json {
+                let _ = writeln!(
+                    out,
+                    "  {:<28} {} → {}  ({} answers)",
+                    j.model,
+                    pct(j.valid_as_sent),
+                    pct(j.valid_after),
+                    j.answers
+                );
+            }
         }
         if !self.alerts.is_empty() {
             let _ = writeln!(out, "\nAlerts ({}):", self.alerts.len());

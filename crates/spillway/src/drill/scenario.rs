@@ -358,8 +358,8 @@ impl Cx {
         }
         let output = match (t.json.unwrap_or(false), t.schema) {
             (_, Some(schema)) => {
-                if let Err(e) = jsonschema::validator_for(&schema) {
-                    self.err(&format!("{path}.schema"), format!("not a valid JSON Schema: {e}"));
+                if let Err(e) = crate::normalize::CompiledSchema::compile(&schema) {
+                    self.err(&format!("{path}.schema"), format!("not a valid JSON Schema ({e})"));
                 }
                 Output::Schema(schema)
             }

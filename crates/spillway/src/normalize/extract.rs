@@ -91,7 +91,7 @@ fn strict_json(text: &str, value: Value, expected: &Expected, unwraps: u8) -> Re
         if let Ok(parsed) = parse_prefix(text) {
             let mut node = parsed.node;
             let mut fixes = parsed.fixes;
-            if rename::rename(&mut node, compiled.schema(), &mut fixes) {
+            if rename::rename(&mut node, compiled, &mut fixes) {
                 return finish(node, fixes, expected);
             }
         }
@@ -156,7 +156,7 @@ fn unwrap_string(inner: &str, expected: &Expected, unwraps: u8) -> Option<Normal
 /// Renames, writes and checks a repaired tree.
 fn finish(mut node: Node<'_>, mut fixes: Vec<Fix>, expected: &Expected) -> Result<Normalized, NormalizeError> {
     if let Expected::Schema { compiled, .. } = expected {
-        rename::rename(&mut node, compiled.schema(), &mut fixes);
+        rename::rename(&mut node, compiled, &mut fixes);
     }
     let mut json = String::new();
     write_compact(&node, &mut json);

@@ -30,10 +30,18 @@ pub fn schema_instruction(response_format: &Value) -> Option<String> {
     }
 }
 
+/// How the `json_object` instruction starts; mock models recognise a JSON
+/// request by it when the gateway moved `response_format` into the prompt.
+pub const OBJECT_INSTRUCTION_START: &str = "Respond with a single valid JSON object and nothing else";
+
+/// How the `json_schema` instruction starts (the schema follows it).
+pub const SCHEMA_INSTRUCTION_START: &str = "Respond with a single JSON value that conforms to the JSON Schema below";
+
 fn object_instruction() -> String {
-    "Respond with a single valid JSON object and nothing else: no markdown code fences, \
-     no text before or after it, no comments. Use double quotes for all keys and strings."
-        .to_owned()
+    format!(
+        "{OBJECT_INSTRUCTION_START}: no markdown code fences, no text before or after it, no comments. \
+         Use double quotes for all keys and strings."
+    )
 }
 
 fn schema_text(spec: &Value, schema: &Value) -> String {
@@ -42,11 +50,10 @@ fn schema_text(spec: &Value, schema: &Value) -> String {
     // one-line one. Serializing a `Value` cannot fail; the fallback is the
     // compact form.
     let rendered = serde_json::to_string_pretty(schema).unwrap_or_else(|_| schema.to_string());
-    let mut out = String::from(
-        "Respond with a single JSON value that conforms to the JSON Schema below, and nothing \
-         else: no markdown code fences, no text before or after it, no comments. Use double \
-         quotes for all keys and strings and use the property names exactly as written in the \
-         schema.",
+    let mut out = format!(
+        "{SCHEMA_INSTRUCTION_START}, and nothing else: no markdown code fences, no text before or \
+         after it, no comments. Use double quotes for all keys and strings and use the property \
+         names exactly as written in the schema."
     );
     if strict {
         out.push_str(

@@ -20,20 +20,31 @@
 //!    truncated tail.
 //! 4. **Renaming** ([`rename`]): keys are moved toward the schema's property
 //!    names (case, snake/camel/kebab, one-edit near misses).
-//! 5. **Validation** ([`validate`]) with the `jsonschema` crate, draft 2020-12,
+//! 5. **Validation** ([`validate`]) with the `jsonschema` crate, for the
+//!    draft the schema's `$schema` names ([`draft`]; 2020-12 when none),
 //!    against a validator compiled once per schema and kept in a
 //!    [`SchemaCache`].
+//!
+//! Every schema is measured before anything walks it ([`bounds`]): a schema
+//! too large or deep, with a `$ref` cycle or a reference outside itself, is
+//! refused (the client gets a 400 naming the problem). [`sample`] makes a
+//! value valid against a schema, for mock models.
 //!
 //! [`schema_instruction`] renders the prompt text that asks a model without a
 //! native `response_format` for the same JSON.
 
+mod bounds;
+pub mod draft;
 mod extract;
 mod instruction;
 mod node;
 mod rename;
 mod repair;
+mod sample;
 mod validate;
 
+#[cfg(test)]
+mod client_schemas_tests;
 #[cfg(test)]
 mod corpus_tests;
 #[cfg(test)]
@@ -41,7 +52,10 @@ mod proptests;
 
 use std::fmt;
 
-pub use instruction::schema_instruction;
+pub use bounds::SchemaProblem;
+pub use draft::Draft;
+pub use instruction::{schema_instruction, OBJECT_INSTRUCTION_START, SCHEMA_INSTRUCTION_START};
+pub use sample::sample;
 pub use validate::{
     expected_from_response_format, expected_from_tool, CompiledSchema, ResponseFormatError, SchemaCache,
 };

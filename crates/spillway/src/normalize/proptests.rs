@@ -4,7 +4,7 @@
 use proptest::prelude::*;
 use serde_json::{json, Value};
 
-use crate::normalize::{normalize, Expected, NormalizeResult, SchemaCache};
+use crate::normalize::{normalize, sample, Expected, NormalizeResult, SchemaCache};
 
 fn arb_json() -> impl Strategy<Value = Value> {
     let leaf = prop_oneof![
@@ -81,6 +81,60 @@ fn expectations() -> Vec<Expected> {
     ]
 }
 
+/// Schema-shaped values: the keywords clients use, `$ref`s to four
+/// definitions that may refer to each other (cycles included), in any
+/// draft.
+fn arb_schema() -> impl Strategy<Value = Value> {
+    let reference = (0..4u8).prop_map(|i| json!({"$ref": format!("#/$defs/d{i}")}));
+    let leaf = prop_oneof![
+        prop::sample::select(vec!["string", "integer", "number", "boolean", "null", "object", "array"])
+            .prop_map(|t| json!({"type": t})),
+        Just(json!({"type": ["string", "null"]})),
+        Just(json!({"enum": ["a", 1, null]})),
+        Just(json!({"const": "x"})),
+        (-5i64..5, 0i64..5).prop_map(|(lo, span)| json!({"type": "integer", "minimum": lo, "maximum": lo + span})),
+        Just(json!({"type": "string", "pattern": "^[a-z]{2,4}$", "minLength": 1})),
+        Just(json!({"type": "string", "format": "date-time"})),
+        reference,
+        any::<bool>().prop_map(Value::Bool),
+    ];
+    leaf.prop_recursive(4, 40, 4, |inner| {
+        prop_oneof![
+            prop::collection::btree_map("[a-z_]{1,6}", inner.clone(), 0..4).prop_map(|props| {
+                let required: Vec<Value> = props.keys().take(2).map(|k| json!(k)).collect();
+                json!({"type": "object", "properties": props, "required": required})
+            }),
+            inner.clone().prop_map(|items| json!({"type": "array", "items": items, "minItems": 1})),
+            prop::collection::vec(inner.clone(), 1..3).prop_map(|b| json!({"anyOf": b})),
+            prop::collection::vec(inner.clone(), 1..3).prop_map(|b| json!({"allOf": b})),
+            prop::collection::vec(inner.clone(), 1..3).prop_map(|b| json!({"oneOf": b})),
+            inner.prop_map(|n| json!({"not": n})),
+        ]
+    })
+}
+
+fn arb_document() -> impl Strategy<Value = Value> {
+    let draft = prop::sample::select(vec![
+        None,
+        Some("http://json-schema.org/draft-04/schema#"),
+        Some("http://json-schema.org/draft-07/schema#"),
+        Some("https://json-schema.org/draft/2019-09/schema"),
+    ]);
+    (arb_schema(), prop::collection::vec(arb_schema(), 4), draft).prop_map(|(root, defs, draft)| {
+        let mut doc = match root {
+            Value::Object(map) => map,
+            other => [("allOf".to_owned(), json!([other]))].into_iter().collect(),
+        };
+        let defs: serde_json::Map<String, Value> =
+            defs.into_iter().enumerate().map(|(i, d)| (format!("d{i}"), d)).collect();
+        doc.insert("$defs".into(), Value::Object(defs));
+        if let Some(uri) = draft {
+            doc.insert("$schema".into(), json!(uri));
+        }
+        Value::Object(doc)
+    })
+}
+
 /// Normalizing an answer's output again returns it unchanged, as `Valid`.
 fn assert_idempotent(text: &str, expected: &Expected) -> Result<(), TestCaseError> {
     if let Ok(first) = normalize(text, expected) {
@@ -139,5 +193,28 @@ proptest! {
         // one ulp off the value it printed; the number text itself is kept.
         let want: Value = serde_json::from_str(&value.to_string()).unwrap();
         prop_assert_eq!(got, want);
+    }
+}
+
+proptest! {
+    // Each case compiles a schema: fewer of them.
+    #![proptest_config(ProptestConfig { cases: 128, ..ProptestConfig::default() })]
+
+    #[test]
+    fn every_schema_walk_ends_and_a_valid_sample_passes_unchanged(schema in arb_document(), answer in arb_jsonish()) {
+        // Refused (a cycle, say) or compiled: either way quickly, and what
+        // compiled can be sampled and normalized against.
+        let doc = schema.clone();
+        let compiled = crate::normalize::bounds::tests::within(10, move || SchemaCache::default().get_or_compile(&doc));
+        let Ok(compiled) = compiled else { return Ok(()) };
+        let expected = Expected::Schema { compiled: compiled.clone(), strict: false };
+        let _ = normalize(&answer, &expected);
+        let value = sample(&compiled);
+        let text = value.to_string();
+        if compiled.check(&value).is_ok() {
+            let done = normalize(&text, &expected).map_err(|e| TestCaseError::fail(format!("{schema} {text}: {e}")))?;
+            prop_assert_eq!(done.result, NormalizeResult::Valid);
+            prop_assert_eq!(done.json, text);
+        }
     }
 }

@@ -15,16 +15,22 @@
 //! - the match must be unique, and objects whose schema has
 //!   `patternProperties` are left alone (an unlisted key may be legitimate).
 //!
-//! Local `$ref`s (`#/$defs/...`, Pydantic's output) and
-//! `allOf`/`anyOf`/`oneOf` branches are followed.
+//! Local `$ref`s (`#/$defs/...` from pydantic, `#/definitions/...` from
+//! zod-to-json-schema) and `allOf`/`anyOf`/`oneOf` branches are followed,
+//! the same way in every draft: what differs is read from the schema's
+//! [`Draft`] (a `$ref`'s sibling keywords count from 2019-09 on; tuples are
+//! `items: [...]` before 2020-12 and `prefixItems` after). The schema was
+//! bounded when it was compiled ([`super::bounds`]); the walk also caps the
+//! branches it collects per place, so no schema makes it slow.
 
 use std::borrow::Cow;
 
 use serde_json::{Map, Value};
 
+use crate::normalize::draft::Draft;
 use crate::normalize::node::Node;
 use crate::normalize::repair::push_fix;
-use crate::normalize::Fix;
+use crate::normalize::{CompiledSchema, Fix};
 
 /// `$ref` hops followed in a row before giving up (a cycle of refs).
 const MAX_REF_HOPS: usize = 16;
@@ -32,15 +38,30 @@ const MAX_REF_HOPS: usize = 16;
 /// Nesting of `allOf`/`anyOf`/`oneOf` followed.
 const MAX_BRANCH_DEPTH: usize = 8;
 
+/// Schemas collected for one place of the answer (a schema whose branches
+/// fan out further is renamed toward the first ones only).
+const MAX_BRANCHES: usize = 64;
+
 /// Shortest name (after folding) that may be matched with one edit; shorter
 /// names are too close to each other (`id`/`ip`, `name`/`game`).
 const MIN_FUZZY_LEN: usize = 5;
 
 /// Renames keys in `node` toward `schema`; true when anything changed.
-pub(crate) fn rename(node: &mut Node<'_>, schema: &Value, fixes: &mut Vec<Fix>) -> bool {
+pub(crate) fn rename(node: &mut Node<'_>, compiled: &CompiledSchema, fixes: &mut Vec<Fix>) -> bool {
+    rename_in(node, compiled.schema(), compiled.draft(), fixes)
+}
+
+fn rename_in(node: &mut Node<'_>, schema: &Value, draft: Draft, fixes: &mut Vec<Fix>) -> bool {
     let before = fixes.len();
-    walk(node, &Shape::of(schema, schema), schema, fixes);
+    let cx = Cx { root: schema, draft };
+    walk(node, &Shape::of(schema, &cx), &cx, fixes);
     fixes.len() != before
+}
+
+/// What every step needs: the document `$ref`s point into, and its draft.
+struct Cx<'s> {
+    root: &'s Value,
+    draft: Draft,
 }
 
 /// What one schema says about the value at one place: its branches, their
@@ -53,9 +74,9 @@ struct Shape<'s> {
 }
 
 impl<'s> Shape<'s> {
-    fn of(schema: &'s Value, root: &'s Value) -> Self {
+    fn of(schema: &'s Value, cx: &Cx<'s>) -> Self {
         let mut branches = Vec::new();
-        collect(schema, root, 0, &mut branches);
+        collect(schema, cx, 0, &mut branches);
         let props = branches.iter().filter_map(|s| properties(s)).collect();
         let extra = branches.iter().find_map(|s| s.get("additionalProperties"));
         Shape { branches, props, extra }
@@ -70,7 +91,7 @@ fn is_container(node: &Node<'_>) -> bool {
     matches!(node, Node::Obj(_) | Node::Arr(_))
 }
 
-fn walk(node: &mut Node<'_>, shape: &Shape<'_>, root: &Value, fixes: &mut Vec<Fix>) {
+fn walk<'s>(node: &mut Node<'_>, shape: &Shape<'s>, cx: &Cx<'s>, fixes: &mut Vec<Fix>) {
     match node {
         Node::Obj(members) => {
             let unlisted = members.iter().any(|(k, _)| shape.member(k).is_none());
@@ -81,7 +102,7 @@ fn walk(node: &mut Node<'_>, shape: &Shape<'_>, root: &Value, fixes: &mut Vec<Fi
                 // Scalars have nothing to rename; skip the lookups.
                 if is_container(value) {
                     if let Some(sub) = shape.member(key).or(shape.extra) {
-                        walk(value, &Shape::of(sub, root), root, fixes);
+                        walk(value, &Shape::of(sub, cx), cx, fixes);
                     }
                 }
             }
@@ -90,14 +111,14 @@ fn walk(node: &mut Node<'_>, shape: &Shape<'_>, root: &Value, fixes: &mut Vec<Fi
             // Items usually share one schema: build its shape once.
             let mut last: Option<(&Value, Shape<'_>)> = None;
             for (i, item) in items.iter_mut().enumerate() {
-                let Some(sub) = is_container(item).then(|| item_schema(&shape.branches, i)).flatten() else {
+                let Some(sub) = is_container(item).then(|| item_schema(&shape.branches, i, cx.draft)).flatten() else {
                     continue;
                 };
                 if !last.as_ref().is_some_and(|(s, _)| std::ptr::eq(*s, sub)) {
-                    last = Some((sub, Shape::of(sub, root)));
+                    last = Some((sub, Shape::of(sub, cx)));
                 }
                 if let Some((_, item_shape)) = &last {
-                    walk(item, item_shape, root, fixes);
+                    walk(item, item_shape, cx, fixes);
                 }
             }
         }
@@ -105,30 +126,47 @@ fn walk(node: &mut Node<'_>, shape: &Shape<'_>, root: &Value, fixes: &mut Vec<Fi
     }
 }
 
-/// Follows local `$ref`s; `None` for a ref we cannot resolve.
-fn resolve<'s>(mut schema: &'s Value, root: &'s Value) -> Option<&'s Value> {
-    for _ in 0..MAX_REF_HOPS {
-        match schema.get("$ref").and_then(Value::as_str) {
-            Some(pointer) => schema = root.pointer(pointer.strip_prefix('#')?)?,
-            None => return Some(schema),
-        }
-    }
-    None
+/// Where a local `$ref` points; `None` for one we cannot resolve.
+fn target<'s>(schema: &'s Value, root: &'s Value) -> Option<&'s Value> {
+    let pointer = schema.get("$ref")?.as_str()?.strip_prefix('#')?;
+    let pointer = percent_encoding::percent_decode_str(pointer).decode_utf8_lossy();
+    root.pointer(&pointer)
 }
 
-/// The schema and every `allOf`/`anyOf`/`oneOf` branch below it, resolved.
-fn collect<'s>(schema: &'s Value, root: &'s Value, depth: usize, out: &mut Vec<&'s Value>) {
-    let Some(schema) = resolve(schema, root) else {
-        return;
-    };
-    if depth > MAX_BRANCH_DEPTH || !schema.is_object() {
+/// The schema and every `allOf`/`anyOf`/`oneOf` branch below it, `$ref`s
+/// followed. Before 2019-09 a `$ref` stands for its whole object; from then
+/// on the object's own keywords apply too, so both are collected.
+fn collect<'s>(schema: &'s Value, cx: &Cx<'s>, depth: usize, out: &mut Vec<&'s Value>) {
+    let mut schema = schema;
+    for _ in 0..MAX_REF_HOPS {
+        if depth > MAX_BRANCH_DEPTH || out.len() >= MAX_BRANCHES || !schema.is_object() {
+            return;
+        }
+        let Some(next) = schema.get("$ref").map(|_| target(schema, cx.root)) else {
+            break;
+        };
+        if cx.draft.ref_siblings_apply() {
+            push_branches(schema, cx, depth, out);
+        }
+        match next {
+            Some(next) => schema = next,
+            None => return,
+        }
+    }
+    if schema.get("$ref").is_none() {
+        push_branches(schema, cx, depth, out);
+    }
+}
+
+fn push_branches<'s>(schema: &'s Value, cx: &Cx<'s>, depth: usize, out: &mut Vec<&'s Value>) {
+    if out.len() >= MAX_BRANCHES || out.iter().any(|s| std::ptr::eq(*s, schema)) {
         return;
     }
     out.push(schema);
     for keyword in ["allOf", "anyOf", "oneOf"] {
         if let Some(branches) = schema.get(keyword).and_then(Value::as_array) {
             for branch in branches {
-                collect(branch, root, depth + 1, out);
+                collect(branch, cx, depth + 1, out);
             }
         }
     }
@@ -138,11 +176,19 @@ fn properties(shape: &Value) -> Option<&Map<String, Value>> {
     shape.get("properties").and_then(Value::as_object)
 }
 
-fn item_schema<'s>(shapes: &[&'s Value], index: usize) -> Option<&'s Value> {
+/// The schema of the item at `index`: tuples first (`prefixItems`, or the
+/// array form of `items` before 2020-12, then `additionalItems`), else
+/// `items`.
+fn item_schema<'s>(shapes: &[&'s Value], index: usize, draft: Draft) -> Option<&'s Value> {
     shapes.iter().find_map(|s| {
-        let prefix = s.get("prefixItems").and_then(Value::as_array);
-        match prefix.and_then(|p| p.get(index)) {
-            Some(sub) => Some(sub),
+        let tuple_items = s.get("items").and_then(Value::as_array).filter(|_| draft.array_items_are_tuples());
+        let tuple = s.get("prefixItems").and_then(Value::as_array).or(tuple_items);
+        match tuple {
+            Some(tuple) => match tuple.get(index) {
+                Some(sub) => Some(sub),
+                None if tuple_items.is_some() => s.get("additionalItems").filter(|i| i.is_object()),
+                None => s.get("items").filter(|i| i.is_object()),
+            },
             None => s.get("items").filter(|i| i.is_object()),
         }
     })
@@ -247,7 +293,7 @@ mod tests {
     fn renamed(text: &str, schema: &Value) -> String {
         let mut node = parse_prefix(text).unwrap().node;
         let mut fixes = Vec::new();
-        rename(&mut node, schema, &mut fixes);
+        rename_in(&mut node, schema, Draft::of(schema), &mut fixes);
         let mut out = String::new();
         write_compact(&node, &mut out);
         out
@@ -291,6 +337,43 @@ mod tests {
             renamed(r#"{"Items":[{"unitPrice":1},{"UNIT_PRICE":2}],"owner":{"full_name":"x"}}"#, &schema),
             r#"{"items":[{"unit_price":1},{"unit_price":2}],"owner":{"fullName":"x"}}"#
         );
+    }
+
+    #[test]
+    fn draft_differences_are_followed() {
+        // Draft-07 (zod): `definitions`, and tuple `items`.
+        let zod = json!({"$schema": "http://json-schema.org/draft-07/schema#",
+            "definitions": {"P": {"type": "object", "properties": {"full_name": {}}}},
+            "properties": {"pair": {"items": [{"$ref": "#/definitions/P"}, {"properties": {"unit_price": {}}}],
+                                    "additionalItems": {"properties": {"tax_rate": {}}}}}});
+        assert_eq!(
+            renamed(r#"{"pair":[{"FullName":1},{"UnitPrice":2},{"TaxRate":3}]}"#, &zod),
+            r#"{"pair":[{"full_name":1},{"unit_price":2},{"tax_rate":3}]}"#
+        );
+        // 2019-09+: a `$ref`'s siblings apply; before, they do not.
+        let with_siblings = |uri: &str| {
+            json!({"$schema": uri, "$defs": {"B": {"properties": {"user_id": {}}}},
+                   "$ref": "#/$defs/B", "properties": {"display_name": {}}})
+        };
+        let s = with_siblings("https://json-schema.org/draft/2020-12/schema");
+        assert_eq!(renamed(r#"{"UserId":1,"DisplayName":2}"#, &s), r#"{"user_id":1,"display_name":2}"#);
+        let s = with_siblings("http://json-schema.org/draft-07/schema#");
+        assert_eq!(renamed(r#"{"UserId":1,"DisplayName":2}"#, &s), r#"{"user_id":1,"DisplayName":2}"#);
+    }
+
+    #[test]
+    fn a_fanning_out_schema_is_walked_in_bounded_time() {
+        // Each level refers to the next twenty times, eight levels deep: 20^8
+        // paths. Compiling refuses this schema; the walk is bounded anyway.
+        let mut defs = Map::new();
+        for i in 0..8 {
+            let next = json!({"$ref": format!("#/$defs/d{}", i + 1)});
+            defs.insert(format!("d{i}"), json!({"anyOf": vec![next; 20]}));
+        }
+        defs.insert("d8".into(), json!({"properties": {"user_name": {}}}));
+        let schema = json!({"$defs": defs, "$ref": "#/$defs/d0"});
+        let out = crate::normalize::bounds::tests::within(5, move || renamed(r#"{"UserName":1}"#, &schema));
+        assert_eq!(out, r#"{"user_name":1}"#);
     }
 
     #[test]

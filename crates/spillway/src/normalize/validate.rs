@@ -15,6 +15,8 @@ use std::sync::{Arc, Mutex};
 
 use serde_json::Value;
 
+use crate::normalize::bounds::{self, work, Bounds, SchemaProblem};
+use crate::normalize::draft::{self, Draft};
 use crate::normalize::Expected;
 
 /// How many validator messages an error keeps: enough to see what is wrong,
@@ -24,29 +26,55 @@ const MAX_MESSAGES: usize = 3;
 /// Default number of compiled schemas kept.
 const DEFAULT_CAPACITY: usize = 256;
 
-/// A JSON Schema compiled for draft 2020-12, with the schema itself kept for
-/// field renaming.
+/// Backtracking steps one `pattern` may take on one string before the match
+/// counts as failed (the crate's default is a million; a hostile pattern
+/// such as `(a+)+$` on a long answer would spend them all on every string).
+const REGEX_BACKTRACK_LIMIT: usize = 20_000;
+
+/// Bytes a compiled `pattern` may take (the `regex` crate's default is
+/// 10 MiB per pattern, and a schema may hold thousands).
+const REGEX_SIZE_LIMIT: usize = 256 * 1024;
+
+/// A client's JSON Schema, measured ([`bounds`]), compiled for the draft it
+/// names, and kept as sent for field renaming and mock answers.
 pub struct CompiledSchema {
     schema: Value,
+    draft: Draft,
+    bounds: Bounds,
     validator: jsonschema::Validator,
 }
 
 impl std::fmt::Debug for CompiledSchema {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("CompiledSchema").field("schema", &self.schema).finish_non_exhaustive()
+        f.debug_struct("CompiledSchema")
+            .field("draft", &self.draft)
+            .field("schema", &self.schema)
+            .finish_non_exhaustive()
     }
 }
 
 impl CompiledSchema {
-    /// Compiles a schema (draft 2020-12, whatever `$schema` says; remote
-    /// `$ref`s are not fetched — the crate is built without resolvers, so the
-    /// request path never touches the network).
+    /// Measures and compiles a schema, for the draft its `$schema` names
+    /// (2020-12 when none). `format` is an annotation in every draft: an
+    /// answer is not rejected for a date the validator would not parse, as
+    /// 2020-12 has it and as clients expect. Remote `$ref`s are refused
+    /// before compiling (the crate is built without resolvers, so the request
+    /// path never touches the network).
     pub fn compile(schema: &Value) -> Result<Self, ResponseFormatError> {
+        let draft = Draft::of(schema);
+        let prepared = draft::prepare(schema);
+        let bounds = bounds::check(&prepared, draft).map_err(ResponseFormatError::Unusable)?;
+        let patterns = jsonschema::PatternOptions::fancy_regex()
+            .backtrack_limit(REGEX_BACKTRACK_LIMIT)
+            .size_limit(REGEX_SIZE_LIMIT)
+            .dfa_size_limit(REGEX_SIZE_LIMIT);
         let validator = jsonschema::options()
-            .with_draft(jsonschema::Draft::Draft202012)
-            .build(schema)
+            .with_draft(draft.to_jsonschema())
+            .should_validate_formats(false)
+            .with_pattern_options(patterns)
+            .build(&prepared)
             .map_err(|e| ResponseFormatError::InvalidSchema(e.to_string()))?;
-        Ok(CompiledSchema { schema: schema.clone(), validator })
+        Ok(CompiledSchema { schema: schema.clone(), draft, bounds, validator })
     }
 
     /// The schema as the client sent it.
@@ -54,9 +82,27 @@ impl CompiledSchema {
         &self.schema
     }
 
+    /// The draft it is validated with.
+    pub fn draft(&self) -> Draft {
+        self.draft
+    }
+
     /// Validates; on failure the first few messages, each prefixed with the
-    /// JSON pointer of the offending value (`/items/0/price: ...`).
+    /// JSON pointer of the offending value (`/items/0/price: ...`). An answer
+    /// whose validation would cost more than the work budget (a deep answer
+    /// against a recursive schema) fails without being validated.
     pub(crate) fn check(&self, value: &Value) -> Result<(), Vec<String>> {
+        if let Some(model) = &self.bounds.work {
+            if work::needs_estimate(self.bounds.expanded, self.bounds.recursive, value)
+                && !work::within_budget(model, value)
+            {
+                return Err(vec![format!(
+                    "/: the answer is too large or too deep to validate against this schema \
+                     (more than {} schema checks)",
+                    work::MAX_VALIDATION_WORK
+                )]);
+            }
+        }
         if self.validator.is_valid(value) {
             return Ok(());
         }
@@ -180,6 +226,10 @@ pub enum ResponseFormatError {
     /// The schema does not compile.
     #[error("invalid JSON Schema: {0}")]
     InvalidSchema(String),
+    /// The schema compiles but no component may walk it: too large, too
+    /// deep, a `$ref` cycle or one that leads outside the document.
+    #[error("unusable JSON Schema: {0}")]
+    Unusable(SchemaProblem),
 }
 
 impl ResponseFormatError {
@@ -189,6 +239,7 @@ impl ResponseFormatError {
             ResponseFormatError::Malformed => "malformed",
             ResponseFormatError::UnknownType(_) => "unknown_type",
             ResponseFormatError::InvalidSchema(_) => "invalid_schema",
+            ResponseFormatError::Unusable(_) => "unusable_schema",
         }
     }
 }
