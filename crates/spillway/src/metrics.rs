@@ -47,6 +47,8 @@ pub mod names {
     pub const UNPRICED: &str = "spillway_unpriced_answers";
     /// Open items in the handoff queue.
     pub const HANDOFF_QUEUE_DEPTH: &str = "spillway_handoff_queue_depth";
+    /// Streams continued on another model after breaking mid-answer.
+    pub const CONTINUATIONS: &str = "spillway_continuations";
     /// Requests whose client went away before the answer ended.
     pub const CLIENT_DISCONNECTS: &str = "spillway_client_disconnects";
     /// Requests switched to another cascade by an escalation rule.
@@ -246,10 +248,27 @@ pub struct Metrics {
     pub escalations: Family<EscalationLabels, Counter>,
     /// `spillway_client_disconnects_total`
     pub client_disconnects: Family<CascadeLabels, Counter>,
+    /// `spillway_continuations_total`
+    pub continuations: Family<ContinuationLabels, Counter>,
     /// `spillway_normalize_total`
     pub normalize: Family<NormalizeLabels, Counter>,
     /// `spillway_prompt_variants_total`
     pub prompt_variants: Family<PromptLabels, Counter>,
+}
+
+/// `cascade`, `from`, `to`, `mode`, `result`
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ContinuationLabels {
+    pub cascade: String,
+    /// The model ref whose stream broke (`-` when not known at that point).
+    pub from: String,
+    /// The model ref that continued it (`none` when none could).
+    pub to: String,
+    /// `prefill`, `instruct` or `none`.
+    pub mode: &'static str,
+    /// `ok` (ended cleanly), `failed` (broke again), `rejected` (refused
+    /// before a first token), `none` (no model could continue).
+    pub result: &'static str,
 }
 
 /// `provider`, `model`, `variant` (the rule's pattern), `version`
@@ -312,6 +331,7 @@ impl Metrics {
         let handoff_queue_depth = Gauge::default();
         let escalations = Family::default();
         let client_disconnects = Family::default();
+        let continuations = Family::default();
         let normalize = Family::default();
         let prompt_variants = Family::default();
         registry.register(names::PROMPT_VARIANTS, "Attempts by prompt variant and version", prompt_variants.clone());
@@ -353,6 +373,11 @@ impl Metrics {
         registry.register(names::HANDOFF_QUEUE_DEPTH, "Open items in the handoff queue", handoff_queue_depth.clone());
         registry.register(names::ESCALATIONS, "Requests escalated to another cascade", escalations.clone());
         registry.register(
+            names::CONTINUATIONS,
+            "Streams that broke mid-answer, continued on another model, by result (ok, failed, rejected, none)",
+            continuations.clone(),
+        );
+        registry.register(
             names::CLIENT_DISCONNECTS,
             "Requests whose client disconnected before the answer ended (neither ok nor error)",
             client_disconnects.clone(),
@@ -376,6 +401,7 @@ impl Metrics {
             handoff_queue_depth,
             escalations,
             client_disconnects,
+            continuations,
             normalize,
             prompt_variants,
         }
@@ -388,6 +414,13 @@ impl Metrics {
             out.clear();
         }
         out
+    }
+
+    /// Counts one continuation outcome (off the hot path: only streams
+    /// that broke get here).
+    pub fn continued(&self, cascade: &str, from: &str, to: &str, mode: &'static str, result: &'static str) {
+        let labels = ContinuationLabels { cascade: cascade.into(), from: from.into(), to: to.into(), mode, result };
+        self.continuations.get_or_create(&labels).inc();
     }
 
     /// Pre-built handles for one target of one cascade.

@@ -229,7 +229,7 @@ async fn half_open_lets_exactly_one_of_100_concurrent_requests_through() {
 
 #[tokio::test]
 async fn mid_stream_failure_counts_against_the_model() {
-    let (a, _b, gw) = setup("").await;
+    let (a, _b, gw) = setup("    continue_streams: false\n").await;
     a.push(Reply::stream(&["one ", "two"]).cut_after(2));
     a.push(Reply::stream(&["one ", "two"]).cut_after(2));
     for _ in 0..2 {

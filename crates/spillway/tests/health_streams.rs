@@ -14,12 +14,14 @@ use std::time::Duration;
 const ADMIN: &str = "admin-secret";
 
 /// Providers `a`, `b`; cascade `chat: [a/m1, a/m2, b/m]`; a breaker that
-/// opens after 2 failures in a row for 300 ms.
+/// opens after 2 failures in a row for 300 ms. Continuation off: these
+/// tests look at one attempt's settlement (tests/continuation.rs at the
+/// continued ones).
 fn config(a: &FakeUpstream, b: &FakeUpstream) -> String {
     format!(
         "server:\n  admin_token: {ADMIN}\nproviders:\n{}{}\
 health:\n  dead_ttl: 1h\n  breaker: {{ consecutive_failures: 2, open_for: 300ms, window: 60s, failure_rate: 0.9, min_requests: 50 }}\n  retries: {{ max: 0, backoff: 1ms, jitter: 0 }}\n  timeouts: {{ connect: 1s, first_token: 2s, idle: 2s, total: 10s }}\n\
-cascades:\n  chat:\n    models: [a/m1, a/m2, b/m]\n",
+cascades:\n  chat:\n    models: [a/m1, a/m2, b/m]\n    continue_streams: false\n",
         openai_provider("a", a),
         openai_provider("b", b)
     )

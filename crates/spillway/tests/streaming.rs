@@ -139,17 +139,18 @@ async fn error_status_and_in_band_errors_before_first_token_fall_through() {
 }
 
 #[tokio::test]
-async fn mid_stream_failure_ends_with_an_error_event() {
+async fn mid_stream_failure_ends_with_an_error_event_without_continuation() {
     let (a, b) = pair().await;
     a.push(Reply::stream(&["partial ", "more"]).cut_after(2));
-    let gw = start(&config(&a, &b)).await;
+    // (Continuation is on by default: tests/continuation.rs; off, the old rule.)
+    let gw = start(&format!("{}    continue_streams: false\n", config(&a, &b))).await;
     let resp = gw.post(&chat("chat", true)).await;
     assert_eq!(resp.status(), 200);
     let events = sse_events(resp).await;
     assert_eq!(streamed_text(&events), "partial ");
     let last: Value = serde_json::from_str(events.last().unwrap()).unwrap();
     assert_valid("ErrorResponse", &last);
-    assert_eq!(b.calls(), 0, "no silent fallback after the first byte");
+    assert_eq!(b.calls(), 0, "no fallback after the first byte when continuation is off");
 }
 
 #[tokio::test]

@@ -14,6 +14,7 @@
 pub mod completion;
 #[cfg(test)]
 mod completion_proptests;
+pub mod continuation;
 pub mod error;
 pub mod json;
 pub mod request;

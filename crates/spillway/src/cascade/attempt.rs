@@ -9,6 +9,7 @@ use super::prepare;
 use super::settle::{Rules, Ticket};
 use super::walk::Walk;
 use crate::api::completion::Completion;
+use crate::api::continuation::Mode;
 use crate::api::wire::Stamp;
 use crate::outcome::{AttemptError, Failure};
 use crate::providers::{AttemptRequest, ChunkStream, Reply, StreamItem, UpstreamHints};
@@ -58,7 +59,7 @@ pub async fn run<'a>(walk: &Walk<'a>, index: usize, pass: Pass) -> Outcome<'a> {
     loop {
         tries += 1;
         walk.calls.fetch_add(1, Ordering::Relaxed);
-        match once(walk, target, &mut ticket).await {
+        match once(walk, target, &mut ticket, None).await {
             Ok((answer, load_profile)) => {
                 let win = Attempted { target, answer, ticket, load_profile };
                 return Outcome { winner: Some(win), failures: Vec::new() };
@@ -84,7 +85,15 @@ fn backoff(base: Duration, jitter: f64, attempt: u32) -> Duration {
 
 /// One upstream call, up to its first token (for a whole answer, or a
 /// JSON answer that must be validated first: up to its checked end).
-async fn once(walk: &Walk<'_>, target: &Target, ticket: &mut Ticket) -> Result<(Answer, Option<String>), AttemptError> {
+///
+/// `continuing`: the partial answer another model broke off, and how this
+/// model is to continue it (see `cascade::continuation`).
+pub async fn once(
+    walk: &Walk<'_>,
+    target: &Target,
+    ticket: &mut Ticket,
+    continuing: Option<(&str, Mode)>,
+) -> Result<(Answer, Option<String>), AttemptError> {
     let started = Instant::now();
     let first_token = walk.ctx.rules.timeouts.first_token;
     let token_deadline = walk.deadline.min(started + first_token);
@@ -93,6 +102,9 @@ async fn once(walk: &Walk<'_>, target: &Target, ticket: &mut Ticket) -> Result<(
         if plan.instruction.is_some() {
             super::json::instruct(prepared.body.to_mut(), plan);
         }
+    }
+    if let Some((partial, mode)) = continuing {
+        mode.apply(prepared.body.to_mut(), partial);
     }
     let hints = UpstreamHints::default();
     let request = AttemptRequest {

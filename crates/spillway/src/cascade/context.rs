@@ -3,7 +3,7 @@
 //! metrics) and nothing of the gateway around it, so the runner cannot
 //! reach up into handoff, usage, alerts or the server.
 
-use crate::config::HealthConfig;
+use crate::config::{Config, HealthConfig};
 use crate::health::HealthRegistry;
 use crate::load::LoadRegistry;
 use crate::metrics::Metrics;
@@ -24,4 +24,31 @@ pub struct Context<'a> {
     pub prompts: &'a Prompts,
     pub schemas: &'a SchemaCache,
     pub metrics: &'a Metrics,
+}
+
+/// The same handle, owned: what a stream keeps to continue on the next
+/// model after its request's handler has returned.
+#[derive(Clone)]
+pub struct Owned {
+    pub health: Arc<HealthRegistry>,
+    /// The config the request started under (its `health:` rules).
+    pub config: Arc<Config>,
+    pub load: Arc<LoadRegistry>,
+    pub prompts: Arc<Prompts>,
+    pub schemas: Arc<SchemaCache>,
+    pub metrics: Arc<Metrics>,
+}
+
+impl Owned {
+    /// Borrowed, for a walk.
+    pub fn context(&self) -> Context<'_> {
+        Context {
+            health: &self.health,
+            rules: &self.config.health,
+            load: &self.load,
+            prompts: &self.prompts,
+            schemas: &self.schemas,
+            metrics: &self.metrics,
+        }
+    }
 }

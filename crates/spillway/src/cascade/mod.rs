@@ -20,6 +20,7 @@
 
 pub mod attempt;
 pub mod context;
+pub mod continuation;
 pub mod gate;
 pub mod json;
 pub mod pass;

@@ -66,5 +66,8 @@ pub struct CascadePlan {
     pub handoff: bool,
     /// No first token by then: also start the next model.
     pub hedge_after: Option<std::time::Duration>,
+    /// A stream that breaks after its first byte is continued by the next
+    /// model that can (`cascades.*.continue_streams`).
+    pub continue_streams: bool,
     pub metrics: Arc<CascadeMetrics>,
 }

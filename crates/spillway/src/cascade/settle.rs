@@ -84,6 +84,11 @@ impl Ticket {
         &self.plan.targets[self.index]
     }
 
+    /// The target's position in its cascade.
+    pub fn index(&self) -> usize {
+        self.index
+    }
+
     /// Starts the clock again (a retry of the same model).
     pub fn restart(&mut self) {
         self.started = Instant::now();

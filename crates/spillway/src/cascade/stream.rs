@@ -1,20 +1,35 @@
 //! Forwarding a stream after its first token: chunk by chunk, never
-//! buffered.
+//! buffered — and, when it breaks, continued on the next model.
 //!
-//! Each upstream chunk is stamped (stable id, `model` = the model ref) and
-//! written as soon as it arrives. The forwarder owns the attempt's
-//! [`Ticket`] and the request's [`Finish`], and settles both where the
-//! stream ends: a clean end (`[DONE]`, or the upstream's finish reason
-//! when it leaves `[DONE]` out) is an answered attempt and an `ok`
-//! request; a failure — an upstream error, a cut stream, silence longer
-//! than `timeouts.idle` — ends the stream with an OpenAI-style error event,
-//! fails the attempt (breaker, metrics) and makes the request an `error`.
-//! `timeouts.total` bounds the whole stream: past it the stream ends with
-//! the timeout error event.
+//! Each upstream chunk is stamped (stable id, `model` = the model ref that
+//! started the answer) and written as soon as it arrives. The forwarder
+//! owns the attempt's [`Ticket`] and the request's [`Finish`], and settles
+//! both where the stream ends: a clean end (`[DONE]`, or the upstream's
+//! finish reason when it leaves `[DONE]` out) is an answered attempt and an
+//! `ok` request.
+//!
+//! A failure after the first byte — an upstream error, a cut stream,
+//! silence longer than `timeouts.idle`, an end without a finish reason —
+//! fails the attempt (breaker, metrics). Then, when the cascade lets it
+//! (`continue_streams`, on by default) and the answer so far is plain text
+//! of one choice, the next model that can continue is sent the request plus
+//! the partial answer ([`super::continuation`]) and the client's stream goes
+//! on from its first token: no repeated text (an instructed continuation's
+//! repetition of the seam is cut), no missing text, the final chunk naming
+//! every model that answered (`spillway.models`) and its usage the sum of
+//! every attempt's. When no model can continue, the stream ends with the
+//! error event of the original failure and the request is an `error`.
+//! `timeouts.total` bounds the whole stream, continuations included.
+//!
 //! When the client disconnects, hyper drops this stream, which drops the
 //! upstream response (cancelling the upstream request), abandons the
 //! ticket (not counted against the model) and records a disconnect.
+//!
+//! What healthy streams pay for being continuable: the text of choice 0 is
+//! appended to one string as it passes.
 
+use super::continuation::{Continuation, Mode};
+use super::plan::Target;
 use super::settle::{Finish, RequestOutcome, Ticket};
 use crate::api::completion::Tokens;
 use crate::api::sse;
@@ -24,16 +39,23 @@ use crate::providers::{ChunkStream, StreamItem};
 use bytes::Bytes;
 use futures_util::stream::BoxStream;
 use futures_util::StreamExt;
+use serde_json::{json, Value};
 use std::collections::VecDeque;
 use std::convert::Infallible;
 use tokio::time::{timeout_at, Duration, Instant};
 
-/// Told the stream's token counts once: from its usage chunk when one
-/// passes, else an estimate when the stream ends (so cost and budgets see
-/// streamed answers whose client did not ask for usage).
-pub type Meter = Box<dyn FnOnce(Tokens) + Send>;
+/// Told each attempt's token counts once: from its usage chunk when one
+/// passes, else an estimate when the attempt ends (so cost and budgets see
+/// streamed answers whose client did not ask for usage, and every model
+/// of a continued answer is billed for its part).
+pub type Meter = Box<dyn FnMut(&Target, Tokens) + Send>;
 
-/// A stream ready to forward; the handler may attach a [`Meter`] first.
+/// The partial answer is kept for a continuation up to this size; a longer
+/// answer that breaks ends with the error event.
+const MAX_PARTIAL: usize = 1 << 20;
+
+/// A stream ready to forward; the handler may attach a [`Meter`] and a
+/// [`Continuation`] first.
 pub struct Forward {
     state: State,
 }
@@ -52,9 +74,34 @@ struct State {
     ticket: Option<Ticket>,
     finish: Option<Finish>,
     meter: Option<Meter>,
+    /// This attempt's usage has been metered (from its usage chunk).
+    metered: bool,
     prompt_tokens: u64,
-    /// Characters of content and tool-call arguments forwarded so far.
+    /// Characters of content and tool-call arguments this attempt sent.
     out_chars: usize,
+    /// What the client has of the answer: choice 0's text so far.
+    partial: String,
+    /// The answer can still be continued (one choice, text only, not too long).
+    continuable: bool,
+    continuation: Option<Continuation>,
+    /// Continued at least once: chunks take the general path from then on.
+    continued: Option<Continued>,
+}
+
+/// What a continued stream keeps.
+struct Continued {
+    /// Every model that answered part of it, in order.
+    models: Vec<String>,
+    /// Usage of the attempts before the current one (estimates: a broken
+    /// attempt sends no usage).
+    before: Tokens,
+    /// An instructed continuation's first text, held until it is clear how
+    /// much of it repeats the end of the partial answer.
+    seam: Option<String>,
+    /// Whitespace cut off the partial answer for an Anthropic prefill: the
+    /// client has it already, so the continuation's first text drops it if
+    /// the model sends it again.
+    resent_space: Option<String>,
 }
 
 impl State {
@@ -62,6 +109,10 @@ impl State {
     fn end(&mut self, failed: Option<&AttemptError>) {
         self.done = true;
         if let Some(ticket) = self.ticket.take() {
+            if failed.is_none() && self.continued.is_some() {
+                self.count_continuation(&ticket, "ok");
+            }
+            self.meter_estimate(ticket.target());
             match failed {
                 None => ticket.answered(),
                 Some(e) => {
@@ -73,13 +124,93 @@ impl State {
         if let Some(finish) = self.finish.take() {
             finish.settle(if failed.is_some() { RequestOutcome::Error } else { RequestOutcome::Ok });
         }
-        self.meter_estimate();
     }
 
-    fn meter_estimate(&mut self) {
-        if let Some(meter) = self.meter.take() {
-            meter(Tokens { input: self.prompt_tokens, output: crate::api::tokens::estimate_tokens(self.out_chars) });
+    fn count_continuation(&self, ticket: &Ticket, result: &'static str) {
+        let (Some(cont), Some(c)) = (&self.continuation, &self.continued) else { return };
+        let n = c.models.len();
+        let from = n.checked_sub(2).and_then(|i| c.models.get(i)).map_or("-", String::as_str);
+        let mode = super::continuation::mode_of(ticket.target()).map_or("none", Mode::label);
+        cont.ctx.metrics.continued(&cont.plan.name, from, &ticket.target().name, mode, result);
+    }
+
+    /// An estimate of this attempt's tokens, unless its usage chunk came.
+    fn meter_estimate(&mut self, target: &Target) {
+        if std::mem::replace(&mut self.metered, true) {
+            return;
         }
+        let tokens = Tokens { input: self.prompt_tokens, output: crate::api::tokens::estimate_tokens(self.out_chars) };
+        if let Some(meter) = self.meter.as_mut() {
+            meter(target, tokens);
+        }
+    }
+
+    fn meter_usage(&mut self, tokens: Tokens) {
+        if std::mem::replace(&mut self.metered, true) {
+            return;
+        }
+        if let (Some(meter), Some(ticket)) = (self.meter.as_mut(), self.ticket.as_ref()) {
+            meter(ticket.target(), tokens);
+        }
+    }
+
+    /// Keeps choice 0's text for a continuation.
+    fn keep(&mut self, text: &str, other_choice: bool, tool_call: bool) {
+        if other_choice || tool_call || self.partial.len() + text.len() > MAX_PARTIAL {
+            self.continuable = false;
+        }
+        if self.continuable {
+            self.partial.push_str(text);
+        }
+    }
+
+    /// After `e` broke the stream: the next model that continues it, if the
+    /// answer can be continued and one can. The broken attempt is settled.
+    async fn try_continue(&mut self, e: &AttemptError) -> bool {
+        if self.continuation.is_none()
+            || !self.continuable
+            || self.partial.is_empty()
+            || Instant::now() >= self.deadline
+        {
+            return false;
+        }
+        let Some(ticket) = self.ticket.take() else { return false };
+        let (from, index) = (ticket.target().name.clone(), ticket.index());
+        tracing::warn!(model = %from, reason = %e, chars = self.partial.len(), "Stream broke mid-answer; continuing on the next model.");
+        self.meter_estimate(ticket.target());
+        let broken = Tokens { input: self.prompt_tokens, output: crate::api::tokens::estimate_tokens(self.out_chars) };
+        if self.continued.is_some() {
+            self.count_continuation(&ticket, "failed");
+        }
+        ticket.failed(e);
+        let Some(cont) = self.continuation.as_ref() else { return false };
+        let Some(resumed) = cont.resume(index + 1, &self.partial).await else {
+            cont.ctx.metrics.continued(&cont.plan.name, &from, "none", "none", "none");
+            tracing::warn!(model = %from, "No model could continue the stream; it ends with the error.");
+            return false;
+        };
+        let to = resumed.ticket.target().name.clone();
+        tracing::info!(from = %from, to = %to, mode = resumed.mode.label(), "Stream continued on the next model.");
+        let c = self.continued.get_or_insert_with(|| Continued {
+            models: vec![from],
+            before: Tokens::default(),
+            seam: None,
+            resent_space: None,
+        });
+        c.models.push(to);
+        c.before.input += broken.input;
+        c.before.output += broken.output;
+        c.seam = (resumed.mode == Mode::Instruct).then(String::new);
+        c.resent_space = (resumed.mode == Mode::Prefill(crate::api::continuation::Prefill::Anthropic))
+            .then(|| self.partial[self.partial.trim_end().len()..].to_string())
+            .filter(|ws| !ws.is_empty());
+        self.ticket = Some(resumed.ticket);
+        self.head = resumed.head.into();
+        self.rest = resumed.rest;
+        self.metered = false;
+        self.out_chars = 0;
+        self.saw_finish = false;
+        true
     }
 }
 
@@ -87,24 +218,32 @@ impl Drop for State {
     fn drop(&mut self) {
         // Unsettled here means the client went away: the ticket and the
         // finish record an abandoned attempt and a disconnect as they drop.
-        self.meter_estimate();
+        if let Some(ticket) = self.ticket.take() {
+            self.meter_estimate(ticket.target());
+        }
     }
 }
 
-/// Characters of content and tool-call arguments in a chunk's deltas.
-fn delta_chars(v: &serde_json::Value) -> usize {
-    let Some(choices) = v.get("choices").and_then(serde_json::Value::as_array) else { return 0 };
-    let text = |x: Option<&serde_json::Value>| x.and_then(serde_json::Value::as_str).map_or(0, |t| t.chars().count());
-    choices
-        .iter()
-        .filter_map(|c| c.get("delta"))
-        .map(|d| {
-            let calls = d.get("tool_calls").and_then(serde_json::Value::as_array).map_or(0, |calls| {
-                calls.iter().map(|c| text(c.get("function").and_then(|f| f.get("arguments")))).sum()
-            });
-            text(d.get("content")) + calls
-        })
-        .sum()
+/// Characters of content and tool-call arguments in a chunk's deltas, and
+/// whether it has a tool call or a choice other than 0.
+fn delta_facts(v: &Value) -> (usize, bool, bool) {
+    let Some(choices) = v.get("choices").and_then(Value::as_array) else { return (0, false, false) };
+    let text = |x: Option<&Value>| x.and_then(Value::as_str).map_or(0, |t| t.chars().count());
+    let (mut chars, mut tool, mut other) = (0, false, false);
+    for c in choices {
+        other |= c.get("index").and_then(Value::as_u64).is_some_and(|i| i != 0);
+        let Some(d) = c.get("delta") else { continue };
+        if let Some(calls) = d.get("tool_calls").and_then(Value::as_array) {
+            tool |= !calls.is_empty();
+            chars += calls.iter().map(|c| text(c.get("function").and_then(|f| f.get("arguments")))).sum::<usize>();
+        }
+        chars += text(d.get("content"));
+    }
+    (chars, tool, other)
+}
+
+fn content_of(v: &Value) -> &str {
+    v.pointer("/choices/0/delta/content").and_then(Value::as_str).unwrap_or_default()
 }
 
 /// Encodes an error event for a stream that failed after its first byte.
@@ -145,8 +284,13 @@ impl Forward {
             ticket: Some(ticket),
             finish: Some(finish),
             meter: None,
+            metered: false,
             prompt_tokens,
             out_chars: 0,
+            partial: String::new(),
+            continuable: true,
+            continuation: None,
+            continued: None,
         };
         Self { state }
     }
@@ -154,6 +298,18 @@ impl Forward {
     /// Counts the stream's tokens with `meter` (see [`Meter`]).
     pub fn meter(&mut self, meter: Meter) {
         self.state.meter = Some(meter);
+    }
+
+    /// Lets the stream continue on the next model of `plan` when it breaks
+    /// (`req` is the request it answers; the deadline stays the request's).
+    pub fn continue_with(
+        &mut self,
+        ctx: super::context::Owned,
+        plan: std::sync::Arc<super::plan::CascadePlan>,
+        req: crate::api::ChatRequest,
+    ) {
+        let deadline = self.state.deadline;
+        self.state.continuation = Some(Continuation { ctx, plan, req, deadline });
     }
 
     /// The client's SSE bytes.
@@ -184,27 +340,26 @@ async fn next_event(st: &mut State) -> Bytes {
                 }
             },
         };
-        match next {
-            Some(Ok(StreamItem::Chunk(mut v))) => {
-                st.out_chars += delta_chars(&v);
-                if let Some(usage) = v.get("usage").filter(|u| u.is_object()) {
-                    if let Some(meter) = st.meter.take() {
-                        meter(Tokens::of(usage));
-                    }
+        let failure = match next {
+            // A continued stream's chunks take the general path: they are
+            // re-stamped, stripped of a second role, seamed and summed.
+            Some(Ok(StreamItem::Raw(r))) if st.continued.is_some() => {
+                if let Some(bytes) = chunk_event(st, r.into_value()) {
+                    return bytes;
                 }
-                if !st.include_usage && wire::is_usage_chunk(&v) {
-                    continue;
+                continue;
+            }
+            Some(Ok(StreamItem::Chunk(v))) => {
+                if let Some(bytes) = chunk_event(st, v) {
+                    return bytes;
                 }
-                st.saw_finish |= wire::chunk_finishes(&v);
-                wire::chunk(&mut v, &st.stamp);
-                return sse::encode_json(&v);
+                continue;
             }
             Some(Ok(StreamItem::Raw(r))) => {
                 st.out_chars += r.content_chars();
+                st.keep(r.content(), r.other_choice(), false);
                 if let Some(tokens) = r.tokens() {
-                    if let Some(meter) = st.meter.take() {
-                        meter(tokens);
-                    }
+                    st.meter_usage(tokens);
                 }
                 if !st.include_usage && r.is_usage_chunk() {
                     continue;
@@ -213,6 +368,10 @@ async fn next_event(st: &mut State) -> Bytes {
                 return r.encode(&st.stamp);
             }
             Some(Ok(StreamItem::Done)) => {
+                if let Some(bytes) = flush_seam(st) {
+                    st.head.push_front(StreamItem::Done);
+                    return bytes;
+                }
                 st.end(None);
                 return sse::done();
             }
@@ -221,15 +380,126 @@ async fn next_event(st: &mut State) -> Bytes {
                 st.end(None);
                 return sse::done();
             }
-            None => {
-                let e = AttemptError::new(Failure::BrokenBody, "the stream ended without a finish signal");
-                st.end(Some(&e));
-                return error_event(&e);
+            None => AttemptError::new(Failure::BrokenBody, "the stream ended without a finish signal"),
+            Some(Err(e)) => e,
+        };
+        if st.try_continue(&failure).await {
+            continue;
+        }
+        st.end(Some(&failure));
+        return error_event(&failure);
+    }
+}
+
+/// A chunk on the general path; `None` when nothing of it goes out.
+fn chunk_event(st: &mut State, mut v: Value) -> Option<Bytes> {
+    let (chars, tool, other) = delta_facts(&v);
+    st.out_chars += chars;
+    if let Some(usage) = v.get("usage").filter(|u| u.is_object()) {
+        st.meter_usage(Tokens::of(usage));
+    }
+    if let Some(c) = st.continued.as_mut() {
+        continued_chunk(c, &st.partial, &mut v);
+    }
+    let sent = content_of(&v).to_string();
+    st.keep(&sent, other, tool);
+    if !st.include_usage && wire::is_usage_chunk(&v) {
+        return None;
+    }
+    if st.continued.is_some() && is_empty_chunk(&v) {
+        return None;
+    }
+    st.saw_finish |= wire::chunk_finishes(&v);
+    wire::chunk(&mut v, &st.stamp);
+    Some(sse::encode_json(&v))
+}
+
+/// A continued answer's chunk: no second `role`, the seam held and cut,
+/// usage summed with the attempts before, the models named at the end.
+fn continued_chunk(c: &mut Continued, partial: &str, v: &mut Value) {
+    if let Some(delta) = v.pointer_mut("/choices/0/delta").and_then(Value::as_object_mut) {
+        delta.remove("role");
+        if let Some(Value::String(text)) =
+            delta.get_mut("content").filter(|t| t.as_str().is_some_and(|t| !t.is_empty()))
+        {
+            if let Some(ws) = c.resent_space.take() {
+                if let Some(rest) = text.strip_prefix(ws.as_str()) {
+                    *text = rest.to_string();
+                }
             }
-            Some(Err(e)) => {
-                st.end(Some(&e));
-                return error_event(&e);
+        }
+        if let Some(held) = c.seam.as_mut() {
+            let text = delta.remove("content").and_then(|t| t.as_str().map(str::to_owned)).unwrap_or_default();
+            held.push_str(&text);
+            let finishing = v.pointer("/choices/0/finish_reason").is_some_and(|f| !f.is_null());
+            if let Some(out) = decide_seam(partial, held, finishing) {
+                c.seam = None;
+                if let Some(delta) = v.pointer_mut("/choices/0/delta").and_then(Value::as_object_mut) {
+                    delta.insert("content".into(), Value::String(out));
+                }
             }
         }
     }
+    if let Some(usage) = v.get_mut("usage").and_then(Value::as_object_mut) {
+        let add = |u: &mut serde_json::Map<String, Value>, k: &str, n: u64| {
+            let now = u.get(k).and_then(Value::as_u64).unwrap_or(0);
+            u.insert(k.into(), json!(now + n));
+        };
+        add(usage, "prompt_tokens", c.before.input);
+        add(usage, "completion_tokens", c.before.output);
+        let total = usage.get("prompt_tokens").and_then(Value::as_u64).unwrap_or(0)
+            + usage.get("completion_tokens").and_then(Value::as_u64).unwrap_or(0);
+        usage.insert("total_tokens".into(), json!(total));
+    }
+    if wire::chunk_finishes(v) || wire::is_usage_chunk(v) {
+        if let Some(obj) = v.as_object_mut() {
+            obj.insert("spillway".into(), json!({"models": c.models, "continued": true}));
+        }
+    }
+}
+
+/// The text to send once the seam is clear: held back while what came so
+/// far could still be a repetition of the partial answer's end (it occurs
+/// in it), then without the repeated part. `None`: keep holding.
+fn decide_seam(partial: &str, held: &str, finishing: bool) -> Option<String> {
+    // Only the end of the partial answer can be repeated at the seam.
+    let tail_start = partial.char_indices().rev().nth(511).map_or(0, |(i, _)| i);
+    let tail = &partial[tail_start..];
+    if !finishing && !held.is_empty() && held.len() < tail.len() && tail.contains(held) {
+        return None;
+    }
+    if held.is_empty() && !finishing {
+        return None;
+    }
+    let cut = crate::api::continuation::overlap(tail, held);
+    Some(held[cut..].to_string())
+}
+
+/// The seam's held text at the end of a stream, as a last content chunk.
+fn flush_seam(st: &mut State) -> Option<Bytes> {
+    let c = st.continued.as_mut()?;
+    let held = c.seam.take()?;
+    let cut = crate::api::continuation::overlap(&st.partial, &held);
+    let text = &held[cut..];
+    if text.is_empty() {
+        return None;
+    }
+    st.partial.push_str(text);
+    let mut v = json!({"choices": [{"index": 0, "delta": {"content": text}, "finish_reason": null}]});
+    wire::chunk(&mut v, &st.stamp);
+    Some(sse::encode_json(&v))
+}
+
+/// A chunk with nothing left for the client (a continuation's role chunk,
+/// a delta whose text is held at the seam).
+fn is_empty_chunk(v: &Value) -> bool {
+    let Some(choices) = v.get("choices").and_then(Value::as_array) else { return false };
+    v.get("usage").is_none_or(Value::is_null)
+        && !choices.is_empty()
+        && choices.iter().all(|c| {
+            c.get("finish_reason").is_none_or(Value::is_null)
+                && c.get("delta")
+                    .and_then(Value::as_object)
+                    .is_none_or(|d| d.iter().all(|(_, x)| x.is_null() || x.as_str() == Some("")))
+        })
 }

@@ -332,12 +332,14 @@ fn compile_provider(cx: &mut Ctx, name: &str, p: RawProvider, base_dir: &Path) -
             (None, ProviderKind::Mock) => Some(MockBehavior { error_status: 503, ..MockBehavior::default() }),
             (None, _) => None,
         };
+        let continuation = continuation_mode(cx, &format!("{mpath}.continuation"), m.continuation.as_deref());
         models.push(StaticModel {
             id: m.id,
             context: m.context,
             price: m.price_per_1m.map(|p| Price { input: p.input, output: p.output }),
             quality: m.quality,
             behavior,
+            continuation,
         });
     }
     let load = p.load.map(|l| compile_load(cx, &format!("{path}.load"), l));
@@ -372,6 +374,7 @@ fn compile_provider(cx: &mut Ctx, name: &str, p: RawProvider, base_dir: &Path) -
             .native_json
             .unwrap_or(matches!(kind, ProviderKind::OpenAi | ProviderKind::Anthropic | ProviderKind::Mock)),
         load,
+        continuation: continuation_mode(cx, &format!("{path}.continuation"), p.continuation.as_deref()),
         allow_any_model: p.allow_any_model.unwrap_or(false),
     })
 }
@@ -447,6 +450,7 @@ fn compile_behavior(cx: &mut Ctx, path: &str, b: RawMockBehavior) -> MockBehavio
         error_status,
         rate_limit_per_min: b.rate_limit_per_min,
         empty_rate: cx.share(&format!("{path}.empty_rate"), b.empty_rate, 0.0),
+        cut_rate: cx.share(&format!("{path}.cut_rate"), b.cut_rate, 0.0),
         json,
         reply_tokens: b.reply_tokens,
         saturate_at: b.saturate_at,
@@ -699,7 +703,21 @@ fn compile_cascade(
         handoff: c.handoff.unwrap_or(false),
         hedge_after,
         daily_budget_usd,
+        continue_streams: c.continue_streams.unwrap_or(true),
     })
+}
+
+/// `continuation: prefill | instruct | none`.
+fn continuation_mode(cx: &mut Ctx, path: &str, v: Option<&str>) -> Option<ContinuationMode> {
+    match v? {
+        "prefill" => Some(ContinuationMode::Prefill),
+        "instruct" => Some(ContinuationMode::Instruct),
+        "none" => Some(ContinuationMode::None),
+        other => {
+            cx.err(path, format!("unknown continuation `{other}`: expected prefill, instruct or none"));
+            None
+        }
+    }
 }
 
 fn compile_prompt(cx: &mut Ctx, i: usize, p: RawPrompt, base_dir: &Path) -> PromptRule {

@@ -206,6 +206,9 @@ pub struct ProviderConfig {
     pub skip_when_lazy: bool,
     /// Honours `response_format` natively.
     pub native_json: bool,
+    /// `continuation:` as written (the default by kind and model is applied
+    /// per target, see `cascade::continuation`).
+    pub continuation: Option<ContinuationMode>,
     /// Clients may name models of this provider that neither the config nor
     /// the listing knows (`provider/anything`); their per-model state is
     /// capped (see `gateway::build`).
@@ -227,6 +230,32 @@ pub struct StaticModel {
     pub quality: Option<f64>,
     /// Mock behaviour (mock providers only).
     pub behavior: Option<MockBehavior>,
+    /// Overrides the provider's `continuation`.
+    pub continuation: Option<ContinuationMode>,
+}
+
+/// How a model continues a stream another model broke off (SPEC §6).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ContinuationMode {
+    /// The partial answer as the final assistant message, which the API
+    /// continues token by token.
+    Prefill,
+    /// The partial answer as the assistant's message and an instruction
+    /// to continue exactly where it stops.
+    Instruct,
+    /// Never used to continue a stream.
+    None,
+}
+
+impl ContinuationMode {
+    /// The name used in the config file and in metrics.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Prefill => "prefill",
+            Self::Instruct => "instruct",
+            Self::None => "none",
+        }
+    }
 }
 
 /// Price per 1M tokens, USD.
@@ -278,6 +307,8 @@ pub struct MockBehavior {
     pub rate_limit_per_min: Option<u32>,
     /// Share of empty replies.
     pub empty_rate: f64,
+    /// Share of streamed answers cut off halfway.
+    pub cut_rate: f64,
     /// JSON damage.
     pub json: MockJson,
     /// Natural length of a text answer in tokens (default: one sentence).
@@ -497,6 +528,8 @@ pub struct CascadeConfig {
     pub hedge_after: Option<Duration>,
     /// Daily budget, USD.
     pub daily_budget_usd: Option<f64>,
+    /// Continue streams that break after their first byte.
+    pub continue_streams: bool,
 }
 
 /// A prompt variant rule.

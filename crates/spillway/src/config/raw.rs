@@ -135,6 +135,11 @@ pub struct RawProvider {
     pub native_json: Option<bool>,
     /// Load-aware degradation (SPEC §9).
     pub load: Option<RawLoad>,
+    /// How this provider's models continue a stream another model broke
+    /// off: `prefill` (the API continues a final assistant message),
+    /// `instruct` (the partial answer plus an instruction to go on) or
+    /// `none` (never used to continue); default by kind and model.
+    pub continuation: Option<String>,
     /// Let clients name any model of this provider as `provider/model`
     /// (default false: only models the config names or the listing has).
     pub allow_any_model: Option<bool>,
@@ -164,6 +169,9 @@ pub struct RawStaticModel {
     pub quality: Option<f64>,
     /// Mock providers only: how this model behaves.
     pub behavior: Option<RawMockBehavior>,
+    /// How this model continues a stream another model broke off:
+    /// `prefill`, `instruct` or `none` (default: the provider's).
+    pub continuation: Option<String>,
 }
 
 /// `price_per_1m: { input, output }`
@@ -194,6 +202,9 @@ pub struct RawMockBehavior {
     pub rate_limit_per_min: Option<u32>,
     /// Share of requests (0..1) answered with an empty reply.
     pub empty_rate: Option<f64>,
+    /// Share of streamed answers (0..1) cut off halfway (the connection
+    /// breaks after half the answer's tokens).
+    pub cut_rate: Option<f64>,
     /// JSON answers: `plain`, `fenced` (wrapped in a markdown fence), `renamed` (field names changed), `broken` (no JSON at all), or the share of answers damaged each way: `{ fenced: 0.3, renamed: 0.2, broken: 0.06 }` (the rest plain).
     pub json: Option<RawMockJson>,
     /// Natural length of a text answer, in tokens (words); default: one sentence naming the model. The request's `max_tokens` cuts it (finish reason `length`); a load profile's `system_prompt` in the request shortens it by the profile's `max_tokens_factor`.
@@ -394,6 +405,9 @@ pub struct RawCascade {
     pub hedge_after: Option<String>,
     /// Spending cap.
     pub budget: Option<RawBudget>,
+    /// A stream that breaks after its first byte is finished by the next
+    /// model (default true).
+    pub continue_streams: Option<bool>,
 }
 
 /// `cascades.*.filters`

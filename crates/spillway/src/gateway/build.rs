@@ -139,6 +139,18 @@ impl Gateway {
         }
     }
 
+    /// The runner's handle, owned (a stream keeps it to continue).
+    pub fn runner_owned(&self) -> crate::cascade::context::Owned {
+        crate::cascade::context::Owned {
+            health: self.health.clone(),
+            config: self.config.clone(),
+            load: self.load.clone(),
+            prompts: self.prompts.clone(),
+            schemas: self.shared.schemas.clone(),
+            metrics: self.metrics.clone(),
+        }
+    }
+
     /// What the handoff tier touches.
     pub fn handoff(&self) -> crate::handoff::Handoff<'_> {
         crate::handoff::Handoff {
@@ -190,6 +202,7 @@ impl Gateway {
             targets: vec![target],
             handoff: false,
             hedge_after: None,
+            continue_streams: false,
             metrics: self.metrics.cascade("direct"),
         }))
     }
@@ -283,6 +296,7 @@ fn plans(
             targets,
             handoff: c.handoff,
             hedge_after: c.hedge_after,
+            continue_streams: c.continue_streams,
             metrics: metrics.cascade(name),
         };
         cascades.insert(name.clone(), Arc::new(plan));

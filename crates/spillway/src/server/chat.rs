@@ -98,8 +98,9 @@ where
     served.escalated = escalated;
     crate::usage::observe((&*gw).into(), &gw.shared.usage, &plan, &served);
     if let ServedBody::Forward(f) = &mut served.body {
-        if let Some(target) = plan.targets.iter().find(|t| t.name == served.model) {
-            f.meter(gw.books().meter(&plan.name, &target.name, target.metrics.clone()));
+        f.meter(gw.books().meter(&plan.name));
+        if plan.continue_streams && plan.targets.len() > 1 {
+            f.continue_with(gw.runner_owned(), plan.clone(), req);
         }
     }
     Ok(respond(served, permit))

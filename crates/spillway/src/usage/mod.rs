@@ -22,7 +22,7 @@ pub use crate::api::completion::Tokens;
 use crate::cascade::CascadePlan;
 use crate::config::{Config, Price};
 use crate::discovery::DiscoveryState;
-use crate::metrics::{Metrics, TargetMetrics, UsageHandles};
+use crate::metrics::{Metrics, UsageHandles};
 use crate::state::StateStatus;
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -71,13 +71,13 @@ impl OwnedBooks {
         }
     }
 
-    /// A meter for a stream of `model_ref` answering in `cascade`: records
-    /// the stream's tokens once (see `cascade::stream::Meter`).
-    pub fn meter(&self, cascade: &str, model_ref: &str, target: Arc<TargetMetrics>) -> crate::cascade::stream::Meter {
-        let (books, cascade, model_ref) = (self.clone(), cascade.to_string(), model_ref.to_string());
-        Box::new(move |tokens| {
-            let b = books.books(Some(&target.usage));
-            books.ledger.record(b, &cascade, &model_ref, Some(tokens), crate::health::clock::now_ms());
+    /// A meter for a stream answering in `cascade`: records each attempt's
+    /// tokens against its own model (see `cascade::stream::Meter`).
+    pub fn meter(&self, cascade: &str) -> crate::cascade::stream::Meter {
+        let (books, cascade) = (self.clone(), cascade.to_string());
+        Box::new(move |target, tokens| {
+            let b = books.books(Some(&target.metrics.usage));
+            books.ledger.record(b, &cascade, &target.name, Some(tokens), crate::health::clock::now_ms());
         })
     }
 }

@@ -127,6 +127,8 @@ pub struct RawChunk {
     usage_only: bool,
     usage: Option<Tokens>,
     content_chars: usize,
+    content: Box<str>,
+    other_choice: bool,
 }
 
 impl fmt::Debug for RawChunk {
@@ -148,7 +150,19 @@ impl RawChunk {
             usage_only: checked.empty && top.usage_counted,
             usage: top.usage.filter(|_| top.usage_counted),
             content_chars: checked.content_chars,
+            content: checked.content,
+            other_choice: checked.other_choice,
         })
+    }
+
+    /// The content of choice 0's delta ("" when none).
+    pub fn content(&self) -> &str {
+        &self.content
+    }
+
+    /// It has a choice other than 0 (an `n > 1` stream).
+    pub fn other_choice(&self) -> bool {
+        self.other_choice
     }
 
     /// It carries the first token: some content or a refusal.

@@ -190,6 +190,10 @@ pub(super) struct ChunkChecked {
     /// `choices: []`.
     pub(super) empty: bool,
     pub(super) content_chars: usize,
+    /// The content of choice 0's delta (kept for a continuation).
+    pub(super) content: Box<str>,
+    /// A choice other than 0 (`n > 1`): such streams are not continued.
+    pub(super) other_choice: bool,
 }
 
 fn check_deltas(choices: &[ChoiceCheck<'_>]) -> Option<ChunkChecked> {
@@ -215,6 +219,14 @@ fn check_deltas(choices: &[ChoiceCheck<'_>]) -> Option<ChunkChecked> {
         }
         out.has_token |= d.content.as_str().is_some_and(|t| !t.is_empty());
         out.content_chars += d.content.as_str().map_or(0, |t| t.chars().count());
+        match c.index {
+            Shape::Int(0) => {
+                if let Some(t) = d.content.as_str().filter(|t| !t.is_empty()) {
+                    out.content = t.into();
+                }
+            }
+            _ => out.other_choice = true,
+        }
         out.has_token |= d.refusal.as_str().is_some_and(|t| !t.is_empty());
     }
     Some(out)

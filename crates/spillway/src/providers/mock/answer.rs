@@ -142,7 +142,29 @@ fn text_said(cx: &Cx<'_>, profile_factor: f64, max_tokens: Option<u32>) -> Said 
         let trimmed = last.trim_end().len();
         last.truncate(trimmed);
     }
+    if let Some(rest) = continued(cx.body, &words.concat()) {
+        words = rest.split_inclusive(' ').map(str::to_owned).collect();
+    }
     Said::Text { pieces: words.into_iter().map(|w| (w, 1)).collect(), finish }
+}
+
+/// Characters of the partial answer an instructed mock repeats at the seam
+/// (so the gateway's seam trimming has something to cut).
+const SEAM_REPEAT: usize = 12;
+
+/// A continuation request (SPEC §6): when the mock's own answer starts
+/// with the partial answer it is asked to continue, the rest of it — after
+/// a prefill as is, after the instruction with the last few characters of
+/// the partial answer repeated first, as instructed models often do.
+/// `None` for any other request (then the mock answers in full).
+fn continued(body: &Map<String, Value>, full: &str) -> Option<String> {
+    let (partial, instructed) = crate::api::continuation::read(body)?;
+    let rest = full.strip_prefix(partial)?;
+    if !instructed {
+        return Some(rest.to_string());
+    }
+    let from = partial.char_indices().rev().nth(SEAM_REPEAT - 1).map_or(0, |(i, _)| i);
+    Some(format!("{}{rest}", &partial[from..]))
 }
 
 /// JSON text in pieces of four tokens, cut after `max_tokens`.
@@ -361,7 +383,13 @@ fn estimate_tokens(body: &Map<String, Value>) -> u32 {
 fn last_user_text(body: &Map<String, Value>) -> String {
     body.get("messages")
         .and_then(Value::as_array)
-        .and_then(|m| m.iter().rev().find(|m| m.get("role").and_then(Value::as_str) == Some("user")))
+        .and_then(|m| {
+            // A continuation's instruction is the gateway's, not the user's.
+            m.iter().rev().find(|m| {
+                m.get("role").and_then(Value::as_str) == Some("user")
+                    && m.get("content").and_then(Value::as_str) != Some(crate::api::continuation::INSTRUCTION)
+            })
+        })
         .and_then(|m| m.get("content"))
         .map(|c| match c {
             Value::String(s) => s.clone(),

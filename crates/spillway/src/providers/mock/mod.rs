@@ -116,7 +116,8 @@ impl MockProvider {
             tokio::time::sleep(pace.before_first + pace.per_token * answer.completion_tokens().saturating_sub(1)).await;
             return Ok(wire::complete(&answer));
         }
-        Ok(Reply::Stream(wire::stream(answer, pace, req.include_usage, guard)))
+        let cut = b.cut_rate > 0.0 && fastrand::f64() < b.cut_rate;
+        Ok(Reply::Stream(wire::stream(answer, pace, req.include_usage, guard, cut)))
     }
 
     /// The factor of the heaviest load profile whose prompt the request's

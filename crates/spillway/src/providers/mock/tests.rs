@@ -26,11 +26,19 @@ fn provider_with_load(b: MockBehavior, load: Option<LoadConfig>) -> MockProvider
         folder_id: None,
         iam_token: None,
         api_version: None,
-        models: vec![StaticModel { id: "x".into(), context: None, price: None, quality: None, behavior: Some(b) }],
+        models: vec![StaticModel {
+            id: "x".into(),
+            context: None,
+            price: None,
+            quality: None,
+            behavior: Some(b),
+            continuation: None,
+        }],
         default_max_tokens: None,
         skip_when_lazy: false,
         native_json: true,
         load,
+        continuation: None,
         allow_any_model: false,
     };
     MockProvider::new(&config)

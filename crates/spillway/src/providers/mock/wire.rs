@@ -10,6 +10,7 @@ use serde_json::{json, Value};
 
 use super::answer::{Answer, Said};
 use super::{InFlight, Pace};
+use crate::outcome::{AttemptError, Failure};
 use crate::providers::{ChunkStream, Reply, StreamItem};
 
 fn usage(answer: &Answer) -> Value {
@@ -52,8 +53,12 @@ fn chunk(index: usize, delta: Value, finish: Option<&str>) -> StreamItem {
 /// The answer as chunks: after `before_first`, each choice in turn (a role
 /// chunk, then its pieces, each after the time its tokens take, then its
 /// finish chunk), the usage chunk when asked for, and `[DONE]`.
-pub(super) fn stream(answer: Answer, pace: Pace, include_usage: bool, guard: InFlight) -> ChunkStream {
+///
+/// `cut`: the connection breaks after half the first choice's pieces (the
+/// `cut_rate` fault), as a real upstream's does mid-answer.
+pub(super) fn stream(answer: Answer, pace: Pace, include_usage: bool, guard: InFlight, cut: bool) -> ChunkStream {
     let mut events: Vec<(std::time::Duration, StreamItem)> = Vec::new();
+    let mut cut_at = None;
     let mut wait = pace.before_first;
     for (i, said) in answer.choices.iter().enumerate() {
         match said {
@@ -63,6 +68,9 @@ pub(super) fn stream(answer: Answer, pace: Pace, include_usage: bool, guard: InF
                     // The first token arrives with the role chunk's moment.
                     let gap = if k == 0 { std::time::Duration::ZERO } else { pace.per_token * *tokens };
                     events.push((gap, chunk(i, json!({"content": piece}), None)));
+                    if cut && i == 0 && k + 1 == pieces.len().div_ceil(2) && pieces.len() > 1 {
+                        cut_at = Some(events.len());
+                    }
                 }
                 events.push((std::time::Duration::ZERO, chunk(i, json!({}), Some(finish))));
             }
@@ -90,12 +98,24 @@ pub(super) fn stream(answer: Answer, pace: Pace, include_usage: bool, guard: InF
         events.push((std::time::Duration::ZERO, StreamItem::Chunk(usage)));
     }
     events.push((std::time::Duration::ZERO, StreamItem::Done));
+    let events: Vec<(std::time::Duration, Result<StreamItem, AttemptError>)> = match cut_at {
+        Some(at) => {
+            let broken = AttemptError::new(Failure::BrokenBody, "the mock cut the stream (cut_rate)");
+            events
+                .into_iter()
+                .take(at)
+                .map(|(g, e)| (g, Ok(e)))
+                .chain([(std::time::Duration::ZERO, Err(broken))])
+                .collect()
+        }
+        None => events.into_iter().map(|(g, e)| (g, Ok(e))).collect(),
+    };
     futures_util::stream::iter(events)
         .then(|(gap, item)| async move {
             if !gap.is_zero() {
                 tokio::time::sleep(gap).await;
             }
-            Ok(item)
+            item
         })
         // The guard lives as long as the stream: dropped at its end, or
         // when the client goes away and the stream with it.
