@@ -224,6 +224,12 @@ pub fn estimate_prompt_tokens<J: JsonView>(body: &J) -> u64 {
 /// Checks a body; what the request keeps of it.
 fn check<J: JsonView>(body: &J) -> Result<ChatRequest, ApiError> {
     let model = match body.get("model").map(J::kind) {
+        // A model ref names a cascade or an upstream model and ends up in
+        // logs, headers and metric labels: control characters (a newline
+        // above all) have no place in one.
+        Some(Kind::String(m)) if m.chars().any(char::is_control) => {
+            return Err(invalid("model", "`model` must not contain control characters"))
+        }
         Some(Kind::String(m)) if !m.is_empty() => m.to_owned(),
         Some(Kind::String(_)) => return Err(invalid("model", "`model` must not be empty")),
         Some(_) => return Err(invalid("model", "`model` must be a string")),
@@ -413,6 +419,9 @@ mod tests {
         assert_eq!(param("[]"), "<json>");
         assert_eq!(param(r#"{"messages":[{"role":"user","content":"hi"}]}"#), "model");
         assert_eq!(param(r#"{"model":"a"}"#), "messages");
+        assert_eq!(param(r#"{"model":"p/x\"} 1\nforged 1","messages":[{"role":"user","content":"x"}]}"#), "model");
+        assert_eq!(param(r#"{"model":"p/\u0000","messages":[{"role":"user","content":"x"}]}"#), "model");
+        assert_eq!(param(r#"{"model":"p/\u007f","messages":[{"role":"user","content":"x"}]}"#), "model");
         assert_eq!(param(r#"{"model":"a","messages":"hi"}"#), "messages");
         assert_eq!(param(r#"{"model":"a","messages":[]}"#), "messages");
         assert_eq!(param(r#"{"model":"a","messages":[{"role":"bot","content":"x"}]}"#), "messages[0].role");

@@ -1,0 +1,63 @@
+//! Bad input from clients and upstreams (the "Hardening" issue): what a
+//! hostile model id, event stream or error body can and cannot do.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::disallowed_methods)] // tests: fail loudly, spawn freely
+
+mod common;
+
+use common::*;
+use serde_json::{json, Value};
+
+fn one_provider(up: &FakeUpstream) -> String {
+    format!("providers:\n{}{FAST_HEALTH}cascades:\n  chat:\n    models: [a/m]\n", openai_provider("a", up))
+}
+
+/// Every line of a page is a comment the formats define or a sample the
+/// load monitor's parser reads, and only `spillway_*` series exist.
+fn assert_well_formed(page: &str) {
+    for line in page.lines() {
+        if let Some(rest) = line.strip_prefix("# ") {
+            let kind = rest.split(' ').next().unwrap_or("");
+            assert!(["HELP", "TYPE", "UNIT", "EOF"].contains(&kind), "stray comment: {line:?}");
+            continue;
+        }
+        for s in spillway::load::prometheus::parse(line).unwrap_or_else(|e| panic!("{e}: {line:?}")) {
+            assert!(s.name.starts_with("spillway_"), "forged series: {line:?}");
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_model_id_cannot_write_lines_into_metrics() {
+    let up = FakeUpstream::start().await;
+    let gw = start(&one_provider(&up)).await;
+    // A newline in `model` is refused before anything else happens.
+    let resp = gw.post(&chat("a/x\"} 1\nforged_series 1", false)).await;
+    assert_eq!(resp.status(), 400);
+    let err: Value = resp.json().await.unwrap();
+    assert_valid("ErrorResponse", &err);
+    assert_eq!(err["error"]["param"], "model");
+    assert_eq!(up.calls(), 0);
+    // Quotes and braces are a legal model id; they reach the labels escaped.
+    let sneaky = "x\"} 1 forged_series{a=\"\\";
+    assert_eq!(gw.post(&chat(&format!("a/{sneaky}"), false)).await.status(), 200);
+    let text = gw.get("/metrics").await.text().await.unwrap();
+    let openmetrics = client()
+        .get(format!("{}/metrics", gw.url))
+        .header("accept", "application/openmetrics-text")
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    for page in [&text, &openmetrics] {
+        assert_well_formed(page);
+        let served = spillway::load::prometheus::parse(page)
+            .unwrap()
+            .into_iter()
+            .find(|s| s.name == "spillway_attempts_total" && s.label("result") == Some("ok"))
+            .unwrap();
+        assert_eq!(served.label("model"), Some(sneaky));
+    }
+}
