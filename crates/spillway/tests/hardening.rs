@@ -53,11 +53,45 @@ async fn a_model_id_cannot_write_lines_into_metrics() {
         .unwrap();
     for page in [&text, &openmetrics] {
         assert_well_formed(page);
+        // The id reads back as it was sent, on the series that counted it.
         let served = spillway::load::prometheus::parse(page)
             .unwrap()
             .into_iter()
-            .find(|s| s.name == "spillway_attempts_total" && s.label("result") == Some("ok"))
-            .unwrap();
-        assert_eq!(served.label("model"), Some(sneaky));
+            .find(|s| {
+                s.name == "spillway_attempts_total"
+                    && s.label("model") == Some(sneaky)
+                    && s.label("result") == Some("ok")
+            })
+            .unwrap_or_else(|| panic!("no series of the direct model:\n{page}"));
+        assert_eq!(served.value, 1.0, "{page}");
     }
+}
+
+#[tokio::test]
+async fn an_event_that_never_ends_fails_the_attempt_as_broken_body() {
+    let bad = FakeUpstream::start().await;
+    // 9 MiB of `data:` lines without a blank line: over the 8 MiB cap.
+    bad.push(test_upstreams::faults::endless_event(64 * 1024, 144));
+    let good = FakeUpstream::start().await;
+    good.push(Reply::stream(&["ok"]));
+    let yaml = format!(
+        "providers:\n{}{}{FAST_HEALTH}cascades:\n  chat:\n    models: [a/m, b/m]\n",
+        openai_provider("a", &bad),
+        openai_provider("b", &good)
+    );
+    // Generous deadlines: the attempt must fail for its size, not for time
+    // (a debug build on a busy machine reads 8 MiB slowly).
+    let yaml = yaml.replace("first_token: 3s, idle: 3s, total: 10s", "first_token: 60s, idle: 60s, total: 120s");
+    let gw = start(&yaml).await;
+    let resp = gw.post(&chat("chat", true)).await;
+    assert_eq!(resp.status(), 200, "{}", resp.text().await.unwrap());
+    assert_eq!(header(&resp, "x-spillway-model"), "b/m");
+    assert_eq!(streamed_text(&sse_events(resp).await), "ok");
+    let text = gw.get("/metrics").await.text().await.unwrap();
+    assert!(
+        text.contains(
+            r#"spillway_attempt_failures_total{cascade="chat",provider="a",model="m",reason="broken_body"} 1"#
+        ),
+        "{text}"
+    );
 }

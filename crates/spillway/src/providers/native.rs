@@ -20,9 +20,9 @@ use http::header::{HeaderMap, HeaderName, HeaderValue, CONTENT_TYPE};
 use std::collections::VecDeque;
 use std::time::Duration;
 
-/// Upper bound on one NDJSON line, like the SSE parser's: a peer that never
-/// sends a newline must not make the gateway buffer without limit.
-const MAX_LINE: usize = 8 * 1024 * 1024;
+/// Upper bound on one NDJSON line (one event), the SSE parser's: a peer
+/// that never sends a newline must not make the gateway buffer without limit.
+const MAX_LINE: usize = crate::api::sse::MAX_EVENT_BYTES;
 
 /// The pooled client of one provider: the system's roots plus `ca_file`
 /// (GigaChat's Russian root CA). The same as the OpenAI adapter's, kept
@@ -169,7 +169,7 @@ where
 {
     fn feed(&mut self, bytes: &[u8], out: &mut VecDeque<Result<StreamItem, AttemptError>>) {
         if self.parser.feed(bytes, &mut self.events).is_err() {
-            out.push_back(Err(AttemptError::new(Failure::BrokenBody, "an SSE line was too long")));
+            out.push_back(Err(AttemptError::new(Failure::BrokenBody, "an SSE event was too large")));
         }
         self.drain(out);
     }
@@ -215,7 +215,7 @@ where
             self.line(&line[..at], out);
         }
         if self.buf.len() > MAX_LINE {
-            self.buf.clear();
+            self.buf = Vec::new();
             out.push_back(Err(AttemptError::new(Failure::BrokenBody, "a stream line was too long")));
         }
     }
