@@ -295,6 +295,15 @@ fn check<J: JsonView>(body: &J) -> Result<ChatRequest, ApiError> {
     })
 }
 
+/// Checks a message list as a client's `messages` is checked: a prompt
+/// template's output goes through this before it replaces the client's.
+pub fn check_messages(messages: &[Value]) -> Result<(), ApiError> {
+    if messages.is_empty() {
+        return Err(invalid("messages", "`messages` must not be empty"));
+    }
+    messages.iter().enumerate().try_for_each(|(i, m)| check_message(i, m))
+}
+
 fn check_message<J: JsonView>(i: usize, m: &J) -> Result<(), ApiError> {
     let p = |f: &str| format!("messages[{i}].{f}");
     if !matches!(m.kind(), Kind::Object) {
