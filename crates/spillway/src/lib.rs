@@ -25,6 +25,7 @@ pub mod normalize;
 pub mod outcome;
 pub mod prompts;
 pub mod providers;
+pub mod redact;
 pub mod reload;
 pub mod server;
 pub mod state;
