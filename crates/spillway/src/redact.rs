@@ -130,6 +130,34 @@ impl Redactor {
     }
 }
 
+/// A URL as it may be shown (`spillway check`, logs): credentials in its
+/// userinfo and its whole query string (`?key=…`) become `***`, the rest
+/// stays so an operator can still tell which endpoint it is. Text that is
+/// not a URL is shown as `***` entirely: it cannot be taken apart safely.
+pub fn display_url(raw: &str) -> String {
+    let Ok(url) = url::Url::parse(raw) else {
+        return MASK.to_owned();
+    };
+    let mut out = format!("{}://", url.scheme());
+    if !url.username().is_empty() || url.password().is_some() {
+        out.push_str(MASK);
+        out.push('@');
+    }
+    out.push_str(url.host_str().unwrap_or_default());
+    if let Some(port) = url.port() {
+        out.push_str(&format!(":{port}"));
+    }
+    // `Url` writes `/` for an empty path; keep what was written.
+    if url.path() != "/" || raw.trim_end_matches(['?', '#']).ends_with('/') {
+        out.push_str(url.path());
+    }
+    if url.query().is_some() {
+        out.push('?');
+        out.push_str(MASK);
+    }
+    out
+}
+
 /// Where `text` ends with the start of `secret` (at least [`MIN_SECRET`]
 /// characters of it, and perhaps an ellipsis after): an excerpt cut there
 /// holds a prefix of the key that plain matching would miss.
@@ -251,6 +279,22 @@ mod tests {
             "Bearer tokens are required",
         ] {
             assert_eq!(r.redact(prose), Cow::Borrowed(prose));
+        }
+    }
+
+    #[test]
+    fn urls_are_shown_without_their_credentials() {
+        for (raw, shown) in [
+            ("https://api.groq.com/openai/v1", "https://api.groq.com/openai/v1"),
+            ("https://user:pa55@proxy.example:8443/v1", "https://***@proxy.example:8443/v1"),
+            ("https://token@host/v1", "https://***@host/v1"),
+            ("https://host/v1?key=abc&x=1", "https://host/v1?***"),
+            ("redis://:s3cret@10.0.0.5:6380/2", "redis://***@10.0.0.5:6380/2"),
+            ("redis://127.0.0.1:6379", "redis://127.0.0.1:6379"),
+            ("rediss://default:pw@cache.example/0?protocol=resp3", "rediss://***@cache.example/0?***"),
+            ("not a url with pw", "***"),
+        ] {
+            assert_eq!(display_url(raw), shown, "{raw}");
         }
     }
 
