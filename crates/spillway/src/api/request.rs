@@ -36,9 +36,9 @@ pub struct ChatRequest {
     /// `response_format` or `tools` is given (JSON checks may apply).
     pub shapes_output: bool,
     wants_json: bool,
-    /// The id of the client key that sent it ([`crate::handoff::key_id`]),
-    /// when clients have keys.
-    pub caller: Option<String>,
+    /// The client key that sent it, when clients have keys: the handoff
+    /// queue derives the item's owner from it ([`crate::handoff::key_id`]).
+    pub caller: Option<crate::config::Secret>,
 }
 
 impl Clone for ChatRequest {

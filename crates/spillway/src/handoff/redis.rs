@@ -8,12 +8,15 @@
 //! - `handoff:answer:{id}`: the answer `{text, answered_ms}`, set with `NX`
 //!   so the first operator's answer wins;
 //! - `handoff:open`, `handoff:answered`: sorted sets of ids scored by
-//!   creation time, for listing in order, counting and trimming.
+//!   creation time, for listing in order, counting and trimming;
+//! - `handoff:key-id`: the key of client key ids ([`super::key_id`]), set
+//!   with `NX` by the first instance.
 //!
 //! A Stream was the other candidate; it cannot be updated in place or read
 //! by id cheaply, and answers and lookups by id are what this queue does.
 //! Durability beyond a gateway crash is the Redis server's (`appendonly`).
 
+use super::key_id::KeyIds;
 use super::{Answered, HandoffError, Item, Queue, Status};
 use futures_util::future::BoxFuture;
 use futures_util::FutureExt;
@@ -26,6 +29,8 @@ use std::time::Duration;
 pub struct RedisQueue {
     conn: ConnectionManager,
     prefix: String,
+    /// Keyed by `handoff:key-id`, shared by every instance.
+    key_ids: std::sync::Arc<KeyIds>,
 }
 
 /// The stored answer.
@@ -59,8 +64,26 @@ impl RedisQueue {
             .set_connection_timeout(Duration::from_secs(2))
             .set_response_timeout(Duration::from_secs(2))
             .set_number_of_retries(2);
-        let conn = ConnectionManager::new_with_config(client, config).await.map_err(|e| store_err(&e))?;
-        Ok(Self { conn, prefix: format!("{prefix}handoff:") })
+        let mut conn = ConnectionManager::new_with_config(client, config).await.map_err(|e| store_err(&e))?;
+        let prefix = format!("{prefix}handoff:");
+        // The first instance's key wins (`NX`); every instance reads it back.
+        let key = format!("{prefix}key-id");
+        let (_, text): (Option<String>, Option<String>) = redis::pipe()
+            .atomic()
+            .cmd("SET")
+            .arg(&key)
+            .arg(super::key_id::new_key_text())
+            .arg("NX")
+            .cmd("GET")
+            .arg(&key)
+            .query_async(&mut conn)
+            .await
+            .map_err(|e| store_err(&e))?;
+        let key_ids = text
+            .as_deref()
+            .and_then(KeyIds::from_hex)
+            .ok_or_else(|| HandoffError::Store(format!("redis: `{key}` is not a key-id key (64 hex characters)")))?;
+        Ok(Self { conn, prefix, key_ids: std::sync::Arc::new(key_ids) })
     }
 
     fn key(&self, part: &str) -> String {
@@ -111,6 +134,10 @@ impl RedisQueue {
 impl Queue for RedisQueue {
     fn backend(&self) -> &'static str {
         "redis"
+    }
+
+    fn key_ids(&self) -> &KeyIds {
+        &self.key_ids
     }
 
     fn push(&self, item: Item) -> BoxFuture<'_, Result<(), HandoffError>> {

@@ -4,7 +4,6 @@
 use super::AppState;
 use crate::api::ApiError;
 use axum::extract::{Request, State};
-use axum::http::header;
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use axum::Router;
@@ -25,13 +24,8 @@ async fn require_token(State(state): State<Arc<AppState>>, request: Request, nex
     let Some(token) = &gw.config.server.admin_token else {
         return ApiError::NotFound.into_response();
     };
-    let given = request
-        .headers()
-        .get(header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Bearer "));
-    match given {
-        Some(g) if super::routes::same(g.trim(), token.expose()) => next.run(request).await,
+    match super::auth::bearer(request.headers()) {
+        Some(given) if super::auth::same(given, token.expose()) => next.run(request).await,
         _ => ApiError::Unauthorized.into_response(),
     }
 }

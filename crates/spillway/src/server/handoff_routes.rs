@@ -7,13 +7,12 @@
 //! /admin/handoff?status=open|answered` lists items with their messages and
 //! attempts; `POST /admin/handoff/{id}/answer` with `{"text": …}` answers one.
 
-use super::routes::same;
-use super::AppState;
+use super::{auth, AppState};
 use crate::api::ApiError;
 use crate::handoff::{self, Answered, Status};
 use axum::body::Bytes;
 use axum::extract::{Path, Query, State};
-use axum::http::{header, HeaderMap, StatusCode};
+use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
@@ -48,15 +47,11 @@ fn not_found(id: &str) -> Response {
 async fn client_get(State(state): State<Arc<AppState>>, Path(id): Path<String>, headers: HeaderMap) -> Response {
     let gw = state.gateway.load_full();
     let keys = &gw.config.server.api_keys;
-    let caller = match headers.get(header::AUTHORIZATION).and_then(|v| v.to_str().ok()) {
-        Some(v) => v.strip_prefix("Bearer ").map(str::trim),
-        None => None,
-    };
-    let caller_id = if keys.is_empty() {
+    let caller = if keys.is_empty() {
         None
     } else {
-        match caller.filter(|k| keys.iter().any(|s| same(s.expose(), k))) {
-            Some(k) => Some(handoff::key_id(k)),
+        match auth::bearer(&headers).and_then(|k| auth::find(keys, k)) {
+            Some(k) => Some(k),
             None => return ApiError::Unauthorized.into_response(),
         }
     };
@@ -64,12 +59,15 @@ async fn client_get(State(state): State<Arc<AppState>>, Path(id): Path<String>, 
         Ok(q) => q,
         Err(e) => return unavailable(&e),
     };
+    // An item queued while clients needed no key is readable by anyone
+    // holding its id; one queued with a key only by that key.
+    let readable = |owner: Option<&str>| match (owner, caller) {
+        (None, _) => true,
+        (Some(owner), Some(key)) => q.key_ids().owns(owner, key.expose()),
+        (Some(_), None) => false,
+    };
     match q.get(&id).await {
-        // An item queued while clients needed no key is readable by anyone
-        // holding its id; one queued with a key only by that key.
-        Ok(Some(item)) if item.client_key_id.is_none() || item.client_key_id == caller_id => {
-            Json(handoff::client_view(&item)).into_response()
-        }
+        Ok(Some(item)) if readable(item.client_key_id.as_deref()) => Json(handoff::client_view(&item)).into_response(),
         Ok(_) => not_found(&id),
         Err(e) => unavailable(&e),
     }

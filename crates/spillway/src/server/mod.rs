@@ -10,6 +10,7 @@ pub mod admin;
 pub mod admin_discovery;
 pub mod admin_load;
 pub mod admin_state;
+pub(crate) mod auth;
 pub mod handoff_routes;
 pub mod routes;
 pub mod ui;

@@ -5,7 +5,7 @@
 //! hands it to the runner; the answer comes back with the
 //! `x-spillway-*` headers. The rest are small read-only endpoints.
 
-use super::AppState;
+use super::{auth, AppState};
 use crate::api::{ApiError, ChatRequest};
 use crate::cascade::{self, Served, ServedBody};
 use axum::body::{Body, Bytes};
@@ -45,15 +45,6 @@ impl Drop for Permit {
     }
 }
 
-fn bearer(headers: &HeaderMap) -> Option<&str> {
-    headers.get(header::AUTHORIZATION)?.to_str().ok()?.strip_prefix("Bearer ").map(str::trim)
-}
-
-/// Compares in time independent of where the strings differ.
-pub(crate) fn same(a: &str, b: &str) -> bool {
-    a.len() == b.len() && a.bytes().zip(b.bytes()).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
-}
-
 async fn chat_route(State(state): State<Arc<AppState>>, request: Request) -> Response {
     chat(state, request).await
 }
@@ -79,13 +70,10 @@ where
 {
     let gw = state.gateway.load_full();
     let server = &gw.config.server;
-    let mut key_id = None;
+    let mut caller = None;
     if !server.api_keys.is_empty() {
-        let key = bearer(request.headers()).ok_or(ApiError::Unauthorized)?;
-        if !server.api_keys.iter().any(|k| same(k.expose(), key)) {
-            return Err(ApiError::Unauthorized);
-        }
-        key_id = Some(crate::handoff::key_id(key));
+        let key = auth::bearer(request.headers()).ok_or(ApiError::Unauthorized)?;
+        caller = Some(auth::find(&server.api_keys, key).ok_or(ApiError::Unauthorized)?.clone());
     }
     let escalate = crate::escalation::rules::forced(request.headers());
     if state.in_flight.fetch_add(1, Ordering::AcqRel) >= server.max_concurrent_requests {
@@ -106,7 +94,7 @@ where
         .await
         .map_err(|_| ApiError::BodyTooLarge(limit))?;
     let mut req = ChatRequest::parse(bytes)?;
-    req.caller = key_id;
+    req.caller = caller;
     let plan = gw.resolve(&req.model).ok_or_else(|| ApiError::ModelNotFound(req.model.clone()))?;
     let (plan, escalated) = crate::escalation::rules::choose(&gw, plan, &req, escalate);
     let plan = gw.shared.usage.budget_plan(&gw, plan, crate::health::clock::now_ms());
@@ -183,7 +171,7 @@ fn respond(served: Served, permit: Permit) -> Response {
 async fn models(State(state): State<Arc<AppState>>, headers: HeaderMap) -> Result<Response, ApiError> {
     let gw = state.gateway.load_full();
     let keys = &gw.config.server.api_keys;
-    if !keys.is_empty() && !bearer(&headers).is_some_and(|k| keys.iter().any(|s| same(s.expose(), k))) {
+    if !keys.is_empty() && auth::bearer(&headers).and_then(|k| auth::find(keys, k)).is_none() {
         return Err(ApiError::Unauthorized);
     }
     let created = crate::api::wire::now_unix();
