@@ -70,8 +70,11 @@ for target in "${targets[@]}"; do
   log="fuzz/logs/$target.log"
   echo "Fuzzing $target for ${seconds}s..."
   status=ok
+  # `-jobs` makes libFuzzer write fuzz-N.log files of its own: only when asked for.
+  parallel=()
+  if [ "$jobs" -gt 1 ]; then parallel=(-jobs="$jobs" -workers="$jobs"); fi
   if ! cargo +nightly fuzz run "$target" "fuzz/corpus/$target" -- \
-    -max_total_time="$seconds" -jobs="$jobs" -workers="$jobs" -print_final_stats=1 -max_len=65536 \
+    -max_total_time="$seconds" "${parallel[@]}" -print_final_stats=1 -max_len=65536 \
     -timeout=10 -rss_limit_mb=4096 >"$log" 2>&1; then
     status="CRASH (see $log and fuzz/artifacts/$target/)"
     failed=1
