@@ -20,10 +20,11 @@ from collections import defaultdict
 
 # Bottom first. A module may import from lower layers only.
 LAYERS = [
-    ["outcome", "telemetry", "supervisor"],
-    ["config", "api", "normalize"],
+    ["outcome", "telemetry", "supervisor", "secret"],
+    ["api", "normalize"],
+    ["config"],
     ["prompts", "metrics"],
-    ["health"],
+    ["health", "redact"],
     ["state", "providers"],
     ["load", "discovery"],
     ["alerts", "cascade"],

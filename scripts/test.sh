@@ -27,3 +27,7 @@ cargo fmt --all -- --check
 python3 scripts/layers.py
 cargo clippy --workspace --all-targets --quiet -- -D warnings
 cargo test --workspace
+# The fuzz targets (their own workspace, run by scripts/fuzz.sh on nightly)
+# must at least compile: Rust only, sharing this target dir, so it costs
+# seconds once the workspace is built.
+CARGO_TARGET_DIR=target cargo check --quiet --manifest-path fuzz/Cargo.toml --bins --no-default-features

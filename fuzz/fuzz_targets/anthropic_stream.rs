@@ -7,7 +7,6 @@
 use libfuzzer_sys::fuzz_target;
 use spillway::api::sse::SseParser;
 use spillway::providers::anthropic::StreamDecoder;
-use spillway::providers::StreamItem;
 
 fuzz_target!(|data: &[u8]| {
     // The first byte picks where the network cut the body in two, so
@@ -30,9 +29,10 @@ fuzz_target!(|data: &[u8]| {
             };
             for item in items {
                 assert!(!ended, "an item after the end of the stream");
-                match item {
-                    StreamItem::Chunk(c) => assert!(c["choices"].is_array(), "{c}"),
-                    StreamItem::Done => ended = true,
+                // `Chunk` and `Raw` both read as a chunk tree; `Done` as none.
+                match item.into_value() {
+                    Some(c) => assert!(c["choices"].is_array(), "{c}"),
+                    None => ended = true,
                 }
             }
         }

@@ -6,7 +6,6 @@
 
 use libfuzzer_sys::fuzz_target;
 use spillway::providers::yandex::StreamDecoder;
-use spillway::providers::StreamItem;
 
 fuzz_target!(|data: &[u8]| {
     let Ok(text) = std::str::from_utf8(data) else {
@@ -21,9 +20,10 @@ fuzz_target!(|data: &[u8]| {
             };
             for item in items {
                 assert!(!ended, "an item after the end of the stream");
-                match item {
-                    StreamItem::Chunk(c) => assert!(c["choices"].is_array(), "{c}"),
-                    StreamItem::Done => ended = true,
+                // `Chunk` and `Raw` both read as a chunk tree; `Done` as none.
+                match item.into_value() {
+                    Some(c) => assert!(c["choices"].is_array(), "{c}"),
+                    None => ended = true,
                 }
             }
         }

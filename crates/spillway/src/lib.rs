@@ -26,6 +26,8 @@ pub mod normalize;
 pub mod outcome;
 pub mod prompts;
 pub mod providers;
+pub mod redact;
+pub mod secret;
 pub mod server;
 pub mod state;
 pub mod supervisor;

@@ -1,12 +1,15 @@
 //! Every Prometheus metric Spillway exports, in one place (SPEC §10).
 //!
 //! Label values come from enums with bounded labels (`metric_label()`, `reason()`) or from
-//! config names, never from client input. Handles for the request path are
+//! config names, never from client input — except the model id of a direct
+//! `provider/model` request and ids an upstream lists, which are why every
+//! label value is escaped when it is written ([`label_sets!`]): prometheus-client
+//! 0.24 writes label values as they are. Handles for the request path are
 //! created once per cascade target ([`TargetMetrics`]) so an attempt only
 //! increments atomics — no label strings are built per request.
 
 use prometheus_client::encoding::text::encode;
-use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::encoding::{EncodeLabel, EncodeLabelSet, EncodeLabelValue, LabelSetEncoder, LabelValueEncoder};
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
@@ -93,8 +96,62 @@ pub fn to_prometheus_text(openmetrics: &str) -> String {
     out
 }
 
+/// A label value as both text formats (0.0.4 and OpenMetrics) require it:
+/// `\`, `"` and a line feed escaped. Without this a model id such as
+/// `x"} 1\nforged 1` would end its label set early and write lines of its own.
+struct Escaped<'a>(&'a str);
+
+impl EncodeLabelValue for Escaped<'_> {
+    fn encode(&self, encoder: &mut LabelValueEncoder) -> Result<(), std::fmt::Error> {
+        use std::fmt::Write;
+        let mut rest = self.0;
+        // Copies the runs between special characters in one write each.
+        while let Some(at) = rest.find(['\\', '"', '\n']) {
+            let (run, tail) = rest.split_at(at);
+            encoder.write_str(run)?;
+            let mut chars = tail.chars();
+            encoder.write_str(match chars.next() {
+                Some('\\') => "\\\\",
+                Some('"') => "\\\"",
+                _ => "\\n",
+            })?;
+            rest = chars.as_str();
+        }
+        encoder.write_str(rest)
+    }
+}
+
+/// `EncodeLabelSet` for label structs, in field order, each value through
+/// [`Escaped`]. The derive of prometheus-client would write them raw.
+macro_rules! label_sets {
+    ($($ty:ident { $($field:ident),+ $(,)? })+) => {$(
+        impl EncodeLabelSet for $ty {
+            fn encode(&self, encoder: &mut LabelSetEncoder) -> Result<(), std::fmt::Error> {
+                $( (stringify!($field), Escaped(&self.$field)).encode(encoder.encode_label())?; )+
+                Ok(())
+            }
+        }
+    )+};
+}
+
+label_sets! {
+    RequestLabels { cascade, outcome }
+    AttemptLabels { cascade, provider, model, result }
+    ServedLabels { cascade, tier, provider, model }
+    CascadeLabels { cascade }
+    ModelLabels { provider, model }
+    ProviderLabels { provider }
+    LoadProfileLabels { provider, profile }
+    CostLabels { cascade, provider, model }
+    TokenLabels { provider, model, kind }
+    EscalationLabels { from, to, reason }
+    ReasonLabels { cascade, provider, model, reason }
+    PromptLabels { provider, model, variant, version }
+    NormalizeLabels { provider, model, result }
+}
+
 /// `cascade`, `outcome`
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+#[derive(Clone, Debug, Hash, PartialEq, Eq)]
 pub struct RequestLabels {
     /// Cascade name (or `direct`).
     pub cascade: String,
@@ -103,7 +160,7 @@ pub struct RequestLabels {
 }
 
 /// `cascade`, `provider`, `model`, `result`
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+#[derive(Clone, Debug, Hash, PartialEq, Eq)]
 pub struct AttemptLabels {
     /// Cascade name.
     pub cascade: String,
@@ -116,7 +173,7 @@ pub struct AttemptLabels {
 }
 
 /// `cascade`, `tier`, `provider`, `model`
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+#[derive(Clone, Debug, Hash, PartialEq, Eq)]
 pub struct ServedLabels {
     /// Cascade name.
     pub cascade: String,
@@ -129,14 +186,14 @@ pub struct ServedLabels {
 }
 
 /// `cascade`
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+#[derive(Clone, Debug, Hash, PartialEq, Eq)]
 pub struct CascadeLabels {
     /// Cascade name.
     pub cascade: String,
 }
 
 /// `provider`, `model`
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+#[derive(Clone, Debug, Hash, PartialEq, Eq)]
 pub struct ModelLabels {
     /// Provider name.
     pub provider: String,
@@ -145,14 +202,14 @@ pub struct ModelLabels {
 }
 
 /// `provider`
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+#[derive(Clone, Debug, Hash, PartialEq, Eq)]
 pub struct ProviderLabels {
     /// Provider name.
     pub provider: String,
 }
 
 /// `provider`, `profile`
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+#[derive(Clone, Debug, Hash, PartialEq, Eq)]
 pub struct LoadProfileLabels {
     /// Provider name.
     pub provider: String,
@@ -161,7 +218,7 @@ pub struct LoadProfileLabels {
 }
 
 /// `cascade`, `provider`, `model`
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+#[derive(Clone, Debug, Hash, PartialEq, Eq)]
 pub struct CostLabels {
     /// Cascade name.
     pub cascade: String,
@@ -172,7 +229,7 @@ pub struct CostLabels {
 }
 
 /// `provider`, `model`, `kind`
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+#[derive(Clone, Debug, Hash, PartialEq, Eq)]
 pub struct TokenLabels {
     /// Provider name.
     pub provider: String,
@@ -183,7 +240,7 @@ pub struct TokenLabels {
 }
 
 /// `from`, `to`, `reason`
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+#[derive(Clone, Debug, Hash, PartialEq, Eq)]
 pub struct EscalationLabels {
     /// Cascade the request asked for.
     pub from: String,
@@ -199,7 +256,7 @@ fn latency_histogram() -> Histogram {
 }
 
 /// `cascade`, `provider`, `model`, `reason`
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+#[derive(Clone, Debug, Hash, PartialEq, Eq)]
 pub struct ReasonLabels {
     /// Cascade name.
     pub cascade: String,
@@ -272,7 +329,7 @@ pub struct ContinuationLabels {
 }
 
 /// `provider`, `model`, `variant` (the rule's pattern), `version`
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+#[derive(Clone, Debug, Hash, PartialEq, Eq)]
 pub struct PromptLabels {
     /// Provider name.
     pub provider: String,
@@ -285,7 +342,7 @@ pub struct PromptLabels {
 }
 
 /// `provider`, `model`, `result` (`valid`, `repaired`, `invalid`)
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+#[derive(Clone, Debug, Hash, PartialEq, Eq)]
 pub struct NormalizeLabels {
     /// Provider name.
     pub provider: String,
@@ -621,3 +678,7 @@ pub struct CascadeMetrics {
     /// answers a person will give.
     pub served_handoff: Counter,
 }
+
+#[cfg(test)]
+#[path = "metrics_tests.rs"]
+mod tests;

@@ -63,13 +63,23 @@ fn check_never_prints_secrets() {
     let file = dir.join("secret.yaml");
     std::fs::write(
         &file,
-        "server:\n  api_keys: [client-secret-123]\n  admin_token: admin-secret-456\nproviders:\n  groq:\n    kind: openai\n    base_url: https://api.groq.com/openai/v1\n    api_key: gsk-secret-789\n    headers: { X-Key: header-secret-000 }\ncascades:\n  c:\n    models: [groq/m]\n",
+        "server:\n  api_keys: [client-secret-123]\n  admin_token: admin-secret-456\nstate:\n  backend: redis\n  redis_url: redis://default:redis-secret-111@127.0.0.1:6379/0\nproviders:\n  groq:\n    kind: openai\n    base_url: https://api.groq.com/openai/v1\n    api_key: gsk-secret-789\n    headers: { X-Key: header-secret-000 }\n  proxied:\n    kind: openai\n    base_url: https://user:url-secret-222@proxy.example/v1?key=query-secret-333\ncascades:\n  c:\n    models: [groq/m, proxied/m]\n",
     )
     .unwrap();
     let (code, out) = spillway(&["check", "--config", file.to_str().unwrap()]);
     assert_eq!(code, 0, "{out}");
     assert!(out.contains("***"));
-    for secret in ["client-secret-123", "admin-secret-456", "gsk-secret-789", "header-secret-000"] {
+    assert!(out.contains("base_url=https://***@proxy.example/v1?***"), "{out}");
+    assert!(out.contains("redis_url=redis://***@127.0.0.1:6379/0"), "{out}");
+    for secret in [
+        "client-secret-123",
+        "admin-secret-456",
+        "gsk-secret-789",
+        "header-secret-000",
+        "redis-secret-111",
+        "url-secret-222",
+        "query-secret-333",
+    ] {
         assert!(!out.contains(secret), "{secret} leaked:\n{out}");
     }
 }

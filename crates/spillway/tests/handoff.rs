@@ -162,3 +162,39 @@ async fn the_handoff_webhook_hears_of_each_new_item() {
     assert_eq!((body["id"].as_str(), body["cascade"].as_str()), (Some(id.as_str()), Some("support")));
     let _ = std::fs::remove_dir_all(dir);
 }
+
+#[tokio::test]
+async fn owners_are_keyed_ids_and_items_under_the_old_id_stay_readable() {
+    use spillway::handoff::{key_id, sqlite::SqliteQueue, Item, Queue, Status};
+    let dir = temp_dir();
+    // An item written by an older Spillway, owned by `key-a` under the old id.
+    let old = Item {
+        id: spillway::handoff::new_id(),
+        status: Status::Open,
+        cascade: "support".into(),
+        client_key_id: Some(key_id::legacy_id("key-a")),
+        messages: json!([{"role": "user", "content": "hi"}]),
+        attempts: Vec::new(),
+        created_ms: 1,
+        answer: None,
+        answered_ms: None,
+    };
+    SqliteQueue::open(dir.clone()).await.unwrap().push(old.clone()).await.unwrap();
+    let gw = start(&yaml(&dir)).await;
+    assert_eq!(fetch(&gw, Some("key-a"), &old.id).await.status(), 200, "its client still reads it");
+    assert_eq!(fetch(&gw, Some("key-b"), &old.id).await.status(), 404);
+    // New items carry the keyed id, derived with the key kept in data_dir.
+    let resp = ask(&gw, "key-a", &chat("support", false)).await;
+    let id = header(&resp, "x-spillway-handoff-id").to_string();
+    let list = admin_list(&gw, "open").await;
+    let owner = list["data"].as_array().unwrap().iter().find(|i| i["id"] == id.as_str()).unwrap()["client_key_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let secret = std::fs::read_to_string(dir.join(key_id::KEY_FILE)).unwrap();
+    assert_eq!(owner, key_id::KeyIds::from_hex(secret.trim()).unwrap().id("key-a"));
+    assert!(owner.starts_with("k2_"), "{owner}");
+    assert_eq!(fetch(&gw, Some("key-a"), &id).await.status(), 200);
+    assert_eq!(fetch(&gw, Some("key-b"), &id).await.status(), 404);
+    let _ = std::fs::remove_dir_all(dir);
+}

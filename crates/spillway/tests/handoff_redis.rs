@@ -68,6 +68,10 @@ async fn two_instances_share_the_queue() {
         (item["status"].as_str(), item["answer"].as_str()),
         (Some("answered"), Some("Answered from instance two."))
     );
+    // The owner's id is keyed by one key in Redis: instance two derives the
+    // same id for `key-a`, so the client may ask either instance.
+    let from_two = client().get(format!("{}/v1/handoff/{id}", two.url)).bearer_auth("key-a").send().await.unwrap();
+    assert_eq!(from_two.status(), 200);
 
     // Clean up this test's keys.
     let mut conn = redis::Client::open(url.as_str()).unwrap().get_multiplexed_async_connection().await.unwrap();

@@ -23,6 +23,7 @@
 #![allow(clippy::panic, clippy::unwrap_used, clippy::expect_used)]
 
 pub mod anthropic;
+pub mod faults;
 pub mod gigachat;
 pub mod reply;
 pub mod schema;

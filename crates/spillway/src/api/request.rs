@@ -36,9 +36,9 @@ pub struct ChatRequest {
     /// `response_format` or `tools` is given (JSON checks may apply).
     pub shapes_output: bool,
     wants_json: bool,
-    /// The id of the client key that sent it ([`crate::handoff::key_id`]),
-    /// when clients have keys.
-    pub caller: Option<String>,
+    /// The client key that sent it, when clients have keys: the handoff
+    /// queue derives the item's owner from it ([`crate::handoff::key_id`]).
+    pub caller: Option<crate::secret::Secret>,
 }
 
 impl Clone for ChatRequest {
@@ -224,6 +224,12 @@ pub fn estimate_prompt_tokens<J: JsonView>(body: &J) -> u64 {
 /// Checks a body; what the request keeps of it.
 fn check<J: JsonView>(body: &J) -> Result<ChatRequest, ApiError> {
     let model = match body.get("model").map(J::kind) {
+        // A model ref names a cascade or an upstream model and ends up in
+        // logs, headers and metric labels: control characters (a newline
+        // above all) have no place in one.
+        Some(Kind::String(m)) if m.chars().any(char::is_control) => {
+            return Err(invalid("model", "`model` must not contain control characters"))
+        }
         Some(Kind::String(m)) if !m.is_empty() => m.to_owned(),
         Some(Kind::String(_)) => return Err(invalid("model", "`model` must not be empty")),
         Some(_) => return Err(invalid("model", "`model` must be a string")),
@@ -287,6 +293,15 @@ fn check<J: JsonView>(body: &J) -> Result<ChatRequest, ApiError> {
         wants_json,
         caller: None,
     })
+}
+
+/// Checks a message list as a client's `messages` is checked: a prompt
+/// template's output goes through this before it replaces the client's.
+pub fn check_messages(messages: &[Value]) -> Result<(), ApiError> {
+    if messages.is_empty() {
+        return Err(invalid("messages", "`messages` must not be empty"));
+    }
+    messages.iter().enumerate().try_for_each(|(i, m)| check_message(i, m))
 }
 
 fn check_message<J: JsonView>(i: usize, m: &J) -> Result<(), ApiError> {
@@ -413,6 +428,9 @@ mod tests {
         assert_eq!(param("[]"), "<json>");
         assert_eq!(param(r#"{"messages":[{"role":"user","content":"hi"}]}"#), "model");
         assert_eq!(param(r#"{"model":"a"}"#), "messages");
+        assert_eq!(param(r#"{"model":"p/x\"} 1\nforged 1","messages":[{"role":"user","content":"x"}]}"#), "model");
+        assert_eq!(param(r#"{"model":"p/\u0000","messages":[{"role":"user","content":"x"}]}"#), "model");
+        assert_eq!(param(r#"{"model":"p/\u007f","messages":[{"role":"user","content":"x"}]}"#), "model");
         assert_eq!(param(r#"{"model":"a","messages":"hi"}"#), "messages");
         assert_eq!(param(r#"{"model":"a","messages":[]}"#), "messages");
         assert_eq!(param(r#"{"model":"a","messages":[{"role":"bot","content":"x"}]}"#), "messages[0].role");

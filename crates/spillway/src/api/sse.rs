@@ -31,14 +31,18 @@ pub struct SseParser {
     has_data: bool,
 }
 
-/// Upper bound on one line, so a peer that never sends a newline cannot
-/// make the gateway buffer without limit.
-const MAX_LINE: usize = 8 * 1024 * 1024;
+/// The most an upstream may send as one event: an SSE event's lines
+/// together (the `data:` lines, and the line still being read), or one
+/// NDJSON line. Without a cap on the whole event, a peer that sends `data:`
+/// lines and never the blank line that ends the event would make the gateway
+/// buffer without limit (each line was capped; their sum was not). Every
+/// stream parser uses this one constant. 8 MiB is far above any real chunk.
+pub const MAX_EVENT_BYTES: usize = 8 * 1024 * 1024;
 
-/// The parser met a line longer than [`MAX_LINE`].
+/// The parser met an event larger than [`MAX_EVENT_BYTES`].
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("an SSE line exceeded {MAX_LINE} bytes")]
-pub struct LineTooLong;
+#[error("an upstream stream event exceeded {MAX_EVENT_BYTES} bytes")]
+pub struct EventTooLarge;
 
 impl SseParser {
     /// A parser with no pending input.
@@ -46,8 +50,9 @@ impl SseParser {
         Self::default()
     }
 
-    /// Feeds one chunk, pushing each completed event onto `out`.
-    pub fn feed(&mut self, chunk: &[u8], out: &mut Vec<SseEvent>) -> Result<(), LineTooLong> {
+    /// Feeds one chunk, pushing each completed event onto `out`. After an
+    /// error the parser has dropped what it held; the stream is broken.
+    pub fn feed(&mut self, chunk: &[u8], out: &mut Vec<SseEvent>) -> Result<(), EventTooLarge> {
         let mut start = 0;
         for (i, &b) in chunk.iter().enumerate() {
             if self.after_cr {
@@ -60,15 +65,23 @@ impl SseParser {
             if b == b'\n' || b == b'\r' {
                 self.line.extend_from_slice(&chunk[start..i]);
                 self.end_line(out);
+                self.bounded()?;
                 self.after_cr = b == b'\r';
                 start = i + 1;
             }
         }
         self.line.extend_from_slice(&chunk[start..]);
-        if self.line.len() > MAX_LINE {
-            return Err(LineTooLong);
+        self.bounded()
+    }
+
+    /// Checks the event being read against [`MAX_EVENT_BYTES`], letting go
+    /// of its memory when it is over.
+    fn bounded(&mut self) -> Result<(), EventTooLarge> {
+        if self.line.len() + self.data.len() <= MAX_EVENT_BYTES {
+            return Ok(());
         }
-        Ok(())
+        *self = Self::default();
+        Err(EventTooLarge)
     }
 
     /// The stream ended: a final event without its blank line still counts.
@@ -167,6 +180,35 @@ mod tests {
                 "piece size {piece}"
             );
         }
+    }
+
+    #[test]
+    fn an_event_is_capped_as_a_whole_not_only_its_lines() {
+        let line = format!("data: {}\n", "x".repeat(64 * 1024));
+        let mut p = SseParser::new();
+        let mut out = Vec::new();
+        let mut fed = 0;
+        let failed = loop {
+            if let Err(e) = p.feed(line.as_bytes(), &mut out) {
+                break e;
+            }
+            fed += line.len();
+            assert!(fed <= MAX_EVENT_BYTES + line.len(), "no cap after {fed} bytes");
+        };
+        assert_eq!(failed, EventTooLarge);
+        assert!(out.is_empty());
+        assert_eq!((p.data.capacity(), p.line.capacity()), (0, 0), "the buffers are let go");
+        // One long line is capped the same way.
+        let mut p = SseParser::new();
+        let big = vec![b'x'; MAX_EVENT_BYTES + 1];
+        assert_eq!(p.feed(&big, &mut out), Err(EventTooLarge));
+        // Events under the cap, however many, pass.
+        let mut p = SseParser::new();
+        let event = format!("data: {}\n\n", "y".repeat(1024 * 1024));
+        for _ in 0..16 {
+            p.feed(event.as_bytes(), &mut out).unwrap();
+        }
+        assert_eq!(out.len(), 16);
     }
 
     #[test]

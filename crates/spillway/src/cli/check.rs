@@ -1,6 +1,7 @@
 //! `spillway check`: compile the config and print every error with its
 //! YAML path (exit 1), or the resolved providers and cascades (exit 0).
-//! Secrets are never printed; set ones show as `***`.
+//! Secrets are never printed; set ones show as `***`, and so do the
+//! credentials and query strings of URLs.
 
 use crate::config::{CascadeSource, Config};
 use std::fmt::Write as _;
@@ -43,7 +44,7 @@ pub fn render(c: &Config) -> String {
     for p in c.providers.values() {
         let _ = write!(out, "  {:<14} kind={:<9}", p.name, p.kind.as_str());
         if let Some(u) = &p.base_url {
-            let _ = write!(out, " base_url={u}");
+            let _ = write!(out, " base_url={}", crate::redact::display_url(u));
         }
         if p.api_key.is_some() || p.auth_key.is_some() || p.iam_token.is_some() {
             let _ = write!(out, " key={}", secret(true));
@@ -87,9 +88,18 @@ pub fn render(c: &Config) -> String {
             let _ = writeln!(out, "     then: handoff to a person");
         }
     }
+    let backend = match c.state.backend {
+        crate::config::StateBackend::Memory => "memory",
+        crate::config::StateBackend::Redis => "redis",
+    };
+    let _ = write!(out, "\nState: backend={backend}");
+    if let Some(url) = &c.state.redis_url {
+        let _ = write!(out, " redis_url={}", crate::redact::display_url(url.expose()));
+    }
+    let _ = writeln!(out);
     let _ = writeln!(
         out,
-        "\nServer: api_keys={} admin_token={}",
+        "Server: api_keys={} admin_token={}",
         if c.server.api_keys.is_empty() { "(none)".to_string() } else { format!("{} x ***", c.server.api_keys.len()) },
         secret(c.server.admin_token.is_some())
     );

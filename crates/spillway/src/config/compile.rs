@@ -728,15 +728,24 @@ fn compile_prompt(cx: &mut Ctx, i: usize, p: RawPrompt, base_dir: &Path) -> Prom
     if p.system_prefix.is_none() && p.template.is_none() {
         cx.err(&path, "a prompt variant needs `system_prefix` or `template`");
     }
+    let output = match p.output.as_deref() {
+        None | Some("text") => TemplateOutput::Text,
+        Some("messages") => TemplateOutput::Messages,
+        Some(other) => {
+            cx.err(format!("{path}.output"), format!("unknown output `{other}`: expected `text` or `messages`"));
+            TemplateOutput::Text
+        }
+    };
+    if p.output.is_some() && p.template.is_none() {
+        cx.err(format!("{path}.output"), "`output` applies to a `template`, and this variant has none");
+    }
     let mut template_source = None;
     let template = p.template.map(|t| {
         let file = base_dir.join(&t);
         match std::fs::read_to_string(&file) {
-            Ok(source) => match check_template(&source) {
+            Ok(source) => match super::template::check_template(&source, output) {
                 Ok(()) => template_source = Some(source),
-                Err(e) => {
-                    cx.err(format!("{path}.template"), format!("template {} does not parse: {e}", file.display()))
-                }
+                Err(e) => cx.err(format!("{path}.template"), format!("template {}: {e}", file.display())),
             },
             Err(_) => cx.err(format!("{path}.template"), format!("file not found: {}", file.display())),
         }
@@ -749,6 +758,7 @@ fn compile_prompt(cx: &mut Ctx, i: usize, p: RawPrompt, base_dir: &Path) -> Prom
         template,
         template_source,
         template_name: None,
+        output,
     }
 }
 
@@ -771,20 +781,5 @@ fn compile_alerts(cx: &mut Ctx, a: RawAlerts) -> AlertsConfig {
         webhook,
         fallback_share,
         repeat_after: cx.duration("alerts.repeat_after", a.repeat_after.as_ref(), Duration::from_secs(1800)),
-    }
-}
-
-/// Checks a prompt template's syntax at compile time.
-fn check_template(source: &str) -> Result<(), String> {
-    let mut env = minijinja::Environment::new();
-    env.add_template("check", source).map(|_| ()).map_err(|e| e.to_string())
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn template_syntax_errors_are_reported() {
-        assert!(super::check_template("{{ broken").is_err());
-        assert!(super::check_template("{% for m in messages %}{{ m.content }}{% endfor %}").is_ok());
     }
 }

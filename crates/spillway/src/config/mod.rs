@@ -9,12 +9,12 @@
 pub mod compile;
 pub mod env;
 pub mod raw;
-pub mod secret;
 pub mod shape;
+pub mod template;
 pub mod units;
 
+pub use crate::secret::Secret;
 use indexmap::IndexMap;
-pub use secret::Secret;
 use std::fmt;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -547,6 +547,21 @@ pub struct PromptRule {
     pub template_source: Option<String>,
     /// Its name in the prompt environment (set when prompts are built).
     pub template_name: Option<String>,
+    /// How the template's output becomes the messages.
+    pub output: TemplateOutput,
+}
+
+/// What a prompt template renders (`prompts[].output`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum TemplateOutput {
+    /// Text: the one user message sent, whatever it looks like. Client text
+    /// in it stays text, even text that looks like a JSON message list.
+    #[default]
+    Text,
+    /// A JSON array of messages. Every `{{ value }}` is written JSON-escaped
+    /// (MiniJinja's JSON auto-escaping), so client text can fill a string
+    /// but never add a message; the list is then checked like a client's.
+    Messages,
 }
 
 /// An escalation rule.

@@ -445,6 +445,10 @@ pub struct RawPrompt {
     pub system_prefix: Option<String>,
     /// MiniJinja template over the messages, relative to the config file.
     pub template: Option<String>,
+    /// What the template renders: `text` (default), the one user message;
+    /// or `messages`, a JSON array of messages, with every `{{ value }}`
+    /// JSON-escaped so that message content cannot add messages.
+    pub output: Option<String>,
 }
 
 /// One entry under `escalation:`.

@@ -15,6 +15,7 @@
 //! hand anything off, and opening Redis or a file needs I/O that
 //! `Gateway::build` must not do.
 
+pub mod key_id;
 pub mod redis;
 pub mod reply;
 pub mod spool;
@@ -29,7 +30,6 @@ use crate::metrics::Metrics;
 use futures_util::future::BoxFuture;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use std::hash::{Hash, Hasher};
 use std::sync::Arc;
 use tokio::sync::OnceCell;
 
@@ -80,7 +80,7 @@ pub struct Item {
     pub status: Status,
     /// The cascade that failed.
     pub cascade: String,
-    /// Which client key sent it ([`key_id`]); none when clients need no key.
+    /// Which client key sent it ([`key_id::KeyIds`]); none when clients need no key.
     pub client_key_id: Option<String>,
     /// The request's `messages`, as sent.
     pub messages: Value,
@@ -118,6 +118,13 @@ pub enum Answered {
 pub trait Queue: Send + Sync + 'static {
     /// `sqlite` or `redis`.
     fn backend(&self) -> &'static str;
+    /// The ids of client keys under this store's key (the Redis store reads
+    /// its shared key on first use).
+    fn key_ids(&self) -> BoxFuture<'_, Result<Arc<key_id::KeyIds>, HandoffError>>;
+    /// Whether `stored` (an item's `client_key_id`) names `client_key`.
+    fn owns<'a>(&'a self, stored: &'a str, client_key: &'a str) -> BoxFuture<'a, bool> {
+        Box::pin(async move { self.key_ids().await.is_ok_and(|ids| ids.owns(stored, client_key)) })
+    }
     /// Stores a new item.
     fn push(&self, item: Item) -> BoxFuture<'_, Result<(), HandoffError>>;
     /// Reads one item.
@@ -182,16 +189,6 @@ impl Desk {
     }
 }
 
-/// A stable, non-secret id of a client key: a 64-bit SipHash of it, so
-/// stored items name the key without holding it.
-pub fn key_id(key: &str) -> String {
-    // DefaultHasher::new() uses fixed keys, so the id is stable across
-    // processes and restarts (RandomState would not be).
-    let mut h = std::collections::hash_map::DefaultHasher::new();
-    key.hash(&mut h);
-    format!("k{:016x}", h.finish())
-}
-
 /// A new random item id: 128 bits from the OS's CSPRNG, because the id is
 /// the only thing guarding `GET /v1/handoff/{id}` when clients have no keys.
 pub fn new_id() -> String {
@@ -228,18 +225,22 @@ pub async fn queue(
     attempts: &[AttemptSummary],
     calls: u32,
 ) -> Result<Served, HandoffError> {
+    let q = h.desk.queue(h.state).await?;
+    let owner = match &req.caller {
+        Some(key) => Some(q.key_ids().await?.id(key.expose())),
+        None => None,
+    };
     let item = Item {
         id: new_id(),
         status: Status::Open,
         cascade: plan.name.clone(),
-        client_key_id: req.caller.clone(),
+        client_key_id: owner,
         messages: req.body().get("messages").cloned().unwrap_or(Value::Null),
         attempts: attempts.iter().map(|a| StoredAttempt { model: a.model.clone(), reason: a.reason.clone() }).collect(),
         created_ms: crate::health::clock::now_ms(),
         answer: None,
         answered_ms: None,
     };
-    let q = h.desk.queue(h.state).await?;
     q.push(item.clone()).await?;
     plan.metrics.served_handoff.inc();
     tracing::info!(cascade = %plan.name, id = %item.id, "Every model failed; the request is queued for a person.");
@@ -330,13 +331,6 @@ impl crate::supervisor::BackgroundJob for Retention {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn key_ids_are_stable_and_distinct() {
-        assert_eq!(key_id("sk-a"), key_id("sk-a"));
-        assert_ne!(key_id("sk-a"), key_id("sk-b"));
-        assert!(!key_id("sk-secret").contains("secret"));
-    }
 
     #[test]
     fn status_round_trips() {

@@ -8,12 +8,15 @@
 //! - `handoff:answer:{id}`: the answer `{text, answered_ms}`, set with `NX`
 //!   so the first operator's answer wins;
 //! - `handoff:open`, `handoff:answered`: sorted sets of ids scored by
-//!   creation time, for listing in order, counting and trimming.
+//!   creation time, for listing in order, counting and trimming;
+//! - `handoff:key-id`: the key of client key ids ([`super::key_id`]), set
+//!   with `NX` by the first instance.
 //!
 //! A Stream was the other candidate; it cannot be updated in place or read
 //! by id cheaply, and answers and lookups by id are what this queue does.
 //! Durability beyond a gateway crash is the Redis server's (`appendonly`).
 
+use super::key_id::KeyIds;
 use super::{Answered, HandoffError, Item, Queue, Status};
 use futures_util::future::BoxFuture;
 use futures_util::FutureExt;
@@ -40,6 +43,9 @@ pub struct RedisQueue {
     /// Unix ms until which calls fail without trying.
     down_until: Arc<AtomicU64>,
     prefix: String,
+    /// Keyed by `handoff:key-id`, shared by every instance; read (or set,
+    /// the first instance winning) on first use.
+    key_ids: Arc<tokio::sync::OnceCell<Arc<KeyIds>>>,
 }
 
 /// The stored answer.
@@ -69,7 +75,13 @@ impl RedisQueue {
     /// A queue for `url` under `prefix`; no I/O until the first call.
     pub fn new(url: &str, prefix: &str) -> Result<Self, HandoffError> {
         let client = redis::Client::open(url).map_err(|e| store_err(&e))?;
-        Ok(Self { client, conn: Arc::default(), down_until: Arc::default(), prefix: format!("{prefix}handoff:") })
+        Ok(Self {
+            client,
+            conn: Arc::default(),
+            down_until: Arc::default(),
+            prefix: format!("{prefix}handoff:"),
+            key_ids: Arc::default(),
+        })
     }
 
     /// A queue that has connected once (tests, and callers that want to know now).
@@ -113,6 +125,23 @@ impl RedisQueue {
             Ok(Err(e)) => Err(self.failed(store_err(&e))),
             Err(_) => Err(self.failed(HandoffError::Store("redis: no answer within the deadline".into()))),
         }
+    }
+
+    /// The shared key-id key: the first instance's wins (`NX`), every
+    /// instance reads it back.
+    async fn load_key_ids(&self) -> Result<Arc<KeyIds>, HandoffError> {
+        let made = self.key_ids.get_or_try_init(|| async {
+            let key = self.key("key-id");
+            let mut pipe = redis::pipe();
+            pipe.atomic().cmd("SET").arg(&key).arg(super::key_id::new_key_text()).arg("NX").cmd("GET").arg(&key);
+            let (_, text): (Option<String>, Option<String>) =
+                self.call(|mut c| async move { pipe.query_async(&mut c).await }.boxed()).await?;
+            let ids = text.as_deref().and_then(KeyIds::from_hex).ok_or_else(|| {
+                HandoffError::Store(format!("redis: `{key}` is not a key-id key (64 hex characters)"))
+            })?;
+            Ok(Arc::new(ids))
+        });
+        made.await.cloned()
     }
 
     fn failed(&self, e: HandoffError) -> HandoffError {
@@ -166,6 +195,10 @@ impl RedisQueue {
 impl Queue for RedisQueue {
     fn backend(&self) -> &'static str {
         "redis"
+    }
+
+    fn key_ids(&self) -> BoxFuture<'_, Result<Arc<KeyIds>, HandoffError>> {
+        self.load_key_ids().boxed()
     }
 
     fn push(&self, item: Item) -> BoxFuture<'_, Result<(), HandoffError>> {

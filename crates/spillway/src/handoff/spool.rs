@@ -11,6 +11,7 @@
 //! spooled item here. Nothing the client was told is lost; other instances
 //! see the item once it is drained.
 
+use super::key_id::KeyIds;
 use super::redis::RedisQueue;
 use super::sqlite::SqliteQueue;
 use super::{Answered, HandoffError, Item, Queue, Status};
@@ -91,6 +92,35 @@ impl Spooled {
 impl Queue for Spooled {
     fn backend(&self) -> &'static str {
         "redis"
+    }
+
+    /// Redis's shared key; while Redis cannot be read, the spool's own (in
+    /// `data_dir`): an item spooled then is owned under this instance's key,
+    /// which only this instance can check (see [`Queue::owns`] below).
+    fn key_ids(&self) -> BoxFuture<'_, Result<Arc<KeyIds>, HandoffError>> {
+        async move {
+            match self.redis.key_ids().await {
+                Ok(ids) => Ok(ids),
+                Err(e) => {
+                    tracing::debug!(error = %e, "Shared key ids unreadable; keying by the spool's own key.");
+                    self.spool().await?.key_ids().await
+                }
+            }
+        }
+        .boxed()
+    }
+
+    fn owns<'a>(&'a self, stored: &'a str, client_key: &'a str) -> BoxFuture<'a, bool> {
+        async move {
+            if self.redis.owns(stored, client_key).await {
+                return true;
+            }
+            match self.existing_spool().await {
+                Ok(Some(spool)) => spool.owns(stored, client_key).await,
+                _ => false,
+            }
+        }
+        .boxed()
     }
 
     fn push(&self, item: Item) -> BoxFuture<'_, Result<(), HandoffError>> {

@@ -1,5 +1,6 @@
 //! The embedded handoff queue: one SQLite file, `handoff.sqlite3` in
-//! `state.data_dir`.
+//! `state.data_dir` (and beside it the key of client key ids, see
+//! [`super::key_id`]).
 //!
 //! WAL journal with `synchronous = FULL`: a committed item is on disk before
 //! the client hears its id, so a crash (`kill -9`) or power loss at any later
@@ -7,6 +8,7 @@
 //! pool, never on a runtime worker; one connection behind a mutex is plenty
 //! for a queue written only when every model failed.
 
+use super::key_id::KeyIds;
 use super::{Answered, HandoffError, Item, Queue, Status};
 use futures_util::future::BoxFuture;
 use futures_util::FutureExt;
@@ -19,6 +21,8 @@ use std::sync::{Arc, Mutex, PoisonError};
 pub struct SqliteQueue {
     // A std mutex: it is only ever locked inside blocking-pool closures.
     conn: Arc<Mutex<Connection>>,
+    /// Keyed by `handoff-key-id.key` beside the database.
+    key_ids: Arc<KeyIds>,
 }
 
 fn store_err(e: impl std::fmt::Display) -> HandoffError {
@@ -44,7 +48,7 @@ impl SqliteQueue {
 
     /// Opens (creating) `dir/file`.
     pub async fn open_file(dir: PathBuf, file: &'static str) -> Result<Self, HandoffError> {
-        let conn = tokio::task::spawn_blocking(move || -> Result<Connection, HandoffError> {
+        let (conn, key_ids) = tokio::task::spawn_blocking(move || -> Result<(Connection, KeyIds), HandoffError> {
             std::fs::create_dir_all(&dir).map_err(|e| store_err(format!("cannot create {}: {e}", dir.display())))?;
             let path = dir.join(file);
             let conn =
@@ -53,11 +57,11 @@ impl SqliteQueue {
             conn.pragma_update(None, "synchronous", "FULL").map_err(store_err)?;
             conn.busy_timeout(std::time::Duration::from_secs(5)).map_err(store_err)?;
             conn.execute_batch(SCHEMA).map_err(store_err)?;
-            Ok(conn)
+            Ok((conn, KeyIds::from_dir(&dir)?))
         })
         .await
         .map_err(store_err)??;
-        Ok(Self { conn: Arc::new(Mutex::new(conn)) })
+        Ok(Self { conn: Arc::new(Mutex::new(conn)), key_ids: Arc::new(key_ids) })
     }
 
     /// Runs `f` with the connection on the blocking pool.
@@ -100,6 +104,11 @@ fn encode(item: &Item) -> Result<String, HandoffError> {
 impl Queue for SqliteQueue {
     fn backend(&self) -> &'static str {
         "sqlite"
+    }
+
+    fn key_ids(&self) -> BoxFuture<'_, Result<Arc<KeyIds>, HandoffError>> {
+        let ids = self.key_ids.clone();
+        async move { Ok(ids) }.boxed()
     }
 
     fn push(&self, item: Item) -> BoxFuture<'_, Result<(), HandoffError>> {

@@ -17,7 +17,7 @@ use std::collections::VecDeque;
 
 /// Upper bound on one NDJSON line, like the SSE parser's: a peer that never
 /// sends a newline must not make the gateway buffer without limit.
-const MAX_LINE: usize = 8 * 1024 * 1024;
+const MAX_LINE: usize = crate::api::sse::MAX_EVENT_BYTES;
 
 type Items = VecDeque<Result<StreamItem, AttemptError>>;
 

@@ -206,7 +206,7 @@ where
             match st.bytes.next().await {
                 Some(Ok(chunk)) => {
                     if st.parser.feed(&chunk, &mut st.events).is_err() {
-                        st.pending.push_back(Err(AttemptError::new(Failure::BrokenBody, "an SSE line was too long")));
+                        st.pending.push_back(Err(AttemptError::new(Failure::BrokenBody, "an SSE event was too large")));
                     }
                 }
                 Some(Err(e)) => {

@@ -34,6 +34,8 @@ pub struct Provider {
     pub adapter: Adapter,
     /// Attempts in flight right now (the bulkhead reads it).
     in_flight: AtomicU64,
+    /// Masks this provider's secrets in whatever its upstream says.
+    redactor: Arc<crate::redact::Redactor>,
 }
 
 impl Provider {
@@ -46,7 +48,8 @@ impl Provider {
             ProviderKind::GigaChat => Adapter::GigaChat(gigachat::GigaChatAdapter::new(&config, health)?),
             ProviderKind::Yandex => Adapter::Yandex(yandex::YandexAdapter::new(&config, health)?),
         };
-        Ok(Arc::new(Self { config, adapter, in_flight: AtomicU64::new(0) }))
+        let redactor = Arc::new(crate::redact::Redactor::for_provider(&config));
+        Ok(Arc::new(Self { config, adapter, in_flight: AtomicU64::new(0), redactor }))
     }
 
     /// Sends one attempt through the adapter of its wire format.
@@ -55,13 +58,25 @@ impl Provider {
     /// largest variant, and the whole request's future (moved and boxed by
     /// the server) would otherwise carry their token refreshes and
     /// translations on every OpenAI-compatible call too.
+    ///
+    /// Every error leaves through the provider's redactor, those of a
+    /// stream too: an upstream's text reaches clients and logs only from here.
     pub async fn call(&self, req: AttemptRequest<'_>) -> Result<Reply, AttemptError> {
-        match &self.adapter {
+        let reply = match &self.adapter {
             Adapter::OpenAi(a) => a.call(req).await,
             Adapter::Mock(m) => Box::pin(m.call(req)).await,
             Adapter::Anthropic(a) => Box::pin(a.call(req)).await,
             Adapter::GigaChat(g) => Box::pin(g.call(req)).await,
             Adapter::Yandex(y) => Box::pin(y.call(req)).await,
+        };
+        match reply {
+            Ok(Reply::Stream(s)) => {
+                use futures_util::TryStreamExt;
+                let redactor = Arc::clone(&self.redactor);
+                Ok(Reply::Stream(Box::pin(s.map_err(move |e| redactor.attempt_error(e)))))
+            }
+            Ok(done) => Ok(done),
+            Err(e) => Err(self.redactor.attempt_error(e)),
         }
     }
 

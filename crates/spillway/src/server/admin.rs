@@ -25,7 +25,7 @@ async fn require_token(State(state): State<Arc<AppState>>, request: Request, nex
         return ApiError::NotFound.into_response();
     };
     match super::auth::bearer(request.headers()) {
-        Some(g) if super::auth::same(g, token.expose()) => next.run(request).await,
+        Some(given) if super::auth::same(given, token.expose()) => next.run(request).await,
         _ => ApiError::Unauthorized.into_response(),
     }
 }

@@ -9,7 +9,7 @@
 //! case (an answered request settles itself: whole answers in the runner,
 //! streams where they end).
 
-use super::auth::{bearer, same};
+use super::auth;
 use super::AppState;
 use crate::api::{ApiError, ChatRequest};
 use crate::cascade::{self, CascadePlan, NoAnswer, RequestOutcome, Served, ServedBody, Unanswered};
@@ -51,13 +51,10 @@ where
 {
     let gw = state.gateway.load_full();
     let server = &gw.config.server;
-    let mut key_id = None;
+    let mut caller = None;
     if !server.api_keys.is_empty() {
-        let key = bearer(request.headers()).ok_or(ApiError::Unauthorized)?;
-        if !server.api_keys.iter().any(|k| same(k.expose(), key)) {
-            return Err(ApiError::Unauthorized);
-        }
-        key_id = Some(crate::handoff::key_id(key));
+        let key = auth::bearer(request.headers()).ok_or(ApiError::Unauthorized)?;
+        caller = Some(auth::find(&server.api_keys, key).ok_or(ApiError::Unauthorized)?.clone());
     }
     let escalate = crate::escalation::rules::forced(request.headers());
     // The body first, bounded in size and time, and only then a slot: a
@@ -85,7 +82,7 @@ where
     }
     let permit = Permit(state.clone());
     let mut req = ChatRequest::parse(bytes)?;
-    req.caller = key_id;
+    req.caller = caller;
     let plan = gw.resolve(&req.model).ok_or_else(|| ApiError::ModelNotFound(req.model.clone()))?;
     let (plan, escalated) =
         crate::escalation::rules::choose(&gw.config.escalation, &gw.cascades, &gw.metrics, plan, &req, escalate);

@@ -7,8 +7,7 @@
 //! /admin/handoff?status=open|answered` lists items with their messages and
 //! attempts; `POST /admin/handoff/{id}/answer` with `{"text": …}` answers one.
 
-use super::auth::{bearer, same};
-use super::AppState;
+use super::{auth, AppState};
 use crate::api::ApiError;
 use crate::handoff::{self, Answered, Status};
 use axum::body::Bytes;
@@ -48,12 +47,11 @@ fn not_found(id: &str) -> Response {
 async fn client_get(State(state): State<Arc<AppState>>, Path(id): Path<String>, headers: HeaderMap) -> Response {
     let gw = state.gateway.load_full();
     let keys = &gw.config.server.api_keys;
-    let caller = bearer(&headers);
-    let caller_id = if keys.is_empty() {
+    let caller = if keys.is_empty() {
         None
     } else {
-        match caller.filter(|k| keys.iter().any(|s| same(s.expose(), k))) {
-            Some(k) => Some(handoff::key_id(k)),
+        match auth::bearer(&headers).and_then(|k| auth::find(keys, k)) {
+            Some(k) => Some(k),
             None => return ApiError::Unauthorized.into_response(),
         }
     };
@@ -61,14 +59,22 @@ async fn client_get(State(state): State<Arc<AppState>>, Path(id): Path<String>, 
         Ok(q) => q,
         Err(e) => return unavailable(&e),
     };
-    match q.get(&id).await {
-        // An item queued while clients needed no key is readable by anyone
-        // holding its id; one queued with a key only by that key.
-        Ok(Some(item)) if item.client_key_id.is_none() || item.client_key_id == caller_id => {
-            Json(handoff::client_view(&item)).into_response()
-        }
-        Ok(_) => not_found(&id),
-        Err(e) => unavailable(&e),
+    // An item queued while clients needed no key is readable by anyone
+    // holding its id; one queued with a key only by that key.
+    let item = match q.get(&id).await {
+        Ok(Some(item)) => item,
+        Ok(None) => return not_found(&id),
+        Err(e) => return unavailable(&e),
+    };
+    let readable = match (item.client_key_id.as_deref(), caller) {
+        (None, _) => true,
+        (Some(owner), Some(key)) => q.owns(owner, key.expose()).await,
+        (Some(_), None) => false,
+    };
+    if readable {
+        Json(handoff::client_view(&item)).into_response()
+    } else {
+        not_found(&id)
     }
 }
 

@@ -3,8 +3,7 @@
 //! `POST /v1/chat/completions` is served by [`super::chat`]; the rest are
 //! small read-only endpoints.
 
-use super::auth::{bearer, same};
-use super::AppState;
+use super::{auth, AppState};
 use crate::api::ApiError;
 use axum::body::{Body, Bytes};
 use axum::extract::{DefaultBodyLimit, Request, State};
@@ -39,7 +38,7 @@ async fn chat_route(State(state): State<Arc<AppState>>, request: Request) -> Res
 async fn models(State(state): State<Arc<AppState>>, headers: HeaderMap) -> Result<Response, ApiError> {
     let gw = state.gateway.load_full();
     let keys = &gw.config.server.api_keys;
-    if !keys.is_empty() && !bearer(&headers).is_some_and(|k| keys.iter().any(|s| same(s.expose(), k))) {
+    if !keys.is_empty() && auth::bearer(&headers).and_then(|k| auth::find(keys, k)).is_none() {
         return Err(ApiError::Unauthorized);
     }
     let created = crate::api::wire::now_unix();
