@@ -17,6 +17,7 @@ fn main() {
     let model = registry.model("groq/llama-3.3-70b-versatile");
     let provider = registry.provider("groq");
     let cfg = BreakerConfig {
+        open_min: std::time::Duration::from_secs(10),
         window: Duration::from_secs(60),
         consecutive_failures: 5,
         failure_rate: 0.3,

@@ -9,6 +9,12 @@ use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
 use serde_json::json;
 
+/// The client routes, as an unknown route's 404 names them.
+pub const ROUTES: &str =
+    "POST /v1/chat/completions, POST /v1/responses, POST /v1/messages, POST /v1/messages/count_tokens, \
+POST /v1/embeddings, GET /v1/models, GET /v1/models/{id}, GET /v1/handoff/{id}, GET /healthz, GET /readyz, \
+GET /metrics (and /admin/..., /ui with the admin token)";
+
 /// One attempt as listed in an `all_models_failed` error.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AttemptSummary {
@@ -41,6 +47,9 @@ pub enum ApiError {
     /// An unknown path.
     #[error("not found")]
     NotFound,
+    /// No route has this method and path; the message lists the routes.
+    #[error("no route for {0}: Spillway serves {ROUTES}")]
+    NoRoute(String),
     /// The body exceeds `server.max_body_bytes`.
     #[error("request body is larger than the limit of {0} bytes")]
     BodyTooLarge(usize),
@@ -85,7 +94,7 @@ impl ApiError {
         match self {
             Self::InvalidJson(_) | Self::InvalidField { .. } => StatusCode::BAD_REQUEST,
             Self::Unauthorized => StatusCode::UNAUTHORIZED,
-            Self::ModelNotFound(_) | Self::NotFound => StatusCode::NOT_FOUND,
+            Self::ModelNotFound(_) | Self::NotFound | Self::NoRoute(_) => StatusCode::NOT_FOUND,
             Self::BodyTooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
             Self::BodyTimeout(_) => StatusCode::REQUEST_TIMEOUT,
             Self::BodyUnreadable => StatusCode::BAD_REQUEST,
@@ -102,7 +111,7 @@ impl ApiError {
             Self::InvalidField { .. } => ("invalid_request_error", Some("invalid_value")),
             Self::Unauthorized => ("invalid_request_error", Some("invalid_api_key")),
             Self::ModelNotFound(_) => ("invalid_request_error", Some("model_not_found")),
-            Self::NotFound => ("invalid_request_error", Some("not_found")),
+            Self::NotFound | Self::NoRoute(_) => ("invalid_request_error", Some("not_found")),
             Self::BodyTooLarge(_) => ("invalid_request_error", Some("request_too_large")),
             Self::BodyTimeout(_) => ("invalid_request_error", Some("request_timeout")),
             Self::BodyUnreadable => ("invalid_request_error", Some("invalid_body")),

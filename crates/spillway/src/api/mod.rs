@@ -7,6 +7,10 @@
 //! OpenAI shape ([`error`]); [`sse`] reads and writes server-sent events;
 //! [`completion`] carries upstream answers to the client, on the fast path
 //! as checked bytes; [`tokens`] holds token counts and their estimate.
+//! The other entry points' formats sit beside chat's: [`responses`] (the
+//! Responses API) and [`messages`] (Anthropic's Messages API) translate to
+//! and from chat, [`reframe`] re-frames a chat stream for them as it
+//! passes, and [`embeddings`] is the embeddings wire format.
 //!
 //! The bottom of the layering with `outcome`: nothing here imports the
 //! adapters, the load monitors or anything above them.
@@ -15,9 +19,13 @@ pub mod completion;
 #[cfg(test)]
 mod completion_proptests;
 pub mod continuation;
+pub mod embeddings;
 pub mod error;
 pub mod json;
+pub mod messages;
+pub mod reframe;
 pub mod request;
+pub mod responses;
 pub mod sse;
 pub mod tokens;
 pub mod wire;

@@ -3,6 +3,7 @@
 //! bulkhead has room. A target that fails a gate is skipped — recorded in
 //! the attempt log and metrics, but no upstream request is spent.
 
+use super::context::Context;
 use super::pass::Pass;
 use super::plan::Target;
 use super::prepare;
@@ -12,8 +13,9 @@ use crate::health::clock::now_ms;
 use crate::outcome::{AttemptError, Failure};
 use std::sync::atomic::Ordering;
 
-/// Why a target cannot be tried now, if it cannot.
-fn closed_gate(walk: &Walk<'_>, target: &Target) -> Option<AttemptError> {
+/// Why a target cannot be tried now, if it cannot; `needed` is the
+/// context the request needs (0: no context gate).
+fn closed_gate(ctx: &Context<'_>, target: &Target, needed: u64) -> Option<AttemptError> {
     let now = now_ms();
     if let Some(mark) = target.provider_health.dead.get(now) {
         return Some(AttemptError::new(Failure::SkippedDead, format!("provider dead: {}", mark.reason.as_str())));
@@ -31,7 +33,6 @@ fn closed_gate(walk: &Walk<'_>, target: &Target) -> Option<AttemptError> {
         return Some(AttemptError::new(Failure::SkippedDead, format!("{} for {left}s more", mark.reason.as_str())));
     }
     if let Some(context) = target.context {
-        let needed = walk.req.prompt_tokens.max(walk.min_context.load(Ordering::Relaxed));
         if context < needed {
             return Some(AttemptError::new(
                 Failure::SkippedContext,
@@ -39,7 +40,7 @@ fn closed_gate(walk: &Walk<'_>, target: &Target) -> Option<AttemptError> {
             ));
         }
     }
-    if prepare::skip_for_load(walk.ctx.load, target) {
+    if prepare::skip_for_load(ctx.load, target) {
         return Some(AttemptError::new(Failure::SkippedLazy, "provider overloaded (skip_when_lazy)"));
     }
     None
@@ -48,21 +49,35 @@ fn closed_gate(walk: &Walk<'_>, target: &Target) -> Option<AttemptError> {
 /// Finds the first target from `start` that passes every gate, recording
 /// the skipped ones.
 pub fn next_admitted(walk: &Walk<'_>, targets: &[Target], start: usize) -> Option<(usize, Pass)> {
+    let needed = walk.req.prompt_tokens.max(walk.min_context.load(Ordering::Relaxed));
+    admit(&walk.ctx, targets, start, needed, |target, e| skipped(walk, target, e))
+}
+
+/// [`next_admitted`] for any walk (the embedding runner's too): the first
+/// target from `start` that passes every gate, each skipped one told to
+/// `skip` (which records it).
+pub fn admit(
+    ctx: &Context<'_>,
+    targets: &[Target],
+    start: usize,
+    needed: u64,
+    mut skip: impl FnMut(&Target, &AttemptError),
+) -> Option<(usize, Pass)> {
     for (i, target) in targets.iter().enumerate().skip(start) {
-        if let Some(skip) = closed_gate(walk, target) {
-            skipped(walk, target, &skip);
+        if let Some(e) = closed_gate(ctx, target, needed) {
+            skip(target, &e);
             continue;
         }
         // The bulkhead before the breaker: a saturated provider must not
         // consume the one half-open probe.
         let Some(slot) = target.provider.try_acquire() else {
-            skipped(walk, target, &AttemptError::new(Failure::Saturated, "provider at max_in_flight"));
+            skip(target, &AttemptError::new(Failure::Saturated, "provider at max_in_flight"));
             continue;
         };
-        match target.health.admit(&walk.ctx.health.events) {
+        match target.health.admit(&ctx.health.events) {
             Admission::Reject => {
                 let state = target.health.breaker_state();
-                skipped(walk, target, &AttemptError::new(Failure::SkippedOpen, format!("breaker {}", state.label())));
+                skip(target, &AttemptError::new(Failure::SkippedOpen, format!("breaker {}", state.label())));
             }
             Admission::Pass => return Some((i, Pass::new(slot, None))),
             Admission::Probe => return Some((i, Pass::new(slot, Some(target.health.clone())))),

@@ -11,6 +11,9 @@
 //! [`stream::Forward`] passes chunks on as they arrive and fallback is no
 //! longer possible.
 //!
+//! Embeddings walk their own cascades with [`embed::run`], through the
+//! same gates and the same settlement.
+//!
 //! Every attempt's outcome is settled exactly once ([`settle`]), whole or
 //! streamed; that settlement alone feeds the breaker, dead marks, TTFT and
 //! the attempt metrics. The runner reads only a narrow [`Context`] and
@@ -21,6 +24,7 @@
 pub mod attempt;
 pub mod context;
 pub mod continuation;
+pub mod embed;
 pub mod gate;
 pub mod json;
 pub mod pass;

@@ -4,7 +4,7 @@
 //! Plans are built by the gateway (start-up, reload, discovery refresh) and
 //! shared by every request through an `Arc`; the runner only reads them.
 
-use crate::config::ModelRef;
+use crate::config::{CascadeKind, ModelRef};
 use crate::health::{HealthRegistry, ModelHealth, ProviderHealth};
 use crate::metrics::{CascadeMetrics, Metrics, TargetMetrics};
 use crate::outcome::Tier;
@@ -60,6 +60,8 @@ impl Target {
 pub struct CascadePlan {
     /// The cascade's name (`direct` for a model ref sent as `model`).
     pub name: String,
+    /// Chat or embeddings: a request resolves only cascades of its own kind.
+    pub kind: CascadeKind,
     /// Models in order, the last resort included.
     pub targets: Vec<Target>,
     /// Queue for a person when everything failed (the handler does it).

@@ -74,13 +74,21 @@ pub fn compile(input: (RawConfig, Vec<ConfigError>), source: Option<&Path>) -> R
     if cascades.is_empty() {
         cx.err("cascades", "at least one cascade is required");
     }
+    for c in cascades.values().filter(|c| c.kind == CascadeKind::Embedding) {
+        check_embedding_cascade(&mut cx, c, &providers);
+    }
     let prompts = raw.prompts.into_iter().enumerate().map(|(i, p)| compile_prompt(&mut cx, i, p, &base_dir)).collect();
     let mut escalation = Vec::new();
     for (i, e) in raw.escalation.into_iter().enumerate() {
         let path = format!("escalation[{i}]");
         for (field, name) in [("from", &e.from), ("to", &e.to)] {
-            if !cascades.contains_key(name.as_str()) {
-                cx.err(format!("{path}.{field}"), format!("unknown cascade `{name}`"));
+            match cascades.get(name.as_str()) {
+                None => cx.err(format!("{path}.{field}"), format!("unknown cascade `{name}`")),
+                Some(c) if c.kind != CascadeKind::Chat => cx.err(
+                    format!("{path}.{field}"),
+                    format!("`{name}` is an embedding cascade: escalation is for chat"),
+                ),
+                Some(_) => {}
             }
         }
         if e.when != "frustrated" {
@@ -318,6 +326,9 @@ fn compile_provider(cx: &mut Ctx, name: &str, p: RawProvider, base_dir: &Path) -
         if !seen.insert(m.id.clone()) {
             cx.err(format!("{mpath}.id"), format!("duplicate model id `{}`", m.id));
         }
+        if m.dimensions == Some(0) {
+            cx.err(format!("{mpath}.dimensions"), "must be greater than 0");
+        }
         if let Some(pr) = &m.price_per_1m {
             if pr.input < 0.0 || pr.output < 0.0 || pr.input.is_nan() || pr.output.is_nan() {
                 cx.err(format!("{mpath}.price_per_1m"), "prices cannot be negative");
@@ -338,6 +349,7 @@ fn compile_provider(cx: &mut Ctx, name: &str, p: RawProvider, base_dir: &Path) -
             context: m.context,
             price: m.price_per_1m.map(|p| Price { input: p.input, output: p.output }),
             quality: m.quality,
+            dimensions: m.dimensions,
             behavior,
             continuation,
         });
@@ -548,6 +560,7 @@ fn compile_health(cx: &mut Ctx, h: RawHealth) -> HealthConfig {
         failure_rate: cx.share("health.breaker.failure_rate", b.failure_rate, 0.30),
         min_requests: b.min_requests.unwrap_or(10),
         open_for: cx.duration("health.breaker.open_for", b.open_for.as_ref(), Duration::from_secs(120)),
+        open_min: cx.duration("health.breaker.open_min", b.open_min.as_ref(), Duration::from_secs(10)),
     };
     if breaker.consecutive_failures == 0 {
         cx.err("health.breaker.consecutive_failures", "must be greater than 0");
@@ -608,6 +621,27 @@ fn compile_cascade(
     if name == "auto" || name.contains('/') {
         cx.err(&path, "a cascade cannot be named `auto` or contain `/` (those select other things)");
     }
+    let kind = match c.kind.as_deref() {
+        None | Some("chat") => CascadeKind::Chat,
+        Some("embedding") => {
+            if c.models.is_none() {
+                cx.err(
+                    format!("{path}.models"),
+                    "an embedding cascade needs `models` (listings do not say which models embed)",
+                );
+            }
+            for (key, present) in [("handoff", c.handoff == Some(true)), ("hedge_after", c.hedge_after.is_some())] {
+                if present {
+                    cx.err(format!("{path}.{key}"), "not available for an embedding cascade");
+                }
+            }
+            CascadeKind::Embedding
+        }
+        Some(other) => {
+            cx.err(format!("{path}.kind"), format!("unknown kind `{other}`: expected chat or embedding"));
+            CascadeKind::Chat
+        }
+    };
     let discovery_keys = [
         ("strategy", c.strategy.is_some()),
         ("providers", c.providers.is_some()),
@@ -698,6 +732,7 @@ fn compile_cascade(
     });
     Some(CascadeConfig {
         name: name.to_string(),
+        kind,
         source,
         last_resort,
         handoff: c.handoff.unwrap_or(false),
@@ -716,6 +751,46 @@ fn continuation_mode(cx: &mut Ctx, path: &str, v: Option<&str>) -> Option<Contin
         other => {
             cx.err(path, format!("unknown continuation `{other}`: expected prefill, instruct or none"));
             None
+        }
+    }
+}
+
+/// An embedding cascade's models: each of a kind with an embeddings call,
+/// and all of one dimension where the config names it — a fallback to a
+/// model of another dimension would hand the client vectors it cannot
+/// compare with the ones it stored.
+fn check_embedding_cascade(cx: &mut Ctx, c: &CascadeConfig, providers: &IndexMap<String, ProviderConfig>) {
+    let path = format!("cascades.{}", c.name);
+    let CascadeSource::Fixed(models) = &c.source else { return };
+    let mut refs: Vec<(String, &ModelRef)> =
+        models.iter().enumerate().map(|(i, m)| (format!("{path}.models[{i}]"), m)).collect();
+    if let Some(last) = &c.last_resort {
+        refs.push((format!("{path}.last_resort"), last));
+    }
+    let mut first: Option<(u32, &ModelRef)> = None;
+    for (at, r) in refs {
+        let Some(p) = providers.get(&r.provider) else { continue };
+        let dims = p.models.iter().find(|m| m.id == r.model).and_then(|m| m.dimensions);
+        match p.kind {
+            ProviderKind::OpenAi => {}
+            ProviderKind::Mock if dims.is_none() => {
+                cx.err(&at, format!("mock model `{r}` needs `dimensions` to serve embeddings"));
+            }
+            ProviderKind::Mock => {}
+            other => {
+                cx.err(
+                    &at,
+                    format!("kind `{}` has no embeddings API in Spillway (use openai or mock)", other.as_str()),
+                );
+            }
+        }
+        match (dims, first) {
+            (Some(d), Some((f, fr))) if d != f => cx.err(
+                &at,
+                format!("`{r}` has dimension {d} but `{fr}` has {f}: an embedding cascade falls back only across models of one dimension"),
+            ),
+            (Some(d), None) => first = Some((d, r)),
+            _ => {}
         }
     }
 }

@@ -228,6 +228,8 @@ pub struct StaticModel {
     pub price: Option<Price>,
     /// Quality hint.
     pub quality: Option<f64>,
+    /// Length of its embedding vectors, for embedding models.
+    pub dimensions: Option<u32>,
     /// Mock behaviour (mock providers only).
     pub behavior: Option<MockBehavior>,
     /// Overrides the provider's `continuation`.
@@ -400,8 +402,20 @@ pub struct BreakerConfig {
     pub failure_rate: f64,
     /// Minimum requests for the rate rule.
     pub min_requests: u32,
-    /// Open period.
+    /// The longest open period.
     pub open_for: Duration,
+    /// The first open period; doubled by each failed probe up to `open_for`.
+    pub open_min: Duration,
+}
+
+impl BreakerConfig {
+    /// How long the breaker stays open after `reopens` failed probes in a
+    /// row: `open_min` doubled that often, never past `open_for` (nor
+    /// `open_min` past it: an `open_for` below the default `open_min`
+    /// means that fixed period).
+    pub fn open_period(&self, reopens: u32) -> Duration {
+        self.open_min.saturating_mul(1 << reopens.min(20)).min(self.open_for)
+    }
 }
 
 /// `health.retries`
@@ -513,11 +527,33 @@ pub enum CascadeSource {
     Discovered(DiscoverySpec),
 }
 
+/// What a cascade serves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum CascadeKind {
+    /// Chat completions, and the Responses and Messages APIs translated to them.
+    #[default]
+    Chat,
+    /// `/v1/embeddings`.
+    Embedding,
+}
+
+impl CascadeKind {
+    /// The name used in the config file.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Chat => "chat",
+            Self::Embedding => "embedding",
+        }
+    }
+}
+
 /// One cascade.
 #[derive(Debug, Clone)]
 pub struct CascadeConfig {
     /// Name.
     pub name: String,
+    /// What it serves.
+    pub kind: CascadeKind,
     /// Its models.
     pub source: CascadeSource,
     /// Tried after the cascade.

@@ -167,6 +167,10 @@ pub struct RawStaticModel {
     pub price_per_1m: Option<RawPrice>,
     /// Quality hint for `quality_first` (larger is better).
     pub quality: Option<f64>,
+    /// Embedding models: the length of the vectors it returns. An embedding
+    /// cascade falls back only across models of one dimension; mock models
+    /// need it to serve `/v1/embeddings`.
+    pub dimensions: Option<u32>,
     /// Mock providers only: how this model behaves.
     pub behavior: Option<RawMockBehavior>,
     /// How this model continues a stream another model broke off:
@@ -339,8 +343,11 @@ pub struct RawBreaker {
     pub failure_rate: Option<f64>,
     /// Requests in the window before the rate rule applies (default 10).
     pub min_requests: Option<u32>,
-    /// How long it stays open before one probe (default `120s`).
+    /// The longest it stays open before one probe (default `120s`).
     pub open_for: Option<String>,
+    /// How long the first open lasts (default `10s`); each failed probe
+    /// doubles it, up to `open_for`; an answered probe resets it.
+    pub open_min: Option<String>,
 }
 
 /// `health.retries`
@@ -383,6 +390,9 @@ pub struct RawDiscovery {
 #[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RawCascade {
+    /// `chat` (default: serves chat completions, Responses and Messages) or
+    /// `embedding` (serves `/v1/embeddings`; needs `models`).
+    pub kind: Option<String>,
     /// A fixed chain of model refs (excludes the discovery settings).
     pub models: Option<Vec<String>>,
     /// `speed_first`, `quality_first` or `cheapest_first`.

@@ -9,7 +9,7 @@
 
 use super::generation::Generation;
 use crate::cascade::{CascadePlan, Target};
-use crate::config::{CascadeSource, Config, DiscoverySpec, ModelRef};
+use crate::config::{CascadeKind, CascadeSource, Config, DiscoverySpec, ModelRef};
 use crate::discovery::{BuiltCascade, DiscoveryState, Reason};
 use crate::health::HealthRegistry;
 use crate::metrics::Metrics;
@@ -179,14 +179,24 @@ impl Gateway {
         }
     }
 
-    /// Resolves a request's `model`: a cascade, `auto` (the first cascade),
-    /// or a `provider/model` ref of a configured provider.
+    /// Resolves a chat request's `model`: a chat cascade, `auto` (the first
+    /// chat cascade), or a `provider/model` ref of a configured provider.
     pub fn resolve(&self, model: &str) -> Option<Arc<CascadePlan>> {
+        self.resolve_kind(model, CascadeKind::Chat)
+    }
+
+    /// Resolves an embeddings request's `model`: an embedding cascade,
+    /// `auto` (the first one), or a `provider/model` ref.
+    pub fn resolve_embedding(&self, model: &str) -> Option<Arc<CascadePlan>> {
+        self.resolve_kind(model, CascadeKind::Embedding)
+    }
+
+    fn resolve_kind(&self, model: &str, kind: CascadeKind) -> Option<Arc<CascadePlan>> {
         if let Some(plan) = self.cascades.get(model) {
-            return Some(plan.clone());
+            return (plan.kind == kind).then(|| plan.clone());
         }
         if model == "auto" {
-            return self.cascades.first().map(|(_, p)| p.clone());
+            return self.cascades.values().find(|p| p.kind == kind).cloned();
         }
         let r = ModelRef::parse(model)?;
         let provider = self.providers.get(&r.provider)?.clone();
@@ -199,6 +209,7 @@ impl Gateway {
         };
         Some(Arc::new(CascadePlan {
             name: "direct".into(),
+            kind,
             targets: vec![target],
             handoff: false,
             hedge_after: None,
@@ -293,6 +304,7 @@ fn plans(
             .collect();
         let plan = CascadePlan {
             name: name.clone(),
+            kind: c.kind,
             targets,
             handoff: c.handoff,
             hedge_after: c.hedge_after,

@@ -2,7 +2,10 @@
 //!
 //! It opens on `consecutive_failures` failures in a row, or when the
 //! failure share over the rolling `window` reaches `failure_rate` with at
-//! least `min_requests` requests; it stays open for `open_for`; then exactly
+//! least `min_requests` requests; it stays open for `open_min` at first,
+//! twice as long after each failed probe, at most `open_for`, and back to
+//! `open_min` once a probe answers (so a long outage costs a few probes and
+//! a short one delays recovery by seconds, not minutes); then exactly
 //! one probe is let through — whatever the concurrency, because admission
 //! and the state change happen under one lock — and its result closes or
 //! reopens it. The [`TripReason`] says which rule opened it.
@@ -121,6 +124,9 @@ struct Bucket {
 pub struct Breaker {
     state: State,
     consecutive: u32,
+    /// Probes that failed in a row since the breaker last closed: each
+    /// doubles the next open period (`BreakerConfig::open_period`).
+    reopens: u32,
     /// Per-second counts over the window (bounded by its length in seconds).
     buckets: VecDeque<Bucket>,
 }
@@ -134,7 +140,7 @@ impl Default for Breaker {
 impl Breaker {
     /// A closed breaker.
     pub fn new() -> Self {
-        Self { state: State::Closed, consecutive: 0, buckets: VecDeque::new() }
+        Self { state: State::Closed, consecutive: 0, reopens: 0, buckets: VecDeque::new() }
     }
 
     /// Its state.
@@ -175,6 +181,7 @@ impl Breaker {
             State::HalfOpen { .. } => {
                 self.state = State::Closed;
                 self.buckets.clear();
+                self.reopens = 0;
                 Some(Transition::Closed)
             }
             _ => None,
@@ -206,7 +213,11 @@ impl Breaker {
 
     /// Opens it now (also when another instance reports it open).
     pub fn open(&mut self, now_ms: u64, cfg: &BreakerConfig, reason: TripReason) -> Transition {
-        self.state = State::Open { until_ms: now_ms + cfg.open_for.as_millis() as u64, reason };
+        if reason == TripReason::ProbeFailed {
+            self.reopens = self.reopens.saturating_add(1);
+        }
+        let period = cfg.open_period(self.reopens);
+        self.state = State::Open { until_ms: now_ms + period.as_millis() as u64, reason };
         self.consecutive = 0;
         self.buckets.clear();
         Transition::Opened(reason)
@@ -255,12 +266,43 @@ mod tests {
 
     fn cfg() -> BreakerConfig {
         BreakerConfig {
+            open_min: Duration::from_secs(10),
             window: Duration::from_secs(60),
             consecutive_failures: 3,
             failure_rate: 0.5,
             min_requests: 6,
             open_for: Duration::from_secs(10),
         }
+    }
+
+    #[test]
+    fn failed_probes_double_the_open_period_up_to_open_for_and_an_answer_resets_it() {
+        let c = BreakerConfig { open_min: Duration::from_secs(10), open_for: Duration::from_secs(120), ..cfg() };
+        let mut b = Breaker::new();
+        let open_until = |b: &Breaker| match b.state() {
+            State::Open { until_ms, .. } => until_ms,
+            other => panic!("not open: {other:?}"),
+        };
+        for t in 0..3 {
+            b.on_failure(t, &c);
+        }
+        let mut now = 2;
+        let mut periods = Vec::new();
+        for _ in 0..6 {
+            let until = open_until(&b);
+            periods.push((until - now) / 1000);
+            now = until;
+            assert_eq!(b.admit(now).0, Admission::Probe);
+            b.on_failure(now, &c);
+        }
+        assert_eq!(periods, [10, 20, 40, 80, 120, 120]);
+        let until = open_until(&b);
+        assert_eq!(b.admit(until).0, Admission::Probe);
+        assert_eq!(b.on_success(until, &c), Some(Transition::Closed));
+        for t in 0..3 {
+            b.on_failure(until + t, &c);
+        }
+        assert_eq!(open_until(&b) - (until + 2), 10_000, "an answered probe resets the period");
     }
 
     #[test]

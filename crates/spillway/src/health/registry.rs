@@ -514,6 +514,7 @@ mod tests {
         let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
         reg.observe(tx);
         let cfg = BreakerConfig {
+            open_min: std::time::Duration::from_secs(10),
             window: std::time::Duration::from_secs(60),
             consecutive_failures: 1,
             failure_rate: 1.0,

@@ -15,7 +15,8 @@
 //!   [`framing`] (cutting a native stream into events or lines), `native`
 //!   (the send-and-decode path every native adapter shares);
 //! - the adapters: [`openai_compat`], [`anthropic`], [`gigachat`],
-//!   [`yandex`], [`mock`];
+//!   [`yandex`], [`mock`]; and [`embed`], the embeddings call of the
+//!   formats that have one;
 //! - on top, [`provider`]: a configured provider and its adapter.
 //!
 //! Below all of them, `api/` (wire types) and `outcome` (failure kinds);
@@ -23,6 +24,7 @@
 
 pub mod anthropic;
 pub mod classify;
+pub mod embed;
 pub mod framing;
 pub mod gigachat;
 pub mod headers;

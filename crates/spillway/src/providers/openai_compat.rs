@@ -30,6 +30,14 @@ pub struct OpenAiCompat {
 }
 
 impl OpenAiCompat {
+    /// The provider's pooled chat endpoint (`providers::embed` posts its
+    /// embeddings through a sibling of it).
+    pub fn endpoint(&self) -> &Endpoint {
+        &self.endpoint
+    }
+}
+
+impl OpenAiCompat {
     /// Builds the pooled client and the fixed headers.
     pub fn new(config: &ProviderConfig, health: &HealthConfig) -> Result<Self, BuildError> {
         let err = |message: String| BuildError { provider: config.name.clone(), message };
@@ -115,7 +123,8 @@ pub fn body_error(e: &BodyError) -> AttemptError {
     AttemptError::new(Failure::BrokenBody, e.to_string())
 }
 
-fn short_message(body: &[u8]) -> String {
+/// `: <the upstream's error message>` (at most 200 characters), or nothing.
+pub fn short_message(body: &[u8]) -> String {
     let v: Option<Value> = serde_json::from_slice(body).ok();
     let msg = v
         .as_ref()

@@ -5,8 +5,10 @@
 //! `providers/` imports it back. Built once per config generation by the
 //! gateway; a request reaches it through its cascade's targets.
 
+use super::embed::{Embedder, MockEmbedder};
 use super::types::{AttemptRequest, BuildError, Reply};
 use super::{anthropic, gigachat, mock, openai_compat, yandex};
+use crate::api::embeddings::{EmbeddingRequest, Vectors};
 use crate::config::{HealthConfig, ProviderConfig, ProviderKind};
 use crate::outcome::AttemptError;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -32,6 +34,8 @@ pub enum Adapter {
 pub struct Provider {
     pub config: ProviderConfig,
     pub adapter: Adapter,
+    /// Its embeddings call, for the kinds that have one.
+    pub embedder: Embedder,
     /// Attempts in flight right now (the bulkhead reads it).
     in_flight: AtomicU64,
     /// Masks this provider's secrets in whatever its upstream says.
@@ -48,8 +52,13 @@ impl Provider {
             ProviderKind::GigaChat => Adapter::GigaChat(gigachat::GigaChatAdapter::new(&config, health)?),
             ProviderKind::Yandex => Adapter::Yandex(yandex::YandexAdapter::new(&config, health)?),
         };
+        let embedder = match &adapter {
+            Adapter::OpenAi(a) => Embedder::openai(&config, a.endpoint())?,
+            Adapter::Mock(_) => Embedder::Mock(MockEmbedder::new(&config)),
+            _ => Embedder::Unsupported(config.kind),
+        };
         let redactor = Arc::new(crate::redact::Redactor::for_provider(&config));
-        Ok(Arc::new(Self { config, adapter, in_flight: AtomicU64::new(0), redactor }))
+        Ok(Arc::new(Self { config, adapter, embedder, in_flight: AtomicU64::new(0), redactor }))
     }
 
     /// Sends one attempt through the adapter of its wire format.
@@ -78,6 +87,12 @@ impl Provider {
             Ok(done) => Ok(done),
             Err(e) => Err(self.redactor.attempt_error(e)),
         }
+    }
+
+    /// Embeds one attempt's input with `model_id` (boxed, as the native
+    /// adapters are, to keep the caller's future small).
+    pub async fn embed(&self, model_id: &str, req: &EmbeddingRequest) -> Result<Vectors, AttemptError> {
+        Box::pin(self.embedder.embed(model_id, req)).await
     }
 
     /// Takes a bulkhead slot; `None` when the provider is at `max_in_flight`.

@@ -8,6 +8,11 @@
 //! fallback-share counters, and the request's outcome for the unanswered
 //! case (an answered request settles itself: whole answers in the runner,
 //! streams where they end).
+//!
+//! The other chat-shaped entry points (`responses.rs`, `messages.rs`) reuse
+//! the parts: [`admit`] (key, body, slot), [`serve`] (everything from the
+//! cascade to cost) and [`respond_with`] (the answer in their format, with
+//! the same headers); `embeddings.rs` reuses [`admit`] and [`headers`].
 
 use super::auth;
 use super::AppState;
@@ -17,17 +22,35 @@ use crate::gateway::Gateway;
 use axum::body::{Body, Bytes};
 use axum::http::{header, HeaderName, HeaderValue};
 use axum::response::{IntoResponse, Response};
+use futures_util::stream::BoxStream;
 use futures_util::StreamExt;
+use std::convert::Infallible;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 /// Holds one slot of `max_concurrent_requests`.
-struct Permit(Arc<AppState>);
+pub(super) struct Permit(Arc<AppState>);
 
 impl Drop for Permit {
     fn drop(&mut self) {
         self.0.in_flight.fetch_sub(1, Ordering::AcqRel);
     }
+}
+
+/// Where an entry point finds the client's key in the request headers.
+pub(super) type KeyFrom = fn(&http::HeaderMap) -> Option<&str>;
+
+/// A request let in: the gateway it runs on, its body, who sent it, and
+/// the concurrency slot it holds.
+pub(super) struct Admitted {
+    pub gw: Arc<Gateway>,
+    pub body: Bytes,
+    /// The client key that sent it, when clients have keys (handoff items
+    /// are owned by an id derived from it).
+    pub caller: Option<crate::secret::Secret>,
+    /// `x-spillway-escalate: true`.
+    pub escalate: bool,
+    pub permit: Permit,
 }
 
 /// `POST /v1/chat/completions`. The server calls it directly, without the
@@ -49,11 +72,30 @@ where
     B: hyper::body::Body<Data = Bytes> + Send + 'static,
     B::Error: std::error::Error + Send + Sync + 'static,
 {
+    let Admitted { gw, body, caller, escalate, permit } = admit(state, request, auth::bearer).await?;
+    let mut req = ChatRequest::parse(body)?;
+    req.caller = caller;
+    let served = serve(&gw, req, escalate).await?;
+    Ok(respond(served, permit))
+}
+
+/// What every client entry point does before reading its own format: the
+/// client key (found by `key_from`), the body (bounded in size and time),
+/// then a concurrency slot.
+pub(super) async fn admit<B>(
+    state: Arc<AppState>,
+    request: http::Request<B>,
+    key_from: KeyFrom,
+) -> Result<Admitted, ApiError>
+where
+    B: hyper::body::Body<Data = Bytes> + Send + 'static,
+    B::Error: std::error::Error + Send + Sync + 'static,
+{
     let gw = state.gateway.load_full();
     let server = &gw.config.server;
     let mut caller = None;
     if !server.api_keys.is_empty() {
-        let key = auth::bearer(request.headers()).ok_or(ApiError::Unauthorized)?;
+        let key = key_from(request.headers()).ok_or(ApiError::Unauthorized)?;
         caller = Some(auth::find(&server.api_keys, key).ok_or(ApiError::Unauthorized)?.clone());
     }
     let escalate = crate::escalation::rules::forced(request.headers());
@@ -70,7 +112,7 @@ where
         return Err(ApiError::BodyTooLarge(limit));
     }
     let read = crate::providers::http::read_to_end(request.into_body(), limit);
-    let bytes = match tokio::time::timeout(server.body_read_timeout, read).await {
+    let body = match tokio::time::timeout(server.body_read_timeout, read).await {
         Err(_) => return Err(ApiError::BodyTimeout(server.body_read_timeout)),
         Ok(Err(crate::providers::http::ReadError::TooLarge)) => return Err(ApiError::BodyTooLarge(limit)),
         Ok(Err(_)) => return Err(ApiError::BodyUnreadable),
@@ -81,8 +123,14 @@ where
         return Err(ApiError::Overloaded);
     }
     let permit = Permit(state.clone());
-    let mut req = ChatRequest::parse(bytes)?;
-    req.caller = caller;
+    Ok(Admitted { gw, body, caller, escalate, permit })
+}
+
+/// The chat core every chat-shaped entry point runs once it has a
+/// [`ChatRequest`] (chat completions, and the Responses and Messages APIs
+/// translated to it): the cascade, escalation, the daily budget, the
+/// runner, and after it the handoff, cost and fallback share.
+pub(super) async fn serve(gw: &Arc<Gateway>, req: ChatRequest, escalate: bool) -> Result<Served, ApiError> {
     let plan = gw.resolve(&req.model).ok_or_else(|| ApiError::ModelNotFound(req.model.clone()))?;
     let (plan, escalated) =
         crate::escalation::rules::choose(&gw.config.escalation, &gw.cascades, &gw.metrics, plan, &req, escalate);
@@ -90,17 +138,17 @@ where
     let plan = gw.shared.usage.budget_plan(&gw.config, &gw.shared.discovery, plan, now);
     let mut served = match cascade::run(gw.runner(), &plan, &req).await {
         Ok(served) => served,
-        Err(unanswered) => Box::pin(unanswered_request(&gw, &plan, &req, unanswered)).await?,
+        Err(unanswered) => Box::pin(unanswered_request(gw, &plan, &req, unanswered)).await?,
     };
     served.escalated = escalated;
-    crate::usage::observe((&*gw).into(), &gw.shared.usage, &plan, &served);
+    crate::usage::observe((&**gw).into(), &gw.shared.usage, &plan, &served);
     if let ServedBody::Forward(f) = &mut served.body {
         f.meter(gw.books().meter(&plan.name));
         if plan.continue_streams && plan.targets.len() > 1 {
             f.continue_with(gw.runner_owned(), plan.clone(), req);
         }
     }
-    Ok(respond(served, permit))
+    Ok(served)
 }
 
 /// No model answered: the handoff when the cascade has one, else the error
@@ -168,18 +216,45 @@ fn header_value(s: &str) -> HeaderValue {
     HeaderValue::from_str(s).unwrap_or_else(|_| HeaderValue::from_static("invalid"))
 }
 
+/// The SSE events of a streamed answer.
+pub(super) type Events = BoxStream<'static, Result<Bytes, Infallible>>;
+
+/// An answer's body on its way out: a whole JSON body, or SSE events.
+pub(super) enum Answer {
+    Whole(Bytes),
+    Events(Events),
+}
+
+/// The chat completion as the client asked for it: the whole body, or its
+/// events as they arrive.
 fn respond(served: Served, permit: Permit) -> Response {
+    respond_with(served, permit, |answer| answer)
+}
+
+/// A served chat answer in another entry point's format: `translate`
+/// turns a whole `chat.completion` body into that format's JSON body, or
+/// the chat SSE stream (chunks, the error event, `[DONE]`) into that
+/// format's event stream, as it passes. The headers are the same for all.
+pub(super) fn respond_with(served: Served, permit: Permit, translate: impl FnOnce(Answer) -> Answer) -> Response {
     let Served { cascade, model, tier, attempts, load_profile, handoff_id, escalated, body, .. } = served;
     let stream = match body {
         ServedBody::Complete(c) => {
             drop(permit);
-            let bytes = c.to_bytes();
+            let bytes = match translate(Answer::Whole(Bytes::from(c.to_bytes()))) {
+                Answer::Whole(b) => b,
+                // A whole answer stays whole; no translation makes it a stream.
+                Answer::Events(_) => Bytes::new(),
+            };
             let mut r = Response::new(Body::from(bytes));
             r.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
             return headers(r, &cascade, &model, tier, attempts, load_profile, handoff_id, escalated);
         }
         ServedBody::Forward(f) => f.into_stream(),
         ServedBody::Canned(s) => s,
+    };
+    let stream = match translate(Answer::Events(stream)) {
+        Answer::Events(s) => s,
+        Answer::Whole(b) => futures_util::stream::once(async move { Ok(b) }).boxed(),
     };
     // The permit lives as long as the stream does.
     let s = stream.map(move |chunk| {
@@ -194,8 +269,9 @@ fn respond(served: Served, permit: Permit) -> Response {
     headers(r, &cascade, &model, tier, attempts, load_profile, handoff_id, escalated)
 }
 
+/// The `x-spillway-*` headers of an answer.
 #[allow(clippy::too_many_arguments)]
-fn headers(
+pub(super) fn headers(
     mut resp: Response,
     cascade: &str,
     model: &str,

@@ -1,13 +1,17 @@
 //! Routes and handlers of the client API (SPEC §5).
 //!
-//! `POST /v1/chat/completions` is served by [`super::chat`]; the rest are
-//! small read-only endpoints.
+//! `POST /v1/chat/completions` is served by [`super::chat`] (and usually
+//! reaches it before the router, see `server::Front`); the Responses and
+//! Messages APIs by [`super::responses`] and [`super::messages`], which
+//! translate to the same chat core; `POST /v1/embeddings` by
+//! [`super::embeddings`]; the rest are small read-only endpoints. Anything
+//! else is an OpenAI-shaped 404 that names the routes.
 
 use super::{auth, AppState};
 use crate::api::ApiError;
 use axum::body::{Body, Bytes};
-use axum::extract::{DefaultBodyLimit, Request, State};
-use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
+use axum::extract::{DefaultBodyLimit, Path, Request, State};
+use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::Router;
@@ -18,14 +22,19 @@ use std::sync::Arc;
 pub fn router(state: Arc<AppState>) -> Router {
     Router::new()
         .route("/v1/chat/completions", post(chat_route))
+        .route("/v1/responses", post(super::responses::responses))
+        .route("/v1/messages", post(super::messages::messages))
+        .route("/v1/messages/count_tokens", post(super::messages::count_tokens))
+        .route("/v1/embeddings", post(super::embeddings::embeddings))
         .route("/v1/models", get(models))
+        .route("/v1/models/{*id}", get(model))
         .route("/healthz", get(|| async { "ok" }))
         .route("/readyz", get(readyz))
         .route("/metrics", get(metrics))
         .route("/ui", get(super::ui::page))
         .merge(super::admin::router(state.clone()))
         .merge(super::handoff_routes::client_routes())
-        .fallback(|| async { ApiError::NotFound })
+        .fallback(no_route)
         // The handler enforces `max_body_bytes` itself (413 in OpenAI shape).
         .layer(DefaultBodyLimit::disable())
         .with_state(state)
@@ -35,20 +44,34 @@ async fn chat_route(State(state): State<Arc<AppState>>, request: Request) -> Res
     super::chat::chat(state, request).await
 }
 
-async fn models(State(state): State<Arc<AppState>>, headers: HeaderMap) -> Result<Response, ApiError> {
-    let gw = state.gateway.load_full();
+/// Unknown method or path: a 404 in OpenAI's shape naming the routes.
+async fn no_route(method: Method, uri: Uri) -> ApiError {
+    let path: String = uri.path().chars().take(200).collect();
+    ApiError::NoRoute(format!("{method} {path}"))
+}
+
+/// Client keys, where clients have them: Bearer, or `x-api-key` (what
+/// Anthropic clients send; they list models too).
+fn check_key(state: &AppState, headers: &HeaderMap) -> Result<(), ApiError> {
+    let gw = state.gateway.load();
     let keys = &gw.config.server.api_keys;
-    if !keys.is_empty() && auth::bearer(&headers).and_then(|k| auth::find(keys, k)).is_none() {
+    let key = auth::bearer(headers).or_else(|| super::messages::api_key(headers));
+    if !keys.is_empty() && key.and_then(|k| auth::find(keys, k)).is_none() {
         return Err(ApiError::Unauthorized);
     }
+    Ok(())
+}
+
+/// Every model object `/v1/models` lists: each cascade (with the model
+/// refs in it), then each model ref once.
+fn model_list(gw: &crate::gateway::Gateway) -> Vec<serde_json::Value> {
     let created = crate::api::wire::now_unix();
     let mut data = Vec::new();
     let mut seen = std::collections::HashSet::new();
     for (name, plan) in &gw.cascades {
         let refs: Vec<&str> = plan.targets.iter().map(|t| t.name.as_str()).collect();
-        data.push(
-            json!({"id": name, "object": "model", "created": created, "owned_by": "spillway", "spillway_models": refs}),
-        );
+        data.push(json!({"id": name, "object": "model", "created": created, "owned_by": "spillway",
+            "spillway_kind": plan.kind.as_str(), "spillway_models": refs}));
     }
     for plan in gw.cascades.values() {
         for t in &plan.targets {
@@ -59,7 +82,29 @@ async fn models(State(state): State<Arc<AppState>>, headers: HeaderMap) -> Resul
             }
         }
     }
-    Ok(axum::Json(json!({"object": "list", "data": data})).into_response())
+    data
+}
+
+async fn models(State(state): State<Arc<AppState>>, headers: HeaderMap) -> Result<Response, ApiError> {
+    check_key(&state, &headers)?;
+    let gw = state.gateway.load_full();
+    Ok(axum::Json(json!({"object": "list", "data": model_list(&gw)})).into_response())
+}
+
+/// `GET /v1/models/{id}`: one cascade or model ref of the listing (`id`
+/// may hold a `/`), else 404 `model_not_found`.
+async fn model(
+    State(state): State<Arc<AppState>>,
+    headers: HeaderMap,
+    Path(id): Path<String>,
+) -> Result<Response, ApiError> {
+    check_key(&state, &headers)?;
+    let gw = state.gateway.load_full();
+    let found = model_list(&gw).into_iter().find(|m| m["id"].as_str() == Some(id.as_str()));
+    match found {
+        Some(m) => Ok(axum::Json(m).into_response()),
+        None => Err(ApiError::ModelNotFound(id.chars().take(200).collect())),
+    }
 }
 
 async fn readyz(State(state): State<Arc<AppState>>) -> Response {

@@ -98,7 +98,9 @@ fn to_rules(c: &BreakerConfig) -> BreakerRules {
         failure_rate: c.failure_rate,
         min_requests: c.min_requests,
         window: c.window,
-        open_for: c.open_for,
+        // A shared trip lasts the first open period: after it, each
+        // instance's own half-open probe decides (and backs off by itself).
+        open_for: c.open_period(0),
     }
 }
 

@@ -92,6 +92,23 @@ impl Endpoint {
         Ok(Self { connector: Arc::new(connector), pool: Arc::new(Pool::new()), uri, headers: fixed })
     }
 
+    /// Another endpoint of the same origin, sharing this one's connections,
+    /// TLS setup and headers: the request path's `suffix` replaced by
+    /// `with` (a provider's `/embeddings` beside its `/chat/completions`).
+    pub fn sibling(&self, suffix: &str, with: &str) -> Result<Self, EndpointError> {
+        let text = self.uri.to_string();
+        let (path, query) = text.split_once('?').map_or((text.as_str(), None), |(p, q)| (p, Some(q)));
+        let base =
+            path.strip_suffix(suffix).ok_or_else(|| EndpointError(format!("the path does not end in {suffix}")))?;
+        let mut next = format!("{base}{with}");
+        if let Some(q) = query {
+            next.push('?');
+            next.push_str(q);
+        }
+        let uri: Uri = next.parse().map_err(|e| EndpointError(format!("invalid URL path: {e}")))?;
+        Ok(Self { uri, ..self.clone() })
+    }
+
     /// Posts `body` and returns the response head with its body to read.
     pub async fn post(&self, body: Bytes) -> Result<Response<Body>, HttpError> {
         let slot = pool::slot() % SLOTS;
@@ -146,6 +163,9 @@ mod tests {
         assert_eq!(e.uri.to_string(), "/v1/chat/completions?api-version=1");
         assert_eq!(e.headers[HOST], "127.0.0.1:8080");
         assert_eq!(e.headers["x-title"], "t");
+        let s = e.sibling("/chat/completions", "/embeddings").unwrap();
+        assert_eq!(s.uri.to_string(), "/v1/embeddings?api-version=1");
+        assert!(Arc::ptr_eq(&s.pool, &e.pool), "one pool for the origin");
         let e = Endpoint::new(
             "https://api.example.com/v1/chat/completions",
             &HeaderMap::new(),

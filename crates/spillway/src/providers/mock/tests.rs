@@ -33,6 +33,7 @@ fn provider_with_load(b: MockBehavior, load: Option<LoadConfig>) -> MockProvider
             quality: None,
             behavior: Some(b),
             continuation: None,
+            dimensions: None,
         }],
         default_max_tokens: None,
         skip_when_lazy: false,

@@ -1,0 +1,81 @@
+//! `POST /v1/embeddings` (SPEC §5): an embeddings request through an
+//! embedding cascade.
+//!
+//! The same intake as chat (client key, bounded body, concurrency slot),
+//! then the request validated ([`EmbeddingRequest::parse`]), the cascade
+//! resolved among embedding cascades (`model`: its name, `auto` for the
+//! first, or a `provider/model` ref), the daily budget, and the embedding
+//! runner ([`cascade::embed::run`]). After it, here as for chat: the
+//! tokens and their cost, the fallback-share counters, and the error when
+//! no model answered (there is no handoff for embeddings: a person cannot
+//! write vectors). The answer carries the same `x-spillway-*` headers.
+
+use super::auth::bearer;
+use super::chat::{admit, headers, Admitted};
+use super::AppState;
+use crate::api::embeddings::{encode, EmbeddingRequest};
+use crate::api::ApiError;
+use crate::cascade::{self, NoAnswer, RequestOutcome};
+use crate::usage::Tokens;
+use axum::body::Body;
+use axum::extract::{Request, State};
+use axum::http::{header, HeaderValue};
+use axum::response::{IntoResponse, Response};
+use std::sync::Arc;
+
+/// The route.
+pub async fn embeddings(State(state): State<Arc<AppState>>, request: Request) -> Response {
+    match embed(state, request).await {
+        Ok(r) => r,
+        Err(e) => e.into_response(),
+    }
+}
+
+async fn embed(state: Arc<AppState>, request: Request) -> Result<Response, ApiError> {
+    let Admitted { gw, body, caller, permit, .. } = admit(state, request, bearer).await?;
+    let mut req = EmbeddingRequest::parse(&body)?;
+    req.caller = caller;
+    let plan = gw.resolve_embedding(&req.model).ok_or_else(|| ApiError::ModelNotFound(req.model.clone()))?;
+    if let (Some(asked), Some(most)) = (req.dimensions, cascade::embed::known_dimension(&plan)) {
+        if asked > most {
+            return Err(ApiError::InvalidField {
+                param: "dimensions".into(),
+                message: format!(
+                    "`{}` returns vectors of {most} values; `dimensions` can only shorten them",
+                    plan.name
+                ),
+            });
+        }
+    }
+    let now = crate::health::clock::now_ms();
+    let plan = gw.shared.usage.budget_plan(&gw.config, &gw.shared.discovery, plan, now);
+    let done = match cascade::embed::run(gw.runner(), &plan, &req).await {
+        Ok(done) => done,
+        Err(un) => {
+            un.finish.settle(RequestOutcome::Error);
+            return Err(match un.why {
+                NoAnswer::Rejected(e) | NoAnswer::Invalid(e) => e,
+                NoAnswer::TimedOut => ApiError::Timeout,
+                NoAnswer::AllFailed => {
+                    gw.shared.alerts.publish(crate::alerts::Event::CascadeDead { cascade: plan.name.clone() });
+                    ApiError::AllModelsFailed { cascade: plan.name.clone(), attempts: un.attempts }
+                }
+            });
+        }
+    };
+    drop(permit);
+    let Some(target) = plan.targets.get(done.index) else {
+        return Err(ApiError::AllModelsFailed { cascade: plan.name.clone(), attempts: Vec::new() });
+    };
+    let prompt_tokens = done.vectors.prompt_tokens.unwrap_or_else(|| req.input.tokens());
+    // Cost and fallback share as for a whole chat answer (`usage::observe`).
+    let first = plan.targets.first().map_or(0, |t| t.tier.index());
+    gw.shared.alerts.traffic.record(&plan.name, target.tier.index() > first, now);
+    let books = crate::usage::Books { handles: Some(&target.metrics.usage), ..(&*gw).into() };
+    let tokens = Tokens { input: prompt_tokens, output: 0 };
+    gw.shared.usage.record(books, &plan.name, &target.name, Some(tokens), now);
+    let bytes = encode(&target.name, &done.vectors.data, req.base64, prompt_tokens);
+    let mut r = Response::new(Body::from(bytes));
+    r.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    Ok(headers(r, &plan.name, &target.name, target.tier, done.calls, None, None, false))
+}

@@ -1,0 +1,14 @@
+//! The entry points beside chat completions, through the real server
+//! started the way `serve` starts it, against fake upstreams and mocks:
+//! the Responses API, Anthropic's Messages API, embeddings, and the
+//! model and fallback routes.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::disallowed_methods)]
+
+#[path = "../common/mod.rs"]
+mod common;
+
+mod embeddings;
+mod messages;
+mod responses;
+mod routes;
+mod support;
