@@ -1,0 +1,104 @@
+//! `server:` and `state:`.
+
+use super::*;
+
+pub(super) fn compile_server(cx: &mut Ctx, s: RawServer) -> ServerConfig {
+    let listen_text = s.listen.unwrap_or_else(|| "127.0.0.1:8080".to_string());
+    let listen = listen_text.parse().unwrap_or_else(|_| {
+        cx.err("server.listen", format!("expected host:port such as 127.0.0.1:8080, got `{listen_text}`"));
+        SocketAddr::from(([127, 0, 0, 1], 8080))
+    });
+    let mut api_keys = Vec::new();
+    for (i, k) in s.api_keys.unwrap_or_default().into_iter().enumerate() {
+        if k.trim().is_empty() {
+            cx.err(format!("server.api_keys[{i}]"), "empty key (is its variable set to an empty value?)");
+        } else {
+            api_keys.push(Secret::new(k));
+        }
+    }
+    let admin_token = match s.admin_token {
+        Some(t) if t.trim().is_empty() => {
+            cx.err("server.admin_token", "empty token (leave it out to disable the admin API)");
+            None
+        }
+        Some(t) => Some(Secret::new(t)),
+        None => None,
+    };
+    let default_body = 4 * 1024 * 1024;
+    let max_body_bytes = match s.max_body_bytes {
+        None => default_body,
+        Some(RawSize::Bytes(0)) => {
+            cx.err("server.max_body_bytes", "must be greater than 0");
+            default_body
+        }
+        Some(RawSize::Bytes(b)) => b,
+        Some(RawSize::Text(t)) => match parse_size(&t) {
+            Ok(0) => {
+                cx.err("server.max_body_bytes", "must be greater than 0");
+                default_body
+            }
+            Ok(b) => b,
+            Err(e) => {
+                cx.err("server.max_body_bytes", e);
+                default_body
+            }
+        },
+    };
+    let max_concurrent_requests = s.max_concurrent_requests.unwrap_or(10_000);
+    if max_concurrent_requests == 0 {
+        cx.err("server.max_concurrent_requests", "must be greater than 0");
+    }
+    let workers = match s.workers {
+        Some(0) => {
+            cx.err("server.workers", "must be greater than 0");
+            1
+        }
+        Some(n) => usize::try_from(n).unwrap_or(usize::MAX).min(1024),
+        None => std::thread::available_parallelism().map_or(1, usize::from),
+    };
+    ServerConfig {
+        listen,
+        workers,
+        api_keys,
+        admin_token,
+        max_body_bytes: usize::try_from(max_body_bytes).unwrap_or(usize::MAX),
+        max_concurrent_requests: usize::try_from(max_concurrent_requests).unwrap_or(usize::MAX),
+        header_read_timeout: cx.duration(
+            "server.header_read_timeout",
+            s.header_read_timeout.as_ref(),
+            Duration::from_secs(10),
+        ),
+        body_read_timeout: cx.duration(
+            "server.body_read_timeout",
+            s.body_read_timeout.as_ref(),
+            Duration::from_secs(10),
+        ),
+        shutdown_grace: cx.duration("server.shutdown_grace", s.shutdown_grace.as_ref(), Duration::from_secs(30)),
+    }
+}
+
+pub(super) fn compile_state(cx: &mut Ctx, s: RawState) -> StateConfig {
+    let backend = match s.backend.as_deref() {
+        None | Some("memory") => StateBackend::Memory,
+        Some("redis") => StateBackend::Redis,
+        Some(other) => {
+            cx.err("state.backend", format!("unknown backend `{other}`: expected `memory` or `redis`"));
+            StateBackend::Memory
+        }
+    };
+    if let Some(url) = &s.redis_url {
+        if !(url.starts_with("redis://") || url.starts_with("rediss://")) {
+            // The URL may hold a password: never echo it.
+            cx.err("state.redis_url", "expected a redis:// or rediss:// URL");
+        }
+    }
+    if backend == StateBackend::Redis && s.redis_url.is_none() {
+        cx.err("state.redis_url", "required with `backend: redis`");
+    }
+    StateConfig {
+        backend,
+        redis_url: s.redis_url.map(Secret::new),
+        key_prefix: s.key_prefix.unwrap_or_else(|| "spillway:".to_string()),
+        data_dir: PathBuf::from(s.data_dir.unwrap_or_else(|| "./spillway-data".to_string())),
+    }
+}
