@@ -14,13 +14,13 @@ use std::time::Duration;
 const ADMIN: &str = "admin-secret";
 
 /// Providers `a`, `b`; cascade `chat: [a/m1, a/m2, b/m]`; a breaker that
-/// opens after 2 failures in a row for 300 ms. Continuation off: these
+/// opens after 2 failures in a row for 1.5 s. Continuation off: these
 /// tests look at one attempt's settlement (tests/continuation.rs at the
 /// continued ones).
 fn config(a: &FakeUpstream, b: &FakeUpstream) -> String {
     format!(
         "server:\n  admin_token: {ADMIN}\nproviders:\n{}{}\
-health:\n  dead_ttl: 1h\n  breaker: {{ consecutive_failures: 2, open_for: 300ms, window: 60s, failure_rate: 0.9, min_requests: 50 }}\n  retries: {{ max: 0, backoff: 1ms, jitter: 0 }}\n  timeouts: {{ connect: 1s, first_token: 2s, idle: 2s, total: 10s }}\n\
+health:\n  dead_ttl: 1h\n  breaker: {{ consecutive_failures: 2, open_for: 1500ms, window: 60s, failure_rate: 0.9, min_requests: 50 }}\n  retries: {{ max: 0, backoff: 1ms, jitter: 0 }}\n  timeouts: {{ connect: 1s, first_token: 2s, idle: 2s, total: 10s }}\n\
 cascades:\n  chat:\n    models: [a/m1, a/m2, b/m]\n    continue_streams: false\n",
         openai_provider("a", a),
         openai_provider("b", b)
@@ -83,8 +83,8 @@ async fn a_streamed_half_open_probe_closes_the_breaker() {
     assert_eq!(m1(&gw).await["breaker"]["state"], "open");
     assert_eq!(gw.metric(r#"spillway_breaker_state{provider="a",model="m1"}"#).await, 1.0);
     // The breaker's clock is the runtime's and the gateway serves real
-    // sockets here, so `open_for` (300 ms) is waited out for real.
-    tokio::time::sleep(Duration::from_millis(350)).await;
+    // sockets here, so `open_for` (1.5 s) is waited out for real.
+    tokio::time::sleep(Duration::from_millis(1600)).await;
     a.push(ok_stream());
     assert_eq!(stream(&gw).await.0, "a/m1", "the streamed probe answers");
     assert_eq!(m1(&gw).await["breaker"]["state"], "closed");
