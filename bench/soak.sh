@@ -31,7 +31,8 @@ GW=$(free_port)
 
 config() { # $1: the generation number, written into the handoff reply
 cat >"$work/gw.yaml" <<YAML
-server: { listen: 127.0.0.1:$GW, data_dir: "$work/data" }
+server: { listen: 127.0.0.1:$GW }
+state: { data_dir: "$work/data" }
 providers:
   mock:
     kind: mock
@@ -62,7 +63,7 @@ YAML
 config 0
 "$BIN/spillway" serve --config "$work/gw.yaml" >"$work/gw.log" 2>&1 &
 GWPID=$!; pids+=($GWPID)
-wait_port "$GW"
+wait_port "$GW" || { cat "$work/gw.log" >&2; exit 1; }
 
 python3 bench/soak_driver.py --url "http://127.0.0.1:$GW" --seconds "$SOAK_SECONDS" --threads "$THREADS" \
   --pid "$GWPID" --out "$OUT" --reload-cmd "$work/reload.sh" &

@@ -53,7 +53,10 @@ def worker(host, port, deadline, counts, lock):
         _, name, path, body, streamed, hang_up = random.choices(KINDS, weights)[0]
         conn = http.client.HTTPConnection(host, port, timeout=30)
         try:
-            conn.request("POST", path, json.dumps(body), {"Content-Type": "application/json"})
+            headers = {"Content-Type": "application/json"}
+            if path == "/v1/messages":
+                headers["anthropic-version"] = "2023-06-01"
+            conn.request("POST", path, json.dumps(body), headers)
             resp = conn.getresponse()
             if hang_up:
                 resp.read(64)
