@@ -10,7 +10,7 @@
 use super::generation::Generation;
 use crate::cascade::{CascadePlan, Target};
 use crate::config::{CascadeKind, CascadeSource, Config, DiscoverySpec, ModelRef};
-use crate::discovery::{BuiltCascade, DiscoveryState, Reason};
+use crate::discovery::{DiscoveryState, Reason};
 use crate::health::HealthRegistry;
 use crate::metrics::Metrics;
 use crate::outcome::Tier;
@@ -287,7 +287,7 @@ fn plans(
     for (name, c) in &config.cascades {
         let mut refs: Vec<(ModelRef, Tier, Option<u64>)> = match &c.source {
             CascadeSource::Fixed(models) => models.iter().map(|m| (m.clone(), Tier::Preferred, None)).collect(),
-            CascadeSource::Discovered(spec) => discovered(config, spec, round.cascades.get(name)),
+            CascadeSource::Discovered(spec) => discovered(config, name, spec, &round),
         };
         if let Some(last) = &c.last_resort {
             refs.push((last.clone(), Tier::LastResort, None));
@@ -319,12 +319,16 @@ fn plans(
 /// A discovered cascade's refs: the built ones, then (when fewer than 2
 /// were built, or discovery has not run yet) its preferred models and the
 /// static models of its providers, so it is never empty (SPEC §4: static
-/// models stand alone for providers that list nothing).
+/// models stand alone for providers that list nothing). Those pass the
+/// cascade's filters too: a `free_only` cascade never gains a paid model
+/// by falling back.
 fn discovered(
     config: &Config,
+    name: &str,
     spec: &DiscoverySpec,
-    built: Option<&BuiltCascade>,
+    round: &crate::discovery::Round,
 ) -> Vec<(ModelRef, Tier, Option<u64>)> {
+    let built = round.cascades.get(name);
     let mut refs: Vec<(ModelRef, Tier, Option<u64>)> = built
         .map(|b| b.entries.as_slice())
         .unwrap_or_default()
@@ -338,6 +342,7 @@ fn discovered(
     if refs.len() >= 2 {
         return refs;
     }
+    let filters = crate::discovery::round::cascade_spec(name, spec).filters;
     let statics =
         spec.preferred.iter().map(|m| (m.clone(), Tier::Preferred)).chain(spec.providers.iter().flat_map(|p| {
             let models = config.providers.get(p).map(|p| p.models.as_slice()).unwrap_or_default();
@@ -347,9 +352,15 @@ fn discovered(
         if refs.len() >= spec.size as usize {
             break;
         }
-        if !refs.iter().any(|(x, _, _)| *x == r) {
-            refs.push((r, tier, None));
+        if refs.iter().any(|(x, _, _)| *x == r) {
+            continue;
         }
+        let meta = crate::discovery::round::static_meta(config, &round.listings, &r.provider, &r.model);
+        if let Err(why) = crate::discovery::check_filters(&filters, &meta) {
+            tracing::debug!(cascade = %name, model = %r, %why, "Static fallback model left out by the filters.");
+            continue;
+        }
+        refs.push((r, tier, meta.context.map(u64::from)));
     }
     refs
 }

@@ -67,16 +67,16 @@ pub fn compile(input: (RawConfig, Vec<ConfigError>), source: Option<&Path>) -> R
 
     let server = compile_server(&mut cx, raw.server.unwrap_or_default());
     let state = compile_state(&mut cx, raw.state.unwrap_or_default());
+    let health = compile_health(&mut cx, raw.health.unwrap_or_default());
     let mut providers = IndexMap::new();
     for (name, p) in raw.providers {
-        if let Some(p) = compile_provider(&mut cx, &name, p, &base_dir) {
+        if let Some(p) = compile_provider(&mut cx, &name, p, &base_dir, &health.breaker) {
             providers.insert(name, p);
         }
     }
     if providers.is_empty() {
         cx.err("providers", "at least one provider is required");
     }
-    let health = compile_health(&mut cx, raw.health.unwrap_or_default());
     let d = raw.discovery.unwrap_or_default();
     let discovery = DiscoveryConfig {
         interval: cx.duration("discovery.interval", d.interval.as_ref(), Duration::from_secs(12 * 3600)),
@@ -84,7 +84,7 @@ pub fn compile(input: (RawConfig, Vec<ConfigError>), source: Option<&Path>) -> R
     };
     let mut cascades = IndexMap::new();
     for (name, c) in raw.cascades {
-        if let Some(c) = compile_cascade(&mut cx, &name, c, &providers) {
+        if let Some(c) = compile_cascade(&mut cx, &name, c, &providers, &health.breaker) {
             cascades.insert(name, c);
         }
     }

@@ -96,7 +96,7 @@ fn a_refresh_that_removes_a_model_drops_it_and_yields_the_diff() {
     assert_eq!(
         d.to_string(),
         "extraction: -groq/qwen/qwen3-32b (removed), \
-         groq/llama-3.1-8b-instant -> groq/llama-3.2-8b-instant (upgraded)"
+         groq/llama-3.1-8b-instant → groq/llama-3.2-8b-instant (upgraded)"
     );
 }
 
