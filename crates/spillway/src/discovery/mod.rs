@@ -37,8 +37,8 @@ pub mod round;
 pub mod state;
 
 pub use build::{
-    build_cascade, check_filters, BuiltCascade, CascadeEntry, LeftOut, CascadeSpec, Filters, RankKey, Reason, Rejection,
-    Strategy, UnknownStrategy,
+    build_cascade, check_filters, BuiltCascade, CascadeEntry, CascadeSpec, Filters, LeftOut, RankKey, Reason,
+    Rejection, Strategy, UnknownStrategy,
 };
 pub use diff::{diff, family_version, CascadeDiff, Move, Upgrade, Version};
 pub use listing::{

@@ -331,7 +331,12 @@ mod tests {
         (listed.price_in_per_1m, listed.price_out_per_1m) = (Some(0.5), Some(0.8));
         let mut half = ModelMeta::new("groq", "half");
         half.price_in_per_1m = Some(0.0);
-        let hint = StaticHint { id: "hinted".into(), price_in_per_1m: Some(2.0), price_out_per_1m: Some(2.0), ..Default::default() };
+        let hint = StaticHint {
+            id: "hinted".into(),
+            price_in_per_1m: Some(2.0),
+            price_out_per_1m: Some(2.0),
+            ..Default::default()
+        };
         let hinted = ModelMeta::new("groq", "hinted");
         let mut merged = apply_hints("groq", Some(vec![unpriced, listed, half, hinted]), &[hint]);
         apply_provider_price(&mut merged.models, (0.0, 0.0));

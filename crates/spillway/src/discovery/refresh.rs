@@ -82,7 +82,7 @@ pub fn build_round(
                 discovery.emit(DiscoveryEvent::PreferredLeftOut {
                     cascade: name.clone(),
                     model: out.model_ref.clone(),
-                    why: out.to_string(),
+                    why: out.why.clone(),
                 });
             }
         }

@@ -43,8 +43,8 @@ pub enum DiscoveryEvent {
         cascade: String,
         /// The model ref.
         model: String,
-        /// Why, with what fixes it when it is an unknown price or context.
-        why: String,
+        /// The filter it failed.
+        why: super::build::Rejection,
     },
     /// Fewer than 2 models of a discovered cascade are alive; static models
     /// were added behind them so it is never empty.

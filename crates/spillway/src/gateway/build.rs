@@ -201,7 +201,7 @@ impl Gateway {
         let r = ModelRef::parse(model)?;
         let provider = self.providers.get(&r.provider)?.clone();
         let target = if self.knows(&r) {
-            Target::new(r, Tier::Preferred, provider, &self.metrics, &self.health, "direct")
+            Target::new(r, Tier::Preferred, provider, &self.metrics, &self.health, "direct", 1)
         } else if provider.config.allow_any_model && provider.config.kind != crate::config::ProviderKind::Mock {
             self.shared.unlisted.target(r, provider, &self.metrics, &self.health)
         } else {
@@ -257,7 +257,7 @@ impl Unlisted {
             ids.contains(&r.model) || (ids.len() < UNLISTED_PER_PROVIDER && ids.insert(r.model.clone()))
         };
         if admitted {
-            return Target::new(r, Tier::Preferred, provider, metrics, health, "direct");
+            return Target::new(r, Tier::Preferred, provider, metrics, health, "direct", 1);
         }
         let name = r.to_string();
         Target {
@@ -267,8 +267,10 @@ impl Unlisted {
             name,
             model_ref: r,
             tier: Tier::Preferred,
+            breaker: provider.config.breaker,
             provider,
             context: None,
+            rank: 1,
         }
     }
 }
@@ -292,16 +294,16 @@ fn plans(
         if let Some(last) = &c.last_resort {
             refs.push((last.clone(), Tier::LastResort, None));
         }
-        let targets = refs
-            .into_iter()
-            .filter_map(|(r, tier, context)| {
-                let provider = providers.get(&r.provider)?.clone();
-                let mut target = Target::new(r, tier, provider, metrics, health, name);
-                // The listing knows the context of models the config does not list.
-                target.context = context.or(target.context);
-                Some(target)
-            })
-            .collect();
+        let mut targets: Vec<Target> = Vec::with_capacity(refs.len());
+        for (r, tier, context) in refs {
+            let Some(provider) = providers.get(&r.provider).cloned() else { continue };
+            let breaker = c.breaker_for(&r, &config.providers);
+            let mut target = Target::new(r, tier, provider, metrics, health, name, targets.len() + 1);
+            // The listing knows the context of models the config does not list.
+            target.context = context.or(target.context);
+            target.breaker = breaker;
+            targets.push(target);
+        }
         let plan = CascadePlan {
             name: name.clone(),
             kind: c.kind,

@@ -214,8 +214,9 @@ impl Ledger {
 /// by the meter the handler attaches to it, [`OwnedBooks::meter`]).
 pub fn observe(books: Books<'_>, ledger: &Ledger, plan: &CascadePlan, served: &crate::cascade::Served) {
     let now = crate::health::clock::now_ms();
-    let first = plan.targets.first().map_or(0, |t| t.tier.index());
-    books.alerts.traffic.record(&served.cascade, served.tier.index() > first, now);
+    // Fallback traffic by position: anything but the cascade's first model
+    // (the handoff included), for fixed chains and discovered cascades alike.
+    books.alerts.traffic.record_model(&served.cascade, &served.model, served.rank != Some(1), now);
     if let crate::cascade::ServedBody::Complete(c) = &served.body {
         if served.handoff_id.is_none() {
             let target = plan.targets.iter().find(|t| t.name == served.model);
