@@ -125,6 +125,11 @@ pub(super) fn check(filters: &Filters, patterns: &Patterns<'_>, m: &ModelMeta) -
     if !m.output_modalities.is_empty() && !m.output_modalities.iter().any(|o| o == "text") {
         return Err(Rejection::NoTextOutput);
     }
+    // The operator's explicit word first: an excluded model is excluded,
+    // whatever else the listing did not say about it.
+    if let Some(pattern) = patterns.matching(&m.id) {
+        return Err(Rejection::Excluded { pattern: pattern.to_owned() });
+    }
     if let Some(min) = filters.min_context {
         match m.context {
             None => return Err(Rejection::ContextUnknown),
@@ -145,9 +150,6 @@ pub(super) fn check(filters: &Filters, patterns: &Patterns<'_>, m: &ModelMeta) -
             return Err(Rejection::PriceUnknown);
         }
         return Err(Rejection::NotFree);
-    }
-    if let Some(pattern) = patterns.matching(&m.id) {
-        return Err(Rejection::Excluded { pattern: pattern.to_owned() });
     }
     Ok(())
 }

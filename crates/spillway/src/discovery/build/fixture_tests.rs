@@ -71,7 +71,11 @@ fn extraction_over_fixtures() {
         .map(|e| e.meta.free)
         .collect();
     assert!(ranked.windows(2).all(|w| w[0] >= w[1]), "{ranked:?}");
-    assert!(built.notes.is_empty(), "{:?}", built.notes);
+    // The paid Gemma is preferred ahead of the free models: legal, and said.
+    assert_eq!(
+        built.notes,
+        ["preferred openrouter/google/gemma-3-27b-it is paid and placed ahead of 8 free model(s): most traffic will be paid"]
+    );
 }
 
 #[test]

@@ -248,13 +248,14 @@ pub fn build_cascade(spec: &CascadeSpec, models: &[ModelMeta], ttft_ms: &dyn Fn(
 /// Preferred first is the rule (SPEC §4), but a paid preferred model ahead
 /// of free ones decides what most traffic costs: one line says so.
 fn paid_ahead_of_free(entries: &[CascadeEntry]) -> Option<String> {
-    let paid: Vec<&str> = entries
-        .iter()
-        .take_while(|e| matches!(e.reason, Reason::Preferred { .. }))
-        .filter(|e| !e.meta.free)
-        .map(|e| e.model_ref.as_str())
-        .collect();
-    let first_paid = entries.iter().position(|e| !e.meta.free && matches!(e.reason, Reason::Preferred { .. }))?;
+    // Known to cost something; an unknown price is said elsewhere.
+    let is_paid = |e: &CascadeEntry| {
+        matches!(e.reason, Reason::Preferred { .. })
+            && !e.meta.free
+            && e.meta.max_price_per_1m().is_some_and(|p| p > 0.0)
+    };
+    let paid: Vec<&str> = entries.iter().filter(|e| is_paid(e)).map(|e| e.model_ref.as_str()).collect();
+    let first_paid = entries.iter().position(is_paid)?;
     let free_after = entries.iter().skip(first_paid + 1).filter(|e| e.meta.free).count();
     (free_after > 0).then(|| {
         format!(
