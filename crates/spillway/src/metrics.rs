@@ -137,7 +137,7 @@ macro_rules! label_sets {
 label_sets! {
     RequestLabels { cascade, outcome }
     AttemptLabels { cascade, provider, model, result }
-    ServedLabels { cascade, tier, provider, model }
+    ServedLabels { cascade, tier, provider, model, rank }
     CascadeLabels { cascade }
     ModelLabels { provider, model }
     ProviderLabels { provider }
