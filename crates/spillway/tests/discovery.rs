@@ -400,3 +400,59 @@ async fn without_a_price_the_groq_models_are_a_warning_and_an_alert_and_the_fall
     assert_eq!(left_out(&hook).len(), 1);
     gw.stop().await;
 }
+
+/// One refresh that changes two cascades sends one message listing both
+/// diffs; an id change within a model family reads as an upgrade.
+#[tokio::test]
+async fn one_refresh_is_one_message_and_a_new_version_reads_as_an_upgrade() {
+    let up = FakeUpstream::start().await;
+    up.route("/v1/models", groq_listing(&["llama-3.1-70b-versatile", "qwen3-32b"]));
+    let hook = FakeUpstream::start_at("/alerts").await;
+    let dir = TempDir::new("discovery-one-message");
+    let yaml = format!(
+        "
+server:
+  admin_token: {ADMIN}
+state:
+  data_dir: {}
+providers:
+  groq:
+    kind: openai
+    base_url: {}
+    api_key: test-key
+    discovery: {{ enabled: true, format: groq }}
+cascades:
+  chat:
+    strategy: quality_first
+    providers: [groq]
+  extraction:
+    strategy: quality_first
+    providers: [groq]
+    size: 1
+alerts:
+  webhook: {{ url: \"{}/alerts\" }}
+  repeat_after: 1h
+{}",
+        dir.path().display(),
+        up.base_url(),
+        hook.origin(),
+        common::FAST_HEALTH
+    );
+    let gw = FileGateway::start(dir.path(), &yaml).await;
+    gw.wait_plan("chat", |p| p.len() == 2).await;
+    up.route("/v1/models", groq_listing(&["llama-3.3-70b-versatile", "qwen3-32b"]));
+    let (status, body) = gw.admin_post("/admin/discovery/refresh").await;
+    assert_eq!(status, 200, "{body}");
+    let changed =
+        |h: &FakeUpstream| h.requests().into_iter().filter(|r| r["kind"] == "cascade_changed").collect::<Vec<_>>();
+    assert!(hook.wait_for(std::time::Duration::from_secs(5), |h| !changed(h).is_empty()).await);
+    tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    let messages = changed(&hook);
+    assert_eq!(messages.len(), 1, "{messages:?}");
+    let text = messages[0]["text"].as_str().unwrap();
+    assert!(text.starts_with("Discovery changed 2 cascades"), "{text}");
+    let upgrade = "groq/llama-3.1-70b-versatile → groq/llama-3.3-70b-versatile (upgraded)";
+    assert!(text.contains(&format!("\nchat: {upgrade}")), "{text}");
+    assert!(text.contains(&format!("\nextraction: {upgrade}")), "{text}");
+    gw.stop().await;
+}
