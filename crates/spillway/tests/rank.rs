@@ -109,32 +109,30 @@ async fn the_rank_header_is_on_whole_streamed_responses_and_messages_answers() {
 /// overridden as a whole, stay closed (tried every time).
 #[tokio::test]
 async fn breaker_rules_can_be_overridden_per_cascade_entry_and_per_provider() {
-    let yaml = format!(
-        "server: {{ admin_token: adm }}
+    let yaml = "server: { admin_token: adm }
 providers:
   p:
     kind: mock
     models:
-      - {{ id: strict, behavior: {{ error_rate: 1.0, error_status: 503 }} }}
-      - {{ id: flaky, behavior: {{ error_rate: 1.0, error_status: 503 }} }}
+      - { id: strict, behavior: { error_rate: 1.0, error_status: 503 } }
+      - { id: flaky, behavior: { error_rate: 1.0, error_status: 503 } }
   q:
     kind: mock
-    breaker: {{ consecutive_failures: 100, min_requests: 1000 }}
+    breaker: { consecutive_failures: 100, min_requests: 1000 }
     models:
-      - {{ id: tolerant, behavior: {{ error_rate: 1.0, error_status: 503 }} }}
+      - { id: tolerant, behavior: { error_rate: 1.0, error_status: 503 } }
 health:
-  retries: {{ max: 0, backoff: 1ms, jitter: 0 }}
-  breaker: {{ consecutive_failures: 2, open_for: 1h, open_min: 1h }}
+  retries: { max: 0, backoff: 1ms, jitter: 0 }
+  breaker: { consecutive_failures: 2, open_for: 1h, open_min: 1h }
 cascades:
   primary:
     models: [p/strict]
   emergency:
     models: [p/flaky, q/tolerant]
     breakers:
-      p/flaky: {{ consecutive_failures: 100, min_requests: 1000 }}
-"
-    );
-    let gw = start(&yaml).await;
+      p/flaky: { consecutive_failures: 100, min_requests: 1000 }
+";
+    let gw = start(yaml).await;
     for stream in [false, true, false, true, false] {
         assert_eq!(gw.post(&chat("primary", stream)).await.status(), 503);
         assert_eq!(gw.post(&chat("emergency", stream)).await.status(), 503);
