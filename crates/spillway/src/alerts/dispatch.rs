@@ -149,7 +149,7 @@ impl Dispatcher {
         let due =
             self.bus.digest.lock().unwrap_or_else(std::sync::PoisonError::into_inner).take_due(now, self.repeat_after);
         for d in due {
-            let text = super::text::digest(&d.last, d.count, self.repeat_after, self.language);
+            let text = super::text::digest(&d.last, d.count, self.repeat_after, self.language, now);
             let body = json!({
                 "kind": d.last.kind(), "text": text, "at_ms": now, "key": d.last.key(),
                 "count": d.count, "digest": true,

@@ -14,8 +14,8 @@ pub(super) fn render(e: &Event, at_ms: u64, lang: Language) -> String {
     }
 }
 
-/// The digest of `count` more events like `last` within `window`.
-pub(super) fn digest(last: &Event, count: u64, window: Duration, lang: Language) -> String {
+/// The digest of `count` more events like `last` within `window`, sent at `at_ms`.
+pub(super) fn digest(last: &Event, count: u64, window: Duration, lang: Language, at_ms: u64) -> String {
     let w = span(window, lang);
     match (last, lang) {
         (Event::HandoffQueued { cascade, .. }, Language::En) => {
@@ -37,10 +37,10 @@ pub(super) fn digest(last: &Event, count: u64, window: Duration, lang: Language)
             format!("Все модели каскада {cascade} не ответили ещё на {count} запрос(ов) за последние {w}.")
         }
         (e, Language::En) => {
-            format!("{} (repeated {count} time(s) in the last {w})", english(e, 0).trim_end_matches('.'))
+            format!("{} (repeated {count} time(s) in the last {w})", english(e, at_ms).trim_end_matches('.'))
         }
         (e, Language::Ru) => {
-            format!("{} (повторилось {count} раз(а) за последние {w})", russian(e, 0).trim_end_matches('.'))
+            format!("{} (повторилось {count} раз(а) за последние {w})", russian(e, at_ms).trim_end_matches('.'))
         }
     }
 }
@@ -211,12 +211,17 @@ mod tests {
         );
         let q = Event::HandoffQueued { id: "h1".into(), cascade: "chat".into(), attempts: 3 };
         assert_eq!(
-            digest(&q, 12, Duration::from_secs(600), Language::Ru),
+            digest(&q, 12, Duration::from_secs(600), Language::Ru, 0),
             "12 запрос(ов) передано оператору в каскаде chat за последние 10 мин."
         );
         assert_eq!(
-            digest(&q, 12, Duration::from_secs(600), Language::En),
+            digest(&q, 12, Duration::from_secs(600), Language::En, 0),
             "12 request(s) queued for an operator in chat in the last 10 min."
+        );
+        let closed = Event::BreakerClosed { model: "p/a".into() };
+        assert_eq!(
+            digest(&closed, 2, Duration::from_secs(600), Language::En, 1_764_441_000_000),
+            "Breaker closed for p/a: it answers again since 2025-11-29 18:30:00 UTC (repeated 2 time(s) in the last 10 min)"
         );
         let left = Event::ModelLeftOut {
             cascade: "free".into(),
