@@ -43,7 +43,8 @@ pub enum Event {
         /// Each cascade's diff, one line each, in config order.
         diffs: Vec<String>,
     },
-    /// A preferred model is left out of its cascade by the filters.
+    /// A preferred model is left out of its cascade for an unknown price or
+    /// context (its listing did not say).
     ModelLeftOut {
         /// Cascade name.
         cascade: String,

@@ -78,7 +78,8 @@ pub fn build_round(
                 tracing::warn!(cascade = %name, model = %out.model_ref, "{out}");
             }
             let known = before.is_some_and(|b| b.left_out.iter().any(|o| o.model_ref == out.model_ref));
-            if out.preferred && !known {
+            // A preferred model lost to what the listing did not say: once.
+            if out.preferred && out.is_unknown() && !known {
                 discovery.emit(DiscoveryEvent::PreferredLeftOut {
                     cascade: name.clone(),
                     model: out.model_ref.clone(),

@@ -36,8 +36,8 @@ pub enum DiscoveryEvent {
         /// The diffs, in config order.
         diffs: Vec<CascadeDiff>,
     },
-    /// A preferred model was left out by the cascade's filters; raised once
-    /// per cascade and model (again only after it was back in).
+    /// A preferred model was left out for an unknown price or context;
+    /// raised once per cascade and model (again only after it was back in).
     PreferredLeftOut {
         /// The cascade.
         cascade: String,
