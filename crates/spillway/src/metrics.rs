@@ -137,7 +137,7 @@ macro_rules! label_sets {
 label_sets! {
     RequestLabels { cascade, outcome }
     AttemptLabels { cascade, provider, model, result }
-    ServedLabels { cascade, tier, provider, model }
+    ServedLabels { cascade, tier, provider, model, rank }
     CascadeLabels { cascade }
     ModelLabels { provider, model }
     ProviderLabels { provider }
@@ -183,6 +183,19 @@ pub struct ServedLabels {
     pub provider: String,
     /// Model id.
     pub model: String,
+    /// 1-based position of the model in its cascade when it answered,
+    /// bounded: `1`, `2`, `3`, `4+` (`handoff` for the handoff series).
+    pub rank: &'static str,
+}
+
+/// The bounded `rank` label of a 1-based cascade position.
+pub fn rank_label(rank: usize) -> &'static str {
+    match rank {
+        0 | 1 => "1",
+        2 => "2",
+        3 => "3",
+        _ => "4+",
+    }
 }
 
 /// `cascade`
@@ -482,6 +495,12 @@ impl Metrics {
 
     /// Pre-built handles for one target of one cascade.
     pub fn target(&self, cascade: &str, provider: &str, model: &str) -> Arc<TargetMetrics> {
+        self.target_at(cascade, provider, model, 1)
+    }
+
+    /// Pre-built handles for the model at 1-based position `rank` of a
+    /// cascade (the `rank` label of `spillway_served_total`).
+    pub fn target_at(&self, cascade: &str, provider: &str, model: &str, rank: usize) -> Arc<TargetMetrics> {
         let attempts = crate::outcome::RESULT_LABELS
             .iter()
             .map(|&result| {
@@ -507,6 +526,7 @@ impl Metrics {
                         tier,
                         provider: provider.into(),
                         model: model.into(),
+                        rank: rank_label(rank),
                     })
                     .clone()
             })
@@ -547,6 +567,7 @@ impl Metrics {
                     tier: crate::outcome::Tier::Handoff.as_str(),
                     provider: "spillway".into(),
                     model: "handoff".into(),
+                    rank: "handoff",
                 })
                 .clone(),
         })

@@ -270,3 +270,189 @@ async fn admin_discovery_needs_the_token() {
     assert_eq!(resp.status(), 401);
     gw.stop().await;
 }
+
+/// Groq's free plan as its users write it: a listing without prices, a
+/// `free_only` cascade that prefers `llama-3.3-70b-versatile`, a local
+/// free model beside it, and (paid, guarded) static models that must never
+/// get in by a fallback. `price` is the provider-wide `price_per_1m` line.
+fn free_groq_config(base_url: &str, data_dir: &std::path::Path, price: &str, hook: &str) -> String {
+    format!(
+        "
+server:
+  admin_token: {ADMIN}
+state:
+  data_dir: {}
+providers:
+  groq:
+    kind: openai
+    base_url: {base_url}
+    api_key: test-key
+    discovery: {{ enabled: true, format: groq }}
+{price}
+  local:
+    kind: openai
+    base_url: {base_url}
+    models:
+      - {{ id: t-lite, price_per_1m: {{ input: 0, output: 0 }} }}
+      - {{ id: paid-big, price_per_1m: {{ input: 1, output: 1 }} }}
+      - {{ id: guard-free, price_per_1m: {{ input: 0, output: 0 }} }}
+cascades:
+  free:
+    strategy: quality_first
+    providers: [groq, local]
+    preferred: [groq/llama-3.3-70b-versatile]
+    filters: {{ free_only: true, exclude_patterns: [guard] }}
+    size: 6
+alerts:
+  webhook: {{ url: \"{hook}\" }}
+  repeat_after: 1h
+{}",
+        data_dir.display(),
+        common::FAST_HEALTH
+    )
+}
+
+const GROQ_IDS: [&str; 4] = ["llama-3.1-8b-instant", "llama-3.3-70b-versatile", "qwen3-32b", "llama-guard-4-12b"];
+
+#[tokio::test]
+async fn groq_models_without_listed_prices_join_a_free_cascade_with_a_provider_price() {
+    let up = FakeUpstream::start().await;
+    up.route("/v1/models", groq_listing(&GROQ_IDS));
+    let hook = FakeUpstream::start_at("/alerts").await;
+    let dir = TempDir::new("discovery-groq-free");
+    let price = "    price_per_1m: { input: 0, output: 0 }";
+    let yaml = free_groq_config(&up.base_url(), dir.path(), price, &format!("{}/alerts", hook.origin()));
+    let gw = FileGateway::start(dir.path(), &yaml).await;
+    let plan = gw.wait_plan("free", |p| p.len() == 4).await;
+    assert_eq!(
+        plan,
+        ["groq/llama-3.3-70b-versatile", "groq/qwen3-32b", "groq/llama-3.1-8b-instant", "local/t-lite"],
+        "preferred first, then the free ones by size; guard and paid left out"
+    );
+    let state: Value = common::client()
+        .get(format!("{}/admin/state", gw.url))
+        .bearer_auth(ADMIN)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(state["cascades"][0]["models"][0]["reason"], "preferred #1", "{state}");
+    assert_eq!(state["cascades"][0]["left_out"], json!([]), "nothing left out for an unknown price: {state}");
+    // Costs are the provider's price: zero.
+    let resp = common::client().post(format!("{}/v1/chat/completions", gw.url)).json(&chat("free", false)).send();
+    let resp = resp.await.unwrap();
+    assert_eq!(resp.status(), 200);
+    assert_eq!(header(&resp, "x-spillway-model"), "groq/llama-3.3-70b-versatile");
+    assert_eq!(header(&resp, "x-spillway-rank"), "1");
+    tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    assert!(!hook.requests().iter().any(|r| r["kind"] == "model_left_out"), "{:?}", hook.requests());
+    gw.stop().await;
+}
+
+#[tokio::test]
+async fn without_a_price_the_groq_models_are_a_warning_and_an_alert_and_the_fallback_respects_filters() {
+    let up = FakeUpstream::start().await;
+    up.route("/v1/models", groq_listing(&GROQ_IDS));
+    let hook = FakeUpstream::start_at("/alerts").await;
+    let dir = TempDir::new("discovery-groq-unpriced");
+    let yaml = free_groq_config(&up.base_url(), dir.path(), "", &format!("{}/alerts", hook.origin()));
+    let gw = FileGateway::start(dir.path(), &yaml).await;
+    // The preferred model is raised once as an alert, with what fixes it.
+    let left_out =
+        |h: &FakeUpstream| h.requests().into_iter().filter(|r| r["kind"] == "model_left_out").collect::<Vec<_>>();
+    assert!(
+        hook.wait_for(std::time::Duration::from_secs(5), |h| !left_out(h).is_empty()).await,
+        "{:?}",
+        hook.requests()
+    );
+    let text = left_out(&hook)[0]["text"].as_str().unwrap().to_string();
+    assert!(
+        text.contains("preferred groq/llama-3.3-70b-versatile is left out: price unknown — set providers.groq.price_per_1m or a models: hint"),
+        "{text}"
+    );
+    // Only the local free model is built; the static fallback (fewer than 2
+    // built) adds neither the unpriced preferred model nor the paid or
+    // excluded static ones: a filtered cascade never gains what it rejects.
+    assert_eq!(gw.plan("free"), ["local/t-lite"]);
+    let state: Value = common::client()
+        .get(format!("{}/admin/state", gw.url))
+        .bearer_auth(ADMIN)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let listed: Vec<&str> =
+        state["cascades"][0]["left_out"].as_array().unwrap().iter().map(|l| l["model"].as_str().unwrap()).collect();
+    assert_eq!(
+        listed,
+        ["groq/llama-3.3-70b-versatile", "groq/llama-3.1-8b-instant", "groq/qwen3-32b"],
+        "the WARN list, shown in /admin/state: {state}"
+    );
+    assert!(state["cascades"][0]["left_out"][1]["text"].as_str().unwrap().contains("set providers.groq.price_per_1m"));
+    // A second refresh does not raise it again.
+    let (status, _) = gw.admin_post("/admin/discovery/refresh").await;
+    assert_eq!(status, 200);
+    tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    assert_eq!(left_out(&hook).len(), 1);
+    gw.stop().await;
+}
+
+/// One refresh that changes two cascades sends one message listing both
+/// diffs; an id change within a model family reads as an upgrade.
+#[tokio::test]
+async fn one_refresh_is_one_message_and_a_new_version_reads_as_an_upgrade() {
+    let up = FakeUpstream::start().await;
+    up.route("/v1/models", groq_listing(&["llama-3.1-70b-versatile", "qwen3-32b"]));
+    let hook = FakeUpstream::start_at("/alerts").await;
+    let dir = TempDir::new("discovery-one-message");
+    let yaml = format!(
+        "
+server:
+  admin_token: {ADMIN}
+state:
+  data_dir: {}
+providers:
+  groq:
+    kind: openai
+    base_url: {}
+    api_key: test-key
+    discovery: {{ enabled: true, format: groq }}
+cascades:
+  chat:
+    strategy: quality_first
+    providers: [groq]
+  extraction:
+    strategy: quality_first
+    providers: [groq]
+    size: 1
+alerts:
+  webhook: {{ url: \"{}/alerts\" }}
+  repeat_after: 1h
+{}",
+        dir.path().display(),
+        up.base_url(),
+        hook.origin(),
+        common::FAST_HEALTH
+    );
+    let gw = FileGateway::start(dir.path(), &yaml).await;
+    gw.wait_plan("chat", |p| p.len() == 2).await;
+    up.route("/v1/models", groq_listing(&["llama-3.3-70b-versatile", "qwen3-32b"]));
+    let (status, body) = gw.admin_post("/admin/discovery/refresh").await;
+    assert_eq!(status, 200, "{body}");
+    let changed =
+        |h: &FakeUpstream| h.requests().into_iter().filter(|r| r["kind"] == "cascade_changed").collect::<Vec<_>>();
+    assert!(hook.wait_for(std::time::Duration::from_secs(5), |h| !changed(h).is_empty()).await);
+    tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    let messages = changed(&hook);
+    assert_eq!(messages.len(), 1, "{messages:?}");
+    let text = messages[0]["text"].as_str().unwrap();
+    assert!(text.starts_with("Discovery changed 2 cascades"), "{text}");
+    let upgrade = "groq/llama-3.1-70b-versatile → groq/llama-3.3-70b-versatile (upgraded)";
+    assert!(text.contains(&format!("\nchat: {upgrade}")), "{text}");
+    assert!(text.contains(&format!("\nextraction: {upgrade}")), "{text}");
+    gw.stop().await;
+}

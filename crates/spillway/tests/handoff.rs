@@ -67,7 +67,7 @@ async fn handoff_end_to_end() {
     assert_eq!(completion["choices"][0]["message"]["content"], REPLY);
     // Served by the handoff tier, which belongs to the cascade, not to a model.
     let metrics = gw.get("/metrics").await.text().await.unwrap();
-    let served = r#"spillway_served_total{cascade="support",tier="handoff",provider="spillway",model="handoff"} 1"#;
+    let served = r#"spillway_served_total{cascade="support",tier="handoff",provider="spillway",model="handoff",rank="handoff"} 1"#;
     assert!(metrics.contains(served), "{metrics}");
     assert!(!metrics.contains(r#"tier="handoff",provider="down""#), "{metrics}");
 

@@ -380,7 +380,7 @@ async fn gauges_show_dead_models_and_breakers() {
     assert!(text.contains(r#"spillway_model_dead{provider="a",model="m1"} 1"#), "{text}");
     assert!(text.contains(r#"spillway_breaker_state{provider="a",model="m1"} 0"#), "{text}");
     assert!(
-        text.contains(r#"spillway_served_total{cascade="chat",tier="preferred",provider="a",model="m2"} 1"#),
+        text.contains(r#"spillway_served_total{cascade="chat",tier="preferred",provider="a",model="m2",rank="2"} 1"#),
         "{text}"
     );
 }

@@ -137,7 +137,7 @@ async fn a_stream_cut_after_its_first_byte_is_a_failure_everywhere() {
     assert_eq!(gw.metric(&attempts("ok")).await, 0.0);
     let broken = series("spillway_attempt_failures_total", &format!("{m1_labels},reason=\"broken_body\""));
     assert_eq!(gw.metric(&broken).await, 2.0);
-    let served = series("spillway_served_total", r#"cascade="chat",tier="preferred",provider="a",model="m1""#);
+    let served = series("spillway_served_total", r#"cascade="chat",tier="preferred",provider="a",model="m1",rank="1""#);
     assert_eq!(gw.metric(&served).await, 0.0, "a broken stream was not served");
 }
 
@@ -149,7 +149,7 @@ async fn a_clean_stream_counts_as_ok_served_and_a_ttft_sample() {
     let m1_labels = r#"cascade="chat",provider="a",model="m1""#;
     assert_eq!(gw.metric(r#"spillway_requests_total{cascade="chat",outcome="ok"}"#).await, 1.0);
     assert_eq!(gw.metric(&format!("spillway_attempts_total{{{m1_labels},result=\"ok\"}}")).await, 1.0);
-    let served = r#"spillway_served_total{cascade="chat",tier="preferred",provider="a",model="m1"}"#;
+    let served = r#"spillway_served_total{cascade="chat",tier="preferred",provider="a",model="m1",rank="1"}"#;
     assert_eq!(gw.metric(served).await, 1.0);
     assert_eq!(gw.metric(r#"spillway_ttft_seconds_count{provider="a",model="m1"}"#).await, 1.0);
     assert!(m1(&gw).await["ttft_ms"].as_f64().is_some(), "the TTFT sample reached the health view");

@@ -140,6 +140,31 @@ async fn providers_without_native_json_get_the_schema_as_an_instruction() {
     assert!(system.contains("first_name") && system.contains("JSON"), "{system}");
 }
 
+/// After a Russian system prompt (a prompt variant's prefix or the
+/// client's), the instruction is Russian too; after an English one, English.
+#[tokio::test]
+async fn the_instruction_follows_a_russian_system_prompt_on_whole_and_streamed_requests() {
+    let a = FakeUpstream::start().await;
+    let yaml = format!(
+        "providers:\n{}{FAST_HEALTH}cascades:\n  chat:\n    models: [a/m]\nprompts:\n  - match: a/*\n    system_prefix: \"Ты — помощник по извлечению данных.\"\n",
+        openai_provider("a", &a).replace("test-key-a\n", "test-key-a\n    native_json: false\n")
+    );
+    let gw = start(&yaml).await;
+    for stream in [false, true] {
+        let answer = r#"{"first_name": "Ada", "age": 36}"#;
+        a.push(if stream { Reply::stream(&[answer]) } else { Reply::text(answer) });
+        assert_eq!(gw.post(&schema_request(stream)).await.status(), 200);
+        let sent = a.requests().pop().unwrap();
+        let system = sent["messages"][0]["content"].as_str().unwrap().to_string();
+        assert!(system.starts_with("Ты — помощник"), "{system}");
+        assert!(
+            system.contains("Ответь одним JSON-значением, соответствующим JSON Schema ниже"),
+            "stream={stream}: {system}"
+        );
+        assert!(!system.contains("Respond with"), "{system}");
+    }
+}
+
 #[tokio::test]
 async fn the_demo_sloppy_model_is_normalized() {
     let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/demo.yaml")).unwrap();

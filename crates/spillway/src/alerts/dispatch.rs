@@ -32,6 +32,7 @@ pub struct Dispatcher {
     sinks: Vec<mpsc::Sender<Message>>,
     handoff_hook: Option<mpsc::Sender<Message>>,
     repeat_after: Duration,
+    language: super::Language,
 }
 
 /// What one generation's alerting reads: its settings and the shared
@@ -87,6 +88,7 @@ pub fn start(w: Wiring<'_>, supervisor: &Supervisor) {
         sinks,
         handoff_hook,
         repeat_after: cfg.repeat_after,
+        language: cfg.language,
     });
     if let Some((above, for_)) = cfg.fallback_share {
         supervisor.spawn(ShareJob {
@@ -111,9 +113,11 @@ fn from_health(e: HealthEvent) -> Event {
 /// The alert for a discovery event, when it is one.
 fn from_discovery(e: DiscoveryEvent) -> Option<Event> {
     match e {
-        DiscoveryEvent::CascadeChanged { diff, text } => {
-            Some(Event::CascadeChanged { cascade: diff.cascade, diff: text })
+        // One message per refresh lists every cascade's diff.
+        DiscoveryEvent::RoundChanged { diffs } => {
+            Some(Event::CascadesChanged { diffs: diffs.iter().map(ToString::to_string).collect() })
         }
+        DiscoveryEvent::PreferredLeftOut { cascade, model, why } => Some(Event::ModelLeftOut { cascade, model, why }),
         DiscoveryEvent::ConfigRejected { errors } => {
             let first = errors.first().cloned().unwrap_or_default();
             Some(Event::ReloadRejected { summary: format!("{} error(s); first: {first}", errors.len()) })
@@ -126,13 +130,44 @@ fn from_discovery(e: DiscoveryEvent) -> Option<Event> {
 impl Dispatcher {
     fn emit(&self, event: &Event) {
         let now = crate::health::clock::now_ms();
-        if !self.bus.first_within(&event.key(), now, self.repeat_after) {
+        let first = self.bus.digest.lock().unwrap_or_else(std::sync::PoisonError::into_inner).offer(
+            event,
+            now,
+            self.repeat_after,
+        );
+        if !first {
             return;
         }
-        let text = event.text(now);
-        tracing::warn!(alert = event.kind(), "{text}");
-        let body = json!({"kind": event.kind(), "text": text, "at_ms": now, "key": event.key()});
-        let msg = Message { text, body };
+        let text = event.text_in(now, self.language);
+        let body = json!({"kind": event.kind(), "text": text, "at_ms": now, "key": event.key(), "count": 1});
+        self.deliver(event.kind(), Message { text, body });
+    }
+
+    /// Sends the digests whose window ended.
+    fn flush(&self) {
+        let now = crate::health::clock::now_ms();
+        let due =
+            self.bus.digest.lock().unwrap_or_else(std::sync::PoisonError::into_inner).take_due(now, self.repeat_after);
+        for d in due {
+            let text = super::text::digest(&d.last, d.count, self.repeat_after, self.language, now);
+            let body = json!({
+                "kind": d.last.kind(), "text": text, "at_ms": now, "key": d.last.key(),
+                "count": d.count, "digest": true,
+            });
+            self.deliver(d.last.kind(), Message { text, body });
+        }
+    }
+
+    /// When the next digest is due, on tokio's clock.
+    fn next_flush(&self) -> Option<tokio::time::Instant> {
+        let due =
+            self.bus.digest.lock().unwrap_or_else(std::sync::PoisonError::into_inner).next_due(self.repeat_after)?;
+        let wait = due.saturating_sub(crate::health::clock::now_ms());
+        Some(tokio::time::Instant::now() + Duration::from_millis(wait))
+    }
+
+    fn deliver(&self, kind: &'static str, msg: Message) {
+        tracing::warn!(alert = kind, "{}", msg.text);
         if let Some(tap) = self.bus.tapped() {
             let _ = tap.try_send(msg.clone());
         }
@@ -174,7 +209,15 @@ impl BackgroundJob for Dispatcher {
 
     async fn run(mut self, shutdown: CancellationToken) {
         loop {
+            let next = self.next_flush();
+            let flush = async move {
+                match next {
+                    Some(at) => tokio::time::sleep_until(at).await,
+                    None => std::future::pending().await,
+                }
+            };
             tokio::select! {
+                () = flush => self.flush(),
                 m = self.rx.recv() => match m {
                     Ok(Outbound::Alert(e)) => self.emit(&e),
                     Ok(Outbound::Handoff(body)) => self.handoff(body),

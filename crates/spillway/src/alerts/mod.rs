@@ -16,9 +16,11 @@
 //! counters outlive config reloads; the dispatcher belongs to one config
 //! generation, so changed sinks apply on reload.
 
+pub mod digest;
 pub mod dispatch;
 pub mod share;
 pub mod sink;
+mod text;
 pub mod window;
 
 use serde_json::Value;
@@ -35,6 +37,21 @@ pub enum Event {
         cascade: String,
         /// The diff: `extraction: +groq/qwen3-235b, -groq/llama-guard-4 (removed)`.
         diff: String,
+    },
+    /// One discovery refresh changed these cascades: one message for all.
+    CascadesChanged {
+        /// Each cascade's diff, one line each, in config order.
+        diffs: Vec<String>,
+    },
+    /// A preferred model is left out of its cascade for an unknown price or
+    /// context (its listing did not say).
+    ModelLeftOut {
+        /// Cascade name.
+        cascade: String,
+        /// Model ref.
+        model: String,
+        /// The filter it failed.
+        why: crate::discovery::Rejection,
     },
     /// A breaker opened.
     BreakerOpened {
@@ -58,7 +75,7 @@ pub enum Event {
         /// Cascade name.
         cascade: String,
     },
-    /// A later tier carries too much of a cascade's traffic.
+    /// Models other than a cascade's first carry too much of its traffic.
     FallbackShare {
         /// Cascade name.
         cascade: String,
@@ -66,6 +83,12 @@ pub enum Event {
         share: f64,
         /// Unix ms since when it has been above the threshold.
         since_ms: u64,
+        /// Unix ms of the check that raised it (`since_ms` to here is how
+        /// long it has lasted).
+        at_ms: u64,
+        /// The models carrying it, each with its share of all answers,
+        /// largest first (this instance's counts).
+        models: Vec<(String, f64)>,
     },
     /// A request was queued for a person.
     HandoffQueued {
@@ -100,16 +123,20 @@ pub enum Event {
 }
 
 impl Event {
-    /// The deduplication key: the same key within `repeat_after` is sent once.
+    /// The grouping key: the first event of a key goes out at once; more
+    /// of it within `repeat_after` are counted into one digest.
     pub fn key(&self) -> String {
         match self {
             Self::CascadeChanged { cascade, diff } => format!("cascade_changed:{cascade}:{diff}"),
+            Self::CascadesChanged { diffs } => format!("cascades_changed:{}", diffs.join("|")),
+            Self::ModelLeftOut { cascade, model, .. } => format!("model_left_out:{cascade}:{model}"),
             Self::BreakerOpened { model, .. } => format!("breaker_opened:{model}"),
             Self::BreakerClosed { model } => format!("breaker_closed:{model}"),
             Self::KeyRejected { provider } => format!("key_rejected:{provider}"),
             Self::CascadeDead { cascade } => format!("cascade_dead:{cascade}"),
             Self::FallbackShare { cascade, .. } => format!("fallback_share:{cascade}"),
-            Self::HandoffQueued { id, .. } => format!("handoff_queued:{id}"),
+            // Per cascade, not per item: an outage queues many.
+            Self::HandoffQueued { cascade, .. } => format!("handoff_queued:{cascade}"),
             Self::ReloadRejected { summary } => format!("reload_rejected:{summary}"),
             Self::RedisDegraded { .. } => "redis_degraded".to_string(),
             Self::BudgetExhausted { cascade, day, .. } => format!("budget_exhausted:{cascade}:{day}"),
@@ -119,7 +146,8 @@ impl Event {
     /// A bounded label naming the kind (webhook payloads, logs).
     pub fn kind(&self) -> &'static str {
         match self {
-            Self::CascadeChanged { .. } => "cascade_changed",
+            Self::CascadeChanged { .. } | Self::CascadesChanged { .. } => "cascade_changed",
+            Self::ModelLeftOut { .. } => "model_left_out",
             Self::BreakerOpened { .. } => "breaker_opened",
             Self::BreakerClosed { .. } => "breaker_closed",
             Self::KeyRejected { .. } => "key_rejected",
@@ -132,42 +160,19 @@ impl Event {
         }
     }
 
-    /// The message: what, where, since when (`at_ms`, when it was seen).
+    /// The message in English: what, where, since when (`at_ms`, when it
+    /// was seen).
     pub fn text(&self, at_ms: u64) -> String {
-        let at = clock_text(at_ms);
-        match self {
-            Self::CascadeChanged { diff, .. } => format!("Cascade changed: {diff} (at {at})"),
-            Self::BreakerOpened { model, reason } => {
-                format!("Breaker opened for {model}: {reason}. Traffic goes to the next model since {at}.")
-            }
-            Self::BreakerClosed { model } => format!("Breaker closed for {model}: it answers again since {at}."),
-            Self::KeyRejected { provider } => {
-                format!("Provider {provider} rejected its API key (401); all its models are skipped since {at}.")
-            }
-            Self::CascadeDead { cascade } => {
-                format!("Every model of cascade {cascade} failed or is dead; requests get handoff or 503 since {at}.")
-            }
-            Self::FallbackShare { cascade, share, since_ms } => format!(
-                "Cascade {cascade}: fallback tiers serve {:.0}% of traffic since {}.",
-                share * 100.0,
-                clock_text(*since_ms)
-            ),
-            Self::HandoffQueued { id, cascade, attempts } => {
-                format!("Request {id} of cascade {cascade} queued for a person after {attempts} attempts ({at}).")
-            }
-            Self::ReloadRejected { summary } => {
-                format!("Config reload rejected, the old config stays ({at}): {summary}")
-            }
-            Self::RedisDegraded { detail } => {
-                format!("Redis unreachable, serving from local state since {at}: {detail}")
-            }
-            Self::BudgetExhausted { cascade, spent_usd, limit_usd, day } => format!(
-                "Cascade {cascade} spent ${spent_usd:.2} of its ${limit_usd:.2} daily budget on {day}; \
-                 paid models are skipped until 00:00 UTC (since {at})."
-            ),
-        }
+        text::render(self, at_ms, Language::En)
+    }
+
+    /// The message in `language`.
+    pub fn text_in(&self, at_ms: u64, language: Language) -> String {
+        text::render(self, at_ms, language)
     }
 }
+
+pub use crate::config::AlertLanguage as Language;
 
 /// `YYYY-MM-DD HH:MM:SS UTC`.
 pub fn clock_text(ms: u64) -> String {
@@ -193,6 +198,8 @@ pub struct AlertBus {
     tx: broadcast::Sender<Outbound>,
     /// Key → unix ms of the last send.
     sent: Mutex<HashMap<String, u64>>,
+    /// Repeats held for the next digest, per key.
+    pub digest: Mutex<digest::Digest>,
     /// Per-cascade tier counters for the fallback-share rule.
     pub traffic: window::Traffic,
     /// An in-process receiver of every alert that goes out, beside the
@@ -207,6 +214,7 @@ impl Default for AlertBus {
         Self {
             tx,
             sent: Mutex::new(HashMap::new()),
+            digest: Mutex::new(digest::Digest::default()),
             traffic: window::Traffic::default(),
             tap: std::sync::OnceLock::new(),
         }

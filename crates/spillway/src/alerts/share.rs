@@ -140,7 +140,10 @@ impl ShareJob {
             },
             None => traffic.shares(now_ms),
         };
-        for event in self.rule.check(&shares, now_ms) {
+        for mut event in self.rule.check(&shares, now_ms) {
+            if let Event::FallbackShare { cascade, models, .. } = &mut event {
+                *models = traffic.carriers(cascade, now_ms);
+            }
             if let Some(store) = &store {
                 if !claim(store.as_ref(), &event, self.repeat_after).await {
                     continue;
@@ -203,7 +206,7 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn one_claim_wins_within_repeat_after() {
         let store = MemoryStore::new();
-        let e = Event::FallbackShare { cascade: "chat".into(), share: 0.5, since_ms: 0 };
+        let e = Event::FallbackShare { cascade: "chat".into(), share: 0.5, since_ms: 0, at_ms: 0, models: Vec::new() };
         let repeat = Duration::from_secs(60);
         assert!(claim(&store, &e, repeat).await);
         assert!(!claim(&store, &e, repeat).await);

@@ -25,7 +25,7 @@ const SLOTS: usize = 10;
 /// Fewer answers than this in a window: no share is computed.
 pub const MIN_REQUESTS: u64 = 5;
 
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Default)]
 struct Slot {
     /// `now_ms / width_ms` when this bucket was last reset.
     index: u64,
@@ -35,6 +35,9 @@ struct Slot {
     /// each answer is added to the shared counters once.
     sent_total: u64,
     sent_fallback: u64,
+    /// Fallback answers per model ref (this instance's), for the alert's
+    /// "carried by"; a cascade has a handful of models, so a short list.
+    carriers: Vec<(String, u64)>,
 }
 
 /// Answers of one cascade in one bucket that the shared store has not seen.
@@ -81,14 +84,23 @@ impl Traffic {
         }
     }
 
-    /// Counts one answer of `cascade`; `fallback` when a later tier served it.
+    /// Counts one answer of `cascade`; `fallback` when a model other than
+    /// the cascade's first served it.
     pub fn record(&self, cascade: &str, fallback: bool, now_ms: u64) {
+        self.record_model(cascade, "", fallback, now_ms);
+    }
+
+    /// [`Traffic::record`], naming the model ref that answered (`""`: not
+    /// named), so the alert can say which models carry the fallback share.
+    pub fn record_model(&self, cascade: &str, model: &str, fallback: bool, now_ms: u64) {
         let mut inner = self.inner.lock().unwrap_or_else(PoisonError::into_inner);
         let Some(rings) = inner.as_mut() else { return };
         let index = now_ms / rings.width_ms;
         let ring = match rings.by_cascade.get_mut(cascade) {
             Some(r) => r,
-            None => rings.by_cascade.entry(cascade.to_string()).or_insert([Slot::default(); SLOTS]),
+            None => {
+                rings.by_cascade.entry(cascade.to_string()).or_insert_with(|| std::array::from_fn(|_| Slot::default()))
+            }
         };
         let slot = &mut ring[(index % SLOTS as u64) as usize];
         if slot.index != index {
@@ -96,6 +108,35 @@ impl Traffic {
         }
         slot.total += 1;
         slot.fallback += u64::from(fallback);
+        if fallback && !model.is_empty() {
+            match slot.carriers.iter_mut().find(|(m, _)| m == model) {
+                Some((_, n)) => *n += 1,
+                None => slot.carriers.push((model.to_string(), 1)),
+            }
+        }
+    }
+
+    /// The models that carried `cascade`'s fallback answers over the window
+    /// on this instance, each with its share of all answers, largest first.
+    pub fn carriers(&self, cascade: &str, now_ms: u64) -> Vec<(String, f64)> {
+        let inner = self.inner.lock().unwrap_or_else(PoisonError::into_inner);
+        let Some(rings) = inner.as_ref() else { return Vec::new() };
+        let Some(ring) = rings.by_cascade.get(cascade) else { return Vec::new() };
+        let current = now_ms / rings.width_ms;
+        let oldest = current.saturating_sub(SLOTS as u64 - 1);
+        let mut total = 0;
+        let mut counts: Vec<(String, u64)> = Vec::new();
+        for slot in ring.iter().filter(|s| s.index >= oldest && s.index <= current) {
+            total += slot.total;
+            for (model, n) in &slot.carriers {
+                match counts.iter_mut().find(|(m, _)| m == model) {
+                    Some((_, c)) => *c += n,
+                    None => counts.push((model.clone(), *n)),
+                }
+            }
+        }
+        counts.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+        counts.into_iter().map(|(m, n)| (m, n as f64 / total.max(1) as f64)).collect()
     }
 
     /// Each cascade's fallback share over the window, when it had enough traffic.
@@ -191,7 +232,13 @@ impl ShareRule {
             }
             let since = *self.since.entry(cascade.clone()).or_insert(now_ms);
             if now_ms.saturating_sub(since) >= self.for_ms {
-                alerts.push(Event::FallbackShare { cascade: cascade.clone(), share: *share, since_ms: since });
+                alerts.push(Event::FallbackShare {
+                    cascade: cascade.clone(),
+                    share: *share,
+                    since_ms: since,
+                    at_ms: now_ms,
+                    models: Vec::new(),
+                });
             }
         }
         alerts
@@ -270,6 +317,19 @@ mod tests {
         assert!(t.take_unsent(16_000).is_empty());
         assert_eq!(t.width_ms(), Some(1_000));
         assert_eq!(t.cascades(), ["chat"]);
+    }
+
+    #[test]
+    fn carriers_are_the_fallback_models_largest_first() {
+        let t = Traffic::default();
+        t.configure(Some(Duration::from_secs(10)));
+        for (model, fallback, n) in [("p/a", false, 1), ("p/b", true, 8), ("p/c", true, 1)] {
+            (0..n).for_each(|_| t.record_model("chat", model, fallback, 5_000));
+        }
+        let c = t.carriers("chat", 5_000);
+        assert_eq!(c.iter().map(|(m, _)| m.as_str()).collect::<Vec<_>>(), ["p/b", "p/c"]);
+        assert!((c[0].1 - 0.8).abs() < 1e-9, "{c:?}");
+        assert!(t.carriers("chat", 30_000).is_empty(), "out of the window");
     }
 
     #[test]

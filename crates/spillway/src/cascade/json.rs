@@ -31,6 +31,8 @@ pub struct JsonPlan {
     pub tools: HashMap<String, Expected>,
     /// The instruction added for models without native `response_format`.
     pub instruction: Option<String>,
+    /// The same in Russian, used after a Russian system prompt.
+    pub instruction_ru: Option<String>,
 }
 
 impl JsonPlan {
@@ -64,7 +66,9 @@ impl JsonPlan {
             return Ok(None);
         }
         let instruction = content.as_ref().and(rf).and_then(normalize::schema_instruction);
-        Ok(Some(Self { content, tools, instruction }))
+        let instruction_ru =
+            content.as_ref().and(rf).and_then(|rf| normalize::schema_instruction_in(rf, normalize::Lang::Ru));
+        Ok(Some(Self { content, tools, instruction, instruction_ru }))
     }
 
     /// Streams must be read whole before they are forwarded.
@@ -87,8 +91,13 @@ pub fn instruct(body: &mut Map<String, Value>, plan: &JsonPlan) {
         messages.iter_mut().find(|m| matches!(m.get("role").and_then(Value::as_str), Some("system" | "developer")));
     match first_system.and_then(|m| m.get_mut("content")) {
         Some(Value::String(s)) => {
+            // In the system prompt's language when that is Russian.
+            let text = match &plan.instruction_ru {
+                Some(ru) if normalize::is_russian(s) => ru,
+                _ => instruction,
+            };
             s.push_str("\n\n");
-            s.push_str(instruction);
+            s.push_str(text);
         }
         _ => messages.insert(0, json!({"role": "system", "content": instruction})),
     }
@@ -262,4 +271,37 @@ pub fn counts(metrics: &crate::metrics::Metrics, provider: &str, model: &str) ->
             .get_or_create(&NormalizeLabels { provider: provider.into(), model: model.into(), result })
             .get()
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn plan() -> JsonPlan {
+        let rf = json!({"type": "json_object"});
+        JsonPlan {
+            instruction: normalize::schema_instruction(&rf),
+            instruction_ru: normalize::schema_instruction_in(&rf, normalize::Lang::Ru),
+            ..JsonPlan::default()
+        }
+    }
+
+    fn system_after(system: &str) -> String {
+        let mut body = json!({"messages": [{"role": "system", "content": system}, {"role": "user", "content": "x"}],
+                              "response_format": {"type": "json_object"}});
+        let Some(map) = body.as_object_mut() else { return String::new() };
+        instruct(map, &plan());
+        assert!(body.get("response_format").is_none());
+        body["messages"][0]["content"].as_str().unwrap_or_default().to_string()
+    }
+
+    #[test]
+    fn the_instruction_follows_the_system_prompts_language() {
+        let ru = system_after("Ты — ассистент банка. Отвечай вежливо.");
+        assert!(ru.starts_with("Ты — ассистент банка."), "{ru}");
+        assert!(ru.contains(normalize::OBJECT_INSTRUCTION_START_RU), "{ru}");
+        let en = system_after("You are a bank assistant.");
+        assert!(en.contains(normalize::OBJECT_INSTRUCTION_START), "{en}");
+        assert!(!en.contains(normalize::OBJECT_INSTRUCTION_START_RU));
+    }
 }

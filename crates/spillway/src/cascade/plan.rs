@@ -27,10 +27,17 @@ pub struct Target {
     pub provider_health: Arc<ProviderHealth>,
     /// Built once per plan: an attempt only increments atomics.
     pub metrics: Arc<TargetMetrics>,
+    /// 1-based position in its cascade (`x-spillway-rank`; anything but 1
+    /// is fallback traffic).
+    pub rank: usize,
+    /// Breaker rules of this entry when they differ from `health.breaker`
+    /// (`cascades.*.breakers`, `providers.*.breaker`).
+    pub breaker: Option<crate::config::BreakerConfig>,
 }
 
 impl Target {
-    /// Builds a target with its health entries and metric handles.
+    /// Builds the target at 1-based position `rank` of `cascade` with its
+    /// health entries and metric handles.
     pub fn new(
         model_ref: ModelRef,
         tier: Tier,
@@ -38,8 +45,10 @@ impl Target {
         metrics: &Metrics,
         health: &HealthRegistry,
         cascade: &str,
+        rank: usize,
     ) -> Self {
-        let m = metrics.target(cascade, &model_ref.provider, &model_ref.model);
+        let m = metrics.target_at(cascade, &model_ref.provider, &model_ref.model, rank);
+        let breaker = provider.config.breaker;
         let name = model_ref.to_string();
         let context = provider.config.models.iter().find(|s| s.id == model_ref.model).and_then(|s| s.context);
         Self {
@@ -51,6 +60,8 @@ impl Target {
             provider,
             context,
             metrics: m,
+            rank,
+            breaker,
         }
     }
 }

@@ -131,6 +131,7 @@ fn serve(walk: &Walk<'_>, win: Attempted<'_>, finish: Finish) -> Served {
         cascade: walk.plan.name.clone(),
         model: target.name.clone(),
         tier: target.tier,
+        rank: Some(target.rank),
         attempts: walk.calls.load(Ordering::Relaxed),
         load_profile,
         handoff_id: None,

@@ -26,6 +26,9 @@ pub struct Served {
     /// The model ref that answered.
     pub model: String,
     pub tier: Tier,
+    /// 1-based position in the cascade of the model that answered
+    /// (`x-spillway-rank`); `None` for the handoff reply.
+    pub rank: Option<usize>,
     /// Upstream calls made (retries and hedges included).
     pub attempts: u32,
     /// The load profile applied to the answering model, if monitored.

@@ -65,7 +65,13 @@ fn ms(d: Duration) -> u64 {
 
 impl Ticket {
     /// A ticket for `plan.targets[index]`, holding the pass its gate gave.
+    /// The target's own breaker rules (`cascades.*.breakers`,
+    /// `providers.*.breaker`) replace `rules.breaker` where it has them.
     pub fn new(plan: &Arc<CascadePlan>, index: usize, health: &Arc<HealthRegistry>, rules: Rules, pass: Pass) -> Self {
+        let mut rules = rules;
+        if let Some(b) = plan.targets.get(index).and_then(|t| t.breaker) {
+            rules.breaker = b;
+        }
         Self {
             plan: plan.clone(),
             index,

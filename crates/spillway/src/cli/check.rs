@@ -22,6 +22,54 @@ pub fn run(path: &Path) -> ExitCode {
     }
 }
 
+/// Listing formats that carry prices; the others list none, so their
+/// models are priced only by `price_per_1m` or a `models:` hint.
+const PRICED_LISTINGS: [&str; 1] = ["openrouter"];
+
+/// What `check` can know without fetching a listing: a filtered cascade
+/// whose providers list no prices and set no `price_per_1m` (their models
+/// will be left out), and a paid preferred model placed ahead of the rest.
+fn warnings(c: &Config, cascade: &crate::config::CascadeConfig) -> Vec<String> {
+    let CascadeSource::Discovered(spec) = &cascade.source else { return Vec::new() };
+    let mut out = Vec::new();
+    let filter = if spec.filters.free_only {
+        Some("free_only")
+    } else if spec.filters.max_cost_per_1m.is_some() {
+        Some("max_cost_per_1m")
+    } else {
+        None
+    };
+    let static_price = |provider: &str, id: &str| {
+        let p = c.providers.get(provider)?;
+        p.models.iter().find(|m| m.id == id).and_then(|m| m.price).or(p.price)
+    };
+    if let Some(filter) = filter {
+        let mut providers: Vec<&str> = spec.providers.iter().map(String::as_str).collect();
+        providers.extend(
+            spec.preferred.iter().map(|r| r.provider.as_str()).filter(|p| !spec.providers.iter().any(|x| x == p)),
+        );
+        for name in providers {
+            let Some(p) = c.providers.get(name) else { continue };
+            let unpriced_listing = p.discovery_format.as_deref().is_some_and(|f| !PRICED_LISTINGS.contains(&f));
+            if unpriced_listing && p.price.is_none() {
+                out.push(format!(
+                    "providers.{name} lists no prices and sets no price_per_1m: with {filter} its models are left out \
+                     (price unknown) — set providers.{name}.price_per_1m or a models: hint"
+                ));
+            }
+        }
+    }
+    for r in &spec.preferred {
+        if let Some(price) = static_price(&r.provider, &r.model).filter(|p| p.input > 0.0 || p.output > 0.0) {
+            out.push(format!(
+                "preferred {r} is paid (${}/${} per 1M) and placed ahead of any free models: most traffic will be paid",
+                price.input, price.output
+            ));
+        }
+    }
+    out
+}
+
 fn secret(set: bool) -> &'static str {
     if set {
         "***"
@@ -84,6 +132,9 @@ pub fn render(c: &Config) -> String {
         if let Some(l) = &cascade.last_resort {
             let _ = writeln!(out, "     last resort: {l}");
         }
+        for w in warnings(c, cascade) {
+            let _ = writeln!(out, "     warn: {w}");
+        }
         if cascade.handoff {
             let _ = writeln!(out, "     then: handoff to a person");
         }
@@ -104,4 +155,38 @@ pub fn render(c: &Config) -> String {
         secret(c.server.admin_token.is_some())
     );
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn check_warns_about_unpriced_listings_and_paid_preferred_models() {
+        let yaml = "
+providers:
+  groq: { kind: openai, base_url: 'http://127.0.0.1:9/v1', discovery: { format: groq } }
+  or:
+    kind: openai
+    base_url: 'http://127.0.0.1:9/v1'
+    discovery: { format: openrouter }
+    models: [ { id: google/gemma-3-27b-it, price_per_1m: { input: 0.1, output: 0.2 } } ]
+cascades:
+  free: { providers: [groq, or], preferred: [or/google/gemma-3-27b-it], filters: { free_only: true } }
+";
+        let config = crate::config::load_str(yaml, None, &|_| None).unwrap_or_else(|e| panic!("{e}"));
+        let text = render(&config);
+        assert!(
+            text.contains("warn: providers.groq lists no prices and sets no price_per_1m: with free_only its models are left out (price unknown) — set providers.groq.price_per_1m or a models: hint"),
+            "{text}"
+        );
+        assert!(!text.contains("providers.or lists no prices"), "OpenRouter lists prices: {text}");
+        assert!(text.contains("warn: preferred or/google/gemma-3-27b-it is paid ($0.1/$0.2 per 1M)"), "{text}");
+        let priced = yaml.replace(
+            "discovery: { format: groq } }",
+            "discovery: { format: groq }, price_per_1m: { input: 0, output: 0 } }",
+        );
+        let config = crate::config::load_str(&priced, None, &|_| None).unwrap_or_else(|e| panic!("{e}"));
+        assert!(!render(&config).contains("providers.groq lists no prices"));
+    }
 }

@@ -160,6 +160,10 @@ impl Discovered {
             for note in &built.notes {
                 let _ = writeln!(out, "  note: {note}");
             }
+            // Preferred ones are in the notes already.
+            for l in built.left_out.iter().filter(|l| l.is_unknown() && !l.preferred) {
+                let _ = writeln!(out, "  warn: {l}");
+            }
             match (d, cached) {
                 (Some(d), _) => {
                     let _ = writeln!(out, "  vs cache: {d}");
@@ -210,6 +214,10 @@ impl Discovered {
                     "name": name,
                     "models": entries,
                     "notes": built.notes,
+                    "left_out": built.left_out.iter().map(|l| json!({
+                        "model": l.model_ref, "preferred": l.preferred, "unknown": l.is_unknown(),
+                        "why": l.why, "text": l.to_string(),
+                    })).collect::<Vec<_>>(),
                     "diff": d,
                     "diff_text": d.as_ref().map(ToString::to_string),
                 })
@@ -263,6 +271,40 @@ cascades:
         let v = second.to_json(Some(&first.round));
         assert_eq!(v["cascades"][0]["models"][0]["model"], "groq/c-235b");
         assert_eq!(v["cascades"][0]["models"][0]["rank"], 1);
+    }
+
+    #[test]
+    fn unpriced_models_of_a_free_cascade_are_warned_about_with_the_fix() {
+        let yaml = "
+providers:
+  groq: { kind: openai, base_url: 'http://127.0.0.1:9/v1', discovery: { format: groq } }
+cascades:
+  free: { strategy: quality_first, providers: [groq], preferred: [groq/a-70b], filters: { free_only: true } }
+";
+        let config = crate::config::load_str(yaml, None, &|_| None).unwrap_or_else(|e| panic!("{e}"));
+        let found =
+            assemble(&config, vec![Fetched { provider: "groq".into(), result: Ok(listing(&["a-70b", "b-8b"])) }], None);
+        let text = found.render(None);
+        assert!(text.contains("(empty: the gateway would run its static models)"), "{text}");
+        assert!(
+            text.contains("note: preferred groq/a-70b is left out: price unknown — set providers.groq.price_per_1m or a models: hint"),
+            "{text}"
+        );
+        assert!(
+            text.contains(
+                "warn: groq/b-8b is left out: price unknown — set providers.groq.price_per_1m or a models: hint"
+            ),
+            "{text}"
+        );
+        let priced = yaml.replace(
+            "discovery: { format: groq } }",
+            "discovery: { format: groq }, price_per_1m: { input: 0, output: 0 } }",
+        );
+        let config = crate::config::load_str(&priced, None, &|_| None).unwrap_or_else(|e| panic!("{e}"));
+        let found =
+            assemble(&config, vec![Fetched { provider: "groq".into(), result: Ok(listing(&["a-70b", "b-8b"])) }], None);
+        assert_eq!(found.round.refs("free"), ["groq/a-70b", "groq/b-8b"]);
+        assert!(!found.render(None).contains("left out"));
     }
 
     #[test]

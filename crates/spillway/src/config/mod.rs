@@ -215,6 +215,10 @@ pub struct ProviderConfig {
     pub allow_any_model: bool,
     /// Load monitoring.
     pub load: Option<LoadConfig>,
+    /// `price_per_1m`: the price of models nothing else prices.
+    pub price: Option<Price>,
+    /// `breaker`: this provider's breaker rules, `health.breaker` filled in.
+    pub breaker: Option<BreakerConfig>,
 }
 
 /// A static model.
@@ -566,6 +570,21 @@ pub struct CascadeConfig {
     pub daily_budget_usd: Option<f64>,
     /// Continue streams that break after their first byte.
     pub continue_streams: bool,
+    /// `breakers`: breaker rules per model ref of this cascade, the
+    /// provider's and `health.breaker` filled in.
+    pub breakers: Vec<(ModelRef, BreakerConfig)>,
+}
+
+impl CascadeConfig {
+    /// The breaker rules for `model` in this cascade, when they differ
+    /// from `health.breaker`: the cascade entry's, else the provider's.
+    pub fn breaker_for(&self, model: &ModelRef, providers: &IndexMap<String, ProviderConfig>) -> Option<BreakerConfig> {
+        self.breakers
+            .iter()
+            .find(|(r, _)| r == model)
+            .map(|(_, b)| *b)
+            .or_else(|| providers.get(&model.provider).and_then(|p| p.breaker))
+    }
 }
 
 /// A prompt variant rule.
@@ -620,6 +639,18 @@ pub struct AlertsConfig {
     pub fallback_share: Option<(f64, Duration)>,
     /// Dedup window.
     pub repeat_after: Duration,
+    /// Language of the message text.
+    pub language: AlertLanguage,
+}
+
+/// `alerts.language`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum AlertLanguage {
+    /// English (default).
+    #[default]
+    En,
+    /// Russian.
+    Ru,
 }
 
 /// `handoff:`

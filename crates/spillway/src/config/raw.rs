@@ -143,6 +143,14 @@ pub struct RawProvider {
     /// Let clients name any model of this provider as `provider/model`
     /// (default false: only models the config names or the listing has).
     pub allow_any_model: Option<bool>,
+    /// Price of every model of this provider whose listing and static
+    /// `models:` hint give none, USD per 1M tokens (Groq's free plan:
+    /// `{ input: 0, output: 0 }`). A static hint wins over it, a listed
+    /// price over both.
+    pub price_per_1m: Option<RawPrice>,
+    /// `health.breaker` for this provider's models; unset fields keep
+    /// `health.breaker`'s.
+    pub breaker: Option<RawBreaker>,
 }
 
 /// `providers.*.discovery`
@@ -418,6 +426,10 @@ pub struct RawCascade {
     /// A stream that breaks after its first byte is finished by the next
     /// model (default true).
     pub continue_streams: Option<bool>,
+    /// `health.breaker` overrides per model of this cascade, by model ref
+    /// (`local/t-lite: { failure_rate: 0.8 }`); unset fields keep the
+    /// provider's or `health.breaker`'s. Wins over `providers.*.breaker`.
+    pub breakers: Option<IndexMap<String, RawBreaker>>,
 }
 
 /// `cascades.*.filters`
@@ -483,8 +495,12 @@ pub struct RawAlerts {
     pub webhook: Option<RawWebhook>,
     /// Alert when a fallback tier carries too much traffic.
     pub fallback_share: Option<RawFallbackShare>,
-    /// The same alert at most this often (default `30m`).
+    /// The same alert at most this often (default `30m`); repeats within
+    /// it are counted and sent as one digest when it ends.
     pub repeat_after: Option<String>,
+    /// Language of the message text: `en` (default) or `ru`. Event kinds
+    /// and metric names stay English.
+    pub language: Option<String>,
 }
 
 /// `alerts.telegram`

@@ -71,7 +71,7 @@ impl fmt::Display for CascadeDiff {
             sep = ", ";
         }
         for u in &self.upgraded {
-            write!(f, "{sep}{} -> {} (upgraded)", u.from, u.to)?;
+            write!(f, "{sep}{} → {} (upgraded)", u.from, u.to)?;
             sep = ", ";
         }
         for m in &self.moved {
@@ -292,7 +292,17 @@ mod tests {
         assert!(d.removed.is_empty());
         assert_eq!(
             d.to_string(),
-            "x: +groq/llama-3.2-70b-versatile, groq/llama-3.1-70b-versatile -> groq/llama-3.3-70b-versatile (upgraded)"
+            "x: +groq/llama-3.2-70b-versatile, groq/llama-3.1-70b-versatile → groq/llama-3.3-70b-versatile (upgraded)"
+        );
+    }
+
+    #[test]
+    fn a_free_gemini_id_change_reads_as_an_upgrade() {
+        let old = refs(&["openrouter/google/gemini-2.0-flash:free", "groq/x"]);
+        let new = refs(&["openrouter/google/gemini-2.5-flash:free", "groq/x"]);
+        assert_eq!(
+            diff("chat", &old, &new).to_string(),
+            "chat: openrouter/google/gemini-2.0-flash:free → openrouter/google/gemini-2.5-flash:free (upgraded)"
         );
     }
 

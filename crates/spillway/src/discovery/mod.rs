@@ -37,13 +37,13 @@ pub mod round;
 pub mod state;
 
 pub use build::{
-    build_cascade, check_filters, BuiltCascade, CascadeEntry, CascadeSpec, Filters, RankKey, Reason, Rejection,
-    Strategy, UnknownStrategy,
+    build_cascade, check_filters, BuiltCascade, CascadeEntry, CascadeSpec, Filters, LeftOut, RankKey, Reason,
+    Rejection, Strategy, UnknownStrategy,
 };
 pub use diff::{diff, family_version, CascadeDiff, Move, Upgrade, Version};
 pub use listing::{
     listing_path, listing_url, parse_listing, Listing, ListingError, ListingFormat, UnknownFormat, ANTHROPIC_PAGE_LIMIT,
 };
-pub use model::{apply_hints, parse_param_count, Merged, ModelMeta, Source, StaticHint};
+pub use model::{apply_hints, apply_provider_price, parse_param_count, Merged, ModelMeta, Source, StaticHint};
 pub use round::{ProviderListing, Round};
 pub use state::{DiscoveryEvent, DiscoveryState};

@@ -213,6 +213,17 @@ pub fn apply_hints(provider: &str, listed: Option<Vec<ModelMeta>>, hints: &[Stat
     Merged { models, warnings }
 }
 
+/// Prices every model whose listing and hints give no price with the
+/// provider's `price_per_1m` (`(input, output)` USD per 1M): a price the
+/// listing or a hint gave, or a `:free` mark, wins. Both zero makes it free.
+pub fn apply_provider_price(models: &mut [ModelMeta], price: (f64, f64)) {
+    for m in models.iter_mut().filter(|m| !m.free) {
+        let input = *m.price_in_per_1m.get_or_insert(price.0);
+        let output = *m.price_out_per_1m.get_or_insert(price.1);
+        m.free = input == 0.0 && output == 0.0;
+    }
+}
+
 fn apply_one(m: &mut ModelMeta, h: &StaticHint) {
     if let Some(c) = h.context {
         m.context = Some(c);
@@ -311,6 +322,29 @@ mod tests {
         assert_eq!(merged.models[0].source, Source::Static);
         assert!(!merged.models[0].free);
         assert!(merged.models[1].free, "zero prices mean free");
+    }
+
+    #[test]
+    fn the_provider_price_fills_only_what_nothing_else_priced() {
+        let unpriced = ModelMeta::new("groq", "llama-3.3-70b-versatile");
+        let mut listed = ModelMeta::new("groq", "listed");
+        (listed.price_in_per_1m, listed.price_out_per_1m) = (Some(0.5), Some(0.8));
+        let mut half = ModelMeta::new("groq", "half");
+        half.price_in_per_1m = Some(0.0);
+        let hint = StaticHint {
+            id: "hinted".into(),
+            price_in_per_1m: Some(2.0),
+            price_out_per_1m: Some(2.0),
+            ..Default::default()
+        };
+        let hinted = ModelMeta::new("groq", "hinted");
+        let mut merged = apply_hints("groq", Some(vec![unpriced, listed, half, hinted]), &[hint]);
+        apply_provider_price(&mut merged.models, (0.0, 0.0));
+        let m = &merged.models;
+        assert!(m[0].free && m[0].price_in_per_1m == Some(0.0), "{:?}", m[0]);
+        assert_eq!((m[1].price_in_per_1m, m[1].free), (Some(0.5), false), "listed prices win");
+        assert!(m[2].free, "the missing half is filled");
+        assert_eq!((m[3].price_in_per_1m, m[3].free), (Some(2.0), false), "a static hint wins");
     }
 
     #[test]

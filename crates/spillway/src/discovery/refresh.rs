@@ -72,6 +72,21 @@ pub fn build_round(
         for note in &built.notes {
             tracing::info!(cascade = %name, note = %note, "Discovery note.");
         }
+        let before = old.cascades.get(name);
+        for out in &built.left_out {
+            if out.is_unknown() {
+                tracing::warn!(cascade = %name, model = %out.model_ref, "{out}");
+            }
+            let known = before.is_some_and(|b| b.left_out.iter().any(|o| o.model_ref == out.model_ref));
+            // A preferred model lost to what the listing did not say: once.
+            if out.preferred && out.is_unknown() && !known {
+                discovery.emit(DiscoveryEvent::PreferredLeftOut {
+                    cascade: name.clone(),
+                    model: out.model_ref.clone(),
+                    why: out.why.clone(),
+                });
+            }
+        }
         let new_refs = built.model_refs();
         if let Some(before) = old.cascades.get(name) {
             let d = diff(name, &before.model_refs(), &new_refs);
@@ -85,6 +100,9 @@ pub fn build_round(
             tracing::info!(cascade = %name, models = %new_refs.join(", "), "Cascade built.");
         }
         check_alive(name, built, health, discovery);
+    }
+    if !changes.is_empty() {
+        discovery.emit(DiscoveryEvent::RoundChanged { diffs: changes.clone() });
     }
     (Round { at_ms, listings, cascades }, changes)
 }

@@ -12,7 +12,7 @@ use indexmap::IndexMap;
 use serde::{Deserialize, Serialize};
 
 use super::build::{build_cascade, BuiltCascade, CascadeSpec, Filters, Strategy};
-use super::model::{apply_hints, ModelMeta, StaticHint};
+use super::model::{apply_hints, apply_provider_price, ModelMeta, StaticHint};
 use crate::config::{self, CascadeSource, Config, ProviderConfig};
 
 /// The last good listing of one provider.
@@ -87,18 +87,47 @@ pub fn static_hints(p: &ProviderConfig) -> Vec<StaticHint> {
 }
 
 /// Every model of every configured provider: listed ones with their hints
-/// applied, static ones alone where a provider lists nothing (discovery off,
+/// and then the provider's `price_per_1m` applied, static ones alone where a provider lists nothing (discovery off,
 /// or no good listing yet). Warnings name hints that matched nothing.
 pub fn merged_models(config: &Config, listings: &BTreeMap<String, ProviderListing>) -> (Vec<ModelMeta>, Vec<String>) {
     let mut models = Vec::new();
     let mut warnings = Vec::new();
     for (name, p) in &config.providers {
         let listed = p.discovery_format.as_ref().and_then(|_| listings.get(name)).map(|l| l.models.clone());
-        let merged = apply_hints(name, listed, &static_hints(p));
+        let mut merged = apply_hints(name, listed, &static_hints(p));
+        if let Some(price) = p.price {
+            apply_provider_price(&mut merged.models, (price.input, price.output));
+        }
         models.extend(merged.models);
         warnings.extend(merged.warnings);
     }
     (models, warnings)
+}
+
+/// What discovery knows of one model when a cascade falls back to its
+/// static models: the provider's static `models:` entry for it, else its
+/// listed entry, else nothing but its id; the provider's `price_per_1m`
+/// fills a missing price. The fallback's models pass the cascade's filters
+/// on this (SPEC §4: a filtered cascade never gains a model they reject).
+pub fn static_meta(
+    config: &Config,
+    listings: &BTreeMap<String, ProviderListing>,
+    provider: &str,
+    id: &str,
+) -> ModelMeta {
+    let p = config.providers.get(provider);
+    let hint = p.and_then(|p| static_hints(p).into_iter().find(|h| h.id == id));
+    let listed = listings.get(provider).and_then(|l| l.models.iter().find(|m| m.id == id)).cloned();
+    let mut models = match (hint, listed) {
+        (Some(h), Some(l)) => apply_hints(provider, Some(vec![l]), &[h]).models,
+        (Some(h), None) => apply_hints(provider, None, &[h]).models,
+        (None, Some(l)) => vec![l],
+        (None, None) => vec![ModelMeta::new(provider, id)],
+    };
+    if let Some(price) = p.and_then(|p| p.price) {
+        apply_provider_price(&mut models, (price.input, price.output));
+    }
+    models.pop().unwrap_or_else(|| ModelMeta::new(provider, id))
 }
 
 /// Builds every discovered cascade of `config` from `listings`;

@@ -29,6 +29,23 @@ pub enum DiscoveryEvent {
         /// Its one-line rendering.
         text: String,
     },
+    /// Every cascade a refresh changed, once per refresh (after the
+    /// per-cascade [`DiscoveryEvent::CascadeChanged`] events): what the
+    /// alert sends, as one message.
+    RoundChanged {
+        /// The diffs, in config order.
+        diffs: Vec<CascadeDiff>,
+    },
+    /// A preferred model was left out for an unknown price or context;
+    /// raised once per cascade and model (again only after it was back in).
+    PreferredLeftOut {
+        /// The cascade.
+        cascade: String,
+        /// The model ref.
+        model: String,
+        /// The filter it failed.
+        why: super::build::Rejection,
+    },
     /// Fewer than 2 models of a discovered cascade are alive; static models
     /// were added behind them so it is never empty.
     TooFewModels {

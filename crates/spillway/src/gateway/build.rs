@@ -10,7 +10,7 @@
 use super::generation::Generation;
 use crate::cascade::{CascadePlan, Target};
 use crate::config::{CascadeKind, CascadeSource, Config, DiscoverySpec, ModelRef};
-use crate::discovery::{BuiltCascade, DiscoveryState, Reason};
+use crate::discovery::{DiscoveryState, Reason};
 use crate::health::HealthRegistry;
 use crate::metrics::Metrics;
 use crate::outcome::Tier;
@@ -201,7 +201,7 @@ impl Gateway {
         let r = ModelRef::parse(model)?;
         let provider = self.providers.get(&r.provider)?.clone();
         let target = if self.knows(&r) {
-            Target::new(r, Tier::Preferred, provider, &self.metrics, &self.health, "direct")
+            Target::new(r, Tier::Preferred, provider, &self.metrics, &self.health, "direct", 1)
         } else if provider.config.allow_any_model && provider.config.kind != crate::config::ProviderKind::Mock {
             self.shared.unlisted.target(r, provider, &self.metrics, &self.health)
         } else {
@@ -257,7 +257,7 @@ impl Unlisted {
             ids.contains(&r.model) || (ids.len() < UNLISTED_PER_PROVIDER && ids.insert(r.model.clone()))
         };
         if admitted {
-            return Target::new(r, Tier::Preferred, provider, metrics, health, "direct");
+            return Target::new(r, Tier::Preferred, provider, metrics, health, "direct", 1);
         }
         let name = r.to_string();
         Target {
@@ -267,8 +267,10 @@ impl Unlisted {
             name,
             model_ref: r,
             tier: Tier::Preferred,
+            breaker: provider.config.breaker,
             provider,
             context: None,
+            rank: 1,
         }
     }
 }
@@ -287,21 +289,21 @@ fn plans(
     for (name, c) in &config.cascades {
         let mut refs: Vec<(ModelRef, Tier, Option<u64>)> = match &c.source {
             CascadeSource::Fixed(models) => models.iter().map(|m| (m.clone(), Tier::Preferred, None)).collect(),
-            CascadeSource::Discovered(spec) => discovered(config, spec, round.cascades.get(name)),
+            CascadeSource::Discovered(spec) => discovered(config, name, spec, &round),
         };
         if let Some(last) = &c.last_resort {
             refs.push((last.clone(), Tier::LastResort, None));
         }
-        let targets = refs
-            .into_iter()
-            .filter_map(|(r, tier, context)| {
-                let provider = providers.get(&r.provider)?.clone();
-                let mut target = Target::new(r, tier, provider, metrics, health, name);
-                // The listing knows the context of models the config does not list.
-                target.context = context.or(target.context);
-                Some(target)
-            })
-            .collect();
+        let mut targets: Vec<Target> = Vec::with_capacity(refs.len());
+        for (r, tier, context) in refs {
+            let Some(provider) = providers.get(&r.provider).cloned() else { continue };
+            let breaker = c.breaker_for(&r, &config.providers);
+            let mut target = Target::new(r, tier, provider, metrics, health, name, targets.len() + 1);
+            // The listing knows the context of models the config does not list.
+            target.context = context.or(target.context);
+            target.breaker = breaker;
+            targets.push(target);
+        }
         let plan = CascadePlan {
             name: name.clone(),
             kind: c.kind,
@@ -319,12 +321,16 @@ fn plans(
 /// A discovered cascade's refs: the built ones, then (when fewer than 2
 /// were built, or discovery has not run yet) its preferred models and the
 /// static models of its providers, so it is never empty (SPEC §4: static
-/// models stand alone for providers that list nothing).
+/// models stand alone for providers that list nothing). Those pass the
+/// cascade's filters too: a `free_only` cascade never gains a paid model
+/// by falling back.
 fn discovered(
     config: &Config,
+    name: &str,
     spec: &DiscoverySpec,
-    built: Option<&BuiltCascade>,
+    round: &crate::discovery::Round,
 ) -> Vec<(ModelRef, Tier, Option<u64>)> {
+    let built = round.cascades.get(name);
     let mut refs: Vec<(ModelRef, Tier, Option<u64>)> = built
         .map(|b| b.entries.as_slice())
         .unwrap_or_default()
@@ -338,6 +344,7 @@ fn discovered(
     if refs.len() >= 2 {
         return refs;
     }
+    let filters = crate::discovery::round::cascade_spec(name, spec).filters;
     let statics =
         spec.preferred.iter().map(|m| (m.clone(), Tier::Preferred)).chain(spec.providers.iter().flat_map(|p| {
             let models = config.providers.get(p).map(|p| p.models.as_slice()).unwrap_or_default();
@@ -347,9 +354,15 @@ fn discovered(
         if refs.len() >= spec.size as usize {
             break;
         }
-        if !refs.iter().any(|(x, _, _)| *x == r) {
-            refs.push((r, tier, None));
+        if refs.iter().any(|(x, _, _)| *x == r) {
+            continue;
         }
+        let meta = crate::discovery::round::static_meta(config, &round.listings, &r.provider, &r.model);
+        if let Err(why) = crate::discovery::check_filters(&filters, &meta) {
+            tracing::debug!(cascade = %name, model = %r, %why, "Static fallback model left out by the filters.");
+            continue;
+        }
+        refs.push((r, tier, meta.context.map(u64::from)));
     }
     refs
 }

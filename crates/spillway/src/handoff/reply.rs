@@ -49,6 +49,7 @@ pub fn served(plan: &CascadePlan, req: &ChatRequest, reply: &str, id: String, ca
         cascade: plan.name.clone(),
         model: MODEL.to_string(),
         tier: Tier::Handoff,
+        rank: None,
         attempts: calls,
         load_profile: None,
         handoff_id: Some(id),

@@ -54,7 +54,10 @@ use std::fmt;
 
 pub use bounds::SchemaProblem;
 pub use draft::Draft;
-pub use instruction::{schema_instruction, OBJECT_INSTRUCTION_START, SCHEMA_INSTRUCTION_START};
+pub use instruction::{
+    is_russian, schema_instruction, schema_instruction_in, Lang, INSTRUCTION_STARTS, OBJECT_INSTRUCTION_START,
+    OBJECT_INSTRUCTION_START_RU, SCHEMA_INSTRUCTION_START, SCHEMA_INSTRUCTION_START_RU,
+};
 pub use sample::sample;
 pub use validate::{
     expected_from_response_format, expected_from_tool, CompiledSchema, ResponseFormatError, SchemaCache,

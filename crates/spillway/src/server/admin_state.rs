@@ -79,10 +79,25 @@ async fn state(AxumState(state): AxumState<Arc<AppState>>) -> Json<Value> {
                         v["reason"] = json!(e.reason.to_string());
                     }
                     v["in_flight"] = json!(t.provider.in_flight());
+                    v["rank"] = json!(t.rank);
                     v
                 })
                 .collect();
-            json!({"name": plan.name, "models": models})
+            // Models discovery left out that the operator may have meant in:
+            // preferred ones, and any left out for an unknown price or context.
+            let left_out: Vec<Value> = built
+                .map(|b| b.left_out.as_slice())
+                .unwrap_or_default()
+                .iter()
+                .map(|l| {
+                    json!({
+                        "model": l.model_ref, "preferred": l.preferred, "unknown": l.is_unknown(),
+                        "why": l.why.to_string(), "text": l.to_string(),
+                    })
+                })
+                .collect();
+            let notes = built.map(|b| b.notes.clone()).unwrap_or_default();
+            json!({"name": plan.name, "models": models, "left_out": left_out, "notes": notes})
         })
         .collect();
     let depth = gw.handoff_depth().await;

@@ -198,6 +198,7 @@ const X_CASCADE: HeaderName = HeaderName::from_static("x-spillway-cascade");
 const X_MODEL: HeaderName = HeaderName::from_static("x-spillway-model");
 const X_TIER: HeaderName = HeaderName::from_static("x-spillway-tier");
 const X_ATTEMPTS: HeaderName = HeaderName::from_static("x-spillway-attempts");
+const X_RANK: HeaderName = HeaderName::from_static("x-spillway-rank");
 const X_LOAD_PROFILE: HeaderName = HeaderName::from_static("x-spillway-load-profile");
 const X_HANDOFF_ID: HeaderName = HeaderName::from_static("x-spillway-handoff-id");
 const X_ESCALATED: HeaderName = HeaderName::from_static("x-spillway-escalated");
@@ -236,7 +237,7 @@ fn respond(served: Served, permit: Permit) -> Response {
 /// the chat SSE stream (chunks, the error event, `[DONE]`) into that
 /// format's event stream, as it passes. The headers are the same for all.
 pub(super) fn respond_with(served: Served, permit: Permit, translate: impl FnOnce(Answer) -> Answer) -> Response {
-    let Served { cascade, model, tier, attempts, load_profile, handoff_id, escalated, body, .. } = served;
+    let Served { cascade, model, tier, rank, attempts, load_profile, handoff_id, escalated, body, .. } = served;
     let stream = match body {
         ServedBody::Complete(c) => {
             drop(permit);
@@ -247,7 +248,7 @@ pub(super) fn respond_with(served: Served, permit: Permit, translate: impl FnOnc
             };
             let mut r = Response::new(Body::from(bytes));
             r.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
-            return headers(r, &cascade, &model, tier, attempts, load_profile, handoff_id, escalated);
+            return headers(r, &cascade, &model, tier, rank, attempts, load_profile, handoff_id, escalated);
         }
         ServedBody::Forward(f) => f.into_stream(),
         ServedBody::Canned(s) => s,
@@ -266,7 +267,7 @@ pub(super) fn respond_with(served: Served, permit: Permit, translate: impl FnOnc
     h.insert(header::CONTENT_TYPE, HeaderValue::from_static("text/event-stream"));
     h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
     h.insert(X_ACCEL_BUFFERING, HeaderValue::from_static("no"));
-    headers(r, &cascade, &model, tier, attempts, load_profile, handoff_id, escalated)
+    headers(r, &cascade, &model, tier, rank, attempts, load_profile, handoff_id, escalated)
 }
 
 /// The `x-spillway-*` headers of an answer.
@@ -276,6 +277,7 @@ pub(super) fn headers(
     cascade: &str,
     model: &str,
     tier: crate::outcome::Tier,
+    rank: Option<usize>,
     attempts: u32,
     load_profile: Option<String>,
     handoff_id: Option<String>,
@@ -286,6 +288,9 @@ pub(super) fn headers(
     h.insert(X_MODEL, header_value(model));
     h.insert(X_TIER, HeaderValue::from_static(tier.as_str()));
     h.insert(X_ATTEMPTS, count_value(attempts));
+    if let Some(rank) = rank {
+        h.insert(X_RANK, count_value(u32::try_from(rank).unwrap_or(u32::MAX)));
+    }
     if let Some(profile) = load_profile {
         h.insert(X_LOAD_PROFILE, header_value(&profile));
     }

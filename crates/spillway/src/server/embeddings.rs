@@ -69,13 +69,12 @@ async fn embed(state: Arc<AppState>, request: Request) -> Result<Response, ApiEr
     };
     let prompt_tokens = done.vectors.prompt_tokens.unwrap_or_else(|| req.input.tokens());
     // Cost and fallback share as for a whole chat answer (`usage::observe`).
-    let first = plan.targets.first().map_or(0, |t| t.tier.index());
-    gw.shared.alerts.traffic.record(&plan.name, target.tier.index() > first, now);
+    gw.shared.alerts.traffic.record_model(&plan.name, &target.name, target.rank > 1, now);
     let books = crate::usage::Books { handles: Some(&target.metrics.usage), ..(&*gw).into() };
     let tokens = Tokens { input: prompt_tokens, output: 0 };
     gw.shared.usage.record(books, &plan.name, &target.name, Some(tokens), now);
     let bytes = encode(&target.name, &done.vectors.data, req.base64, prompt_tokens);
     let mut r = Response::new(Body::from(bytes));
     r.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
-    Ok(headers(r, &plan.name, &target.name, target.tier, done.calls, None, None, false))
+    Ok(headers(r, &plan.name, &target.name, target.tier, Some(target.rank), done.calls, None, None, false))
 }

@@ -83,7 +83,8 @@ impl OwnedBooks {
 }
 
 /// The price of `provider/model` per 1M tokens, when known: the config's
-/// static model first (the operator's word wins), else the listing.
+/// static model first (the operator's word wins), else the listing, else
+/// the provider's `price_per_1m`.
 pub fn price(config: &Config, discovery: &DiscoveryState, model_ref: &str) -> Option<Price> {
     let (provider, model) = model_ref.split_once('/')?;
     let configured = config.providers.get(provider).and_then(|p| p.models.iter().find(|m| m.id == model));
@@ -91,11 +92,14 @@ pub fn price(config: &Config, discovery: &DiscoveryState, model_ref: &str) -> Op
         return Some(p);
     }
     let round = discovery.current();
-    let listed = round.listings.get(provider)?.models.iter().find(|m| m.id == model)?;
-    if listed.free {
+    let listed = round.listings.get(provider).and_then(|l| l.models.iter().find(|m| m.id == model));
+    if listed.is_some_and(|l| l.free) {
         return Some(Price { input: 0.0, output: 0.0 });
     }
-    Some(Price { input: listed.price_in_per_1m?, output: listed.price_out_per_1m? })
+    let fallback = config.providers.get(provider).and_then(|p| p.price);
+    let input = listed.and_then(|l| l.price_in_per_1m).or(fallback.map(|p| p.input));
+    let output = listed.and_then(|l| l.price_out_per_1m).or(fallback.map(|p| p.output));
+    Some(Price { input: input?, output: output? })
 }
 
 /// Free: a known zero price, or an OpenRouter-style `:free` id. An unknown
@@ -210,8 +214,9 @@ impl Ledger {
 /// by the meter the handler attaches to it, [`OwnedBooks::meter`]).
 pub fn observe(books: Books<'_>, ledger: &Ledger, plan: &CascadePlan, served: &crate::cascade::Served) {
     let now = crate::health::clock::now_ms();
-    let first = plan.targets.first().map_or(0, |t| t.tier.index());
-    books.alerts.traffic.record(&served.cascade, served.tier.index() > first, now);
+    // Fallback traffic by position: anything but the cascade's first model
+    // (the handoff included), for fixed chains and discovered cascades alike.
+    books.alerts.traffic.record_model(&served.cascade, &served.model, served.rank != Some(1), now);
     if let crate::cascade::ServedBody::Complete(c) = &served.body {
         if served.handoff_id.is_none() {
             let target = plan.targets.iter().find(|t| t.name == served.model);

@@ -16,7 +16,16 @@ pub(super) fn compile_alerts(cx: &mut Ctx, a: RawAlerts) -> AlertsConfig {
         let share = cx.share("alerts.fallback_share.above", Some(f.above), 0.2);
         (share, cx.duration("alerts.fallback_share.for", Some(&f.for_), Duration::from_secs(600)))
     });
+    let language = match a.language.as_deref() {
+        None | Some("en") => AlertLanguage::En,
+        Some("ru") => AlertLanguage::Ru,
+        Some(other) => {
+            cx.err("alerts.language", format!("unknown language `{other}`: expected en or ru"));
+            AlertLanguage::En
+        }
+    };
     AlertsConfig {
+        language,
         telegram,
         webhook,
         fallback_share,

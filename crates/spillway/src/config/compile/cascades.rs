@@ -30,6 +30,7 @@ pub(super) fn compile_cascade(
     name: &str,
     c: RawCascade,
     providers: &IndexMap<String, ProviderConfig>,
+    breaker: &BreakerConfig,
 ) -> Option<CascadeConfig> {
     let path = format!("cascades.{name}");
     if name == "auto" || name.contains('/') {
@@ -144,6 +145,21 @@ pub(super) fn compile_cascade(
         }
         b.daily_usd
     });
+    let mut breakers = Vec::new();
+    for (key, b) in c.breakers.unwrap_or_default() {
+        let at = format!("{path}.breakers.{key}");
+        let Some(r) = model_ref(cx, &at, &key, providers) else { continue };
+        let in_chain = match &source {
+            CascadeSource::Fixed(models) => models.contains(&r) || last_resort.as_ref() == Some(&r),
+            // A discovered cascade's models are known only once listed.
+            CascadeSource::Discovered(_) => true,
+        };
+        if !in_chain {
+            cx.err(&at, format!("`{r}` is not a model of this cascade"));
+        }
+        let base = providers.get(&r.provider).and_then(|p| p.breaker).unwrap_or(*breaker);
+        breakers.push((r, super::health::compile_breaker(cx, &at, &b, &base)));
+    }
     Some(CascadeConfig {
         name: name.to_string(),
         kind,
@@ -153,6 +169,7 @@ pub(super) fn compile_cascade(
         hedge_after,
         daily_budget_usd,
         continue_streams: c.continue_streams.unwrap_or(true),
+        breakers,
     })
 }
 

@@ -3,20 +3,17 @@
 use super::*;
 
 pub(super) fn compile_health(cx: &mut Ctx, h: RawHealth) -> HealthConfig {
-    let b = h.breaker.unwrap_or_default();
     let r = h.retries.unwrap_or_default();
     let t = h.timeouts.unwrap_or_default();
-    let breaker = BreakerConfig {
-        window: cx.duration("health.breaker.window", b.window.as_ref(), Duration::from_secs(60)),
-        consecutive_failures: b.consecutive_failures.unwrap_or(5),
-        failure_rate: cx.share("health.breaker.failure_rate", b.failure_rate, 0.30),
-        min_requests: b.min_requests.unwrap_or(10),
-        open_for: cx.duration("health.breaker.open_for", b.open_for.as_ref(), Duration::from_secs(120)),
-        open_min: cx.duration("health.breaker.open_min", b.open_min.as_ref(), Duration::from_secs(10)),
+    let defaults = BreakerConfig {
+        window: Duration::from_secs(60),
+        consecutive_failures: 5,
+        failure_rate: 0.30,
+        min_requests: 10,
+        open_for: Duration::from_secs(120),
+        open_min: Duration::from_secs(10),
     };
-    if breaker.consecutive_failures == 0 {
-        cx.err("health.breaker.consecutive_failures", "must be greater than 0");
-    }
+    let breaker = compile_breaker(cx, "health.breaker", &h.breaker.unwrap_or_default(), &defaults);
     let timeouts = TimeoutConfig {
         connect: cx.duration("health.timeouts.connect", t.connect.as_ref(), Duration::from_secs(2)),
         first_token: cx.duration("health.timeouts.first_token", t.first_token.as_ref(), Duration::from_secs(15)),
@@ -43,4 +40,21 @@ pub(super) fn compile_health(cx: &mut Ctx, h: RawHealth) -> HealthConfig {
         },
         timeouts,
     }
+}
+
+/// A `breaker:` block (`health.breaker`, `providers.*.breaker`,
+/// `cascades.*.breakers.*`): every field it sets, the rest from `base`.
+pub(super) fn compile_breaker(cx: &mut Ctx, path: &str, b: &RawBreaker, base: &BreakerConfig) -> BreakerConfig {
+    let breaker = BreakerConfig {
+        window: cx.duration(&format!("{path}.window"), b.window.as_ref(), base.window),
+        consecutive_failures: b.consecutive_failures.unwrap_or(base.consecutive_failures),
+        failure_rate: cx.share(&format!("{path}.failure_rate"), b.failure_rate, base.failure_rate),
+        min_requests: b.min_requests.unwrap_or(base.min_requests),
+        open_for: cx.duration(&format!("{path}.open_for"), b.open_for.as_ref(), base.open_for),
+        open_min: cx.duration(&format!("{path}.open_min"), b.open_min.as_ref(), base.open_min),
+    };
+    if breaker.consecutive_failures == 0 {
+        cx.err(format!("{path}.consecutive_failures"), "must be greater than 0");
+    }
+    breaker
 }

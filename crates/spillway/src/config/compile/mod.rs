@@ -67,16 +67,16 @@ pub fn compile(input: (RawConfig, Vec<ConfigError>), source: Option<&Path>) -> R
 
     let server = compile_server(&mut cx, raw.server.unwrap_or_default());
     let state = compile_state(&mut cx, raw.state.unwrap_or_default());
+    let health = compile_health(&mut cx, raw.health.unwrap_or_default());
     let mut providers = IndexMap::new();
     for (name, p) in raw.providers {
-        if let Some(p) = compile_provider(&mut cx, &name, p, &base_dir) {
+        if let Some(p) = compile_provider(&mut cx, &name, p, &base_dir, &health.breaker) {
             providers.insert(name, p);
         }
     }
     if providers.is_empty() {
         cx.err("providers", "at least one provider is required");
     }
-    let health = compile_health(&mut cx, raw.health.unwrap_or_default());
     let d = raw.discovery.unwrap_or_default();
     let discovery = DiscoveryConfig {
         interval: cx.duration("discovery.interval", d.interval.as_ref(), Duration::from_secs(12 * 3600)),
@@ -84,7 +84,7 @@ pub fn compile(input: (RawConfig, Vec<ConfigError>), source: Option<&Path>) -> R
     };
     let mut cascades = IndexMap::new();
     for (name, c) in raw.cascades {
-        if let Some(c) = compile_cascade(&mut cx, &name, c, &providers) {
+        if let Some(c) = compile_cascade(&mut cx, &name, c, &providers, &health.breaker) {
             cascades.insert(name, c);
         }
     }
@@ -121,5 +121,62 @@ pub fn compile(input: (RawConfig, Vec<ConfigError>), source: Option<&Path>) -> R
 fn check_url(cx: &mut Ctx, path: &str, url: &str) {
     if !(url.starts_with("http://") || url.starts_with("https://")) || url.len() < 10 {
         cx.err(path, format!("expected an http:// or https:// URL, got `{url}`"));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::config::{load_str, AlertLanguage, ModelRef};
+
+    const YAML: &str = "
+providers:
+  groq: { kind: openai, base_url: 'http://127.0.0.1:9/v1', price_per_1m: { input: 0, output: 0 } }
+  local:
+    kind: openai
+    base_url: 'http://127.0.0.1:9/v1'
+    breaker: { consecutive_failures: 50 }
+health:
+  breaker: { consecutive_failures: 3, failure_rate: 0.3 }
+cascades:
+  chat:
+    models: [groq/a, local/t-lite]
+    breakers:
+      local/t-lite: { failure_rate: 0.9 }
+alerts: { language: ru }
+";
+
+    #[test]
+    fn provider_prices_breaker_overrides_and_the_alert_language_compile() {
+        let c = load_str(YAML, None, &|_| None).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(c.providers["groq"].price.map(|p| (p.input, p.output)), Some((0.0, 0.0)));
+        assert_eq!(c.alerts.language, AlertLanguage::Ru);
+        let local = c.providers["local"].breaker.unwrap_or_else(|| panic!("provider breaker"));
+        assert_eq!((local.consecutive_failures, local.failure_rate), (50, 0.3), "unset fields from health.breaker");
+        let cascade = &c.cascades["chat"];
+        let t_lite = ModelRef::parse("local/t-lite").unwrap_or_else(|| panic!("ref"));
+        let entry = cascade.breaker_for(&t_lite, &c.providers).unwrap_or_else(|| panic!("entry breaker"));
+        assert_eq!((entry.consecutive_failures, entry.failure_rate), (50, 0.9), "entry over provider over health");
+        let a = ModelRef::parse("groq/a").unwrap_or_else(|| panic!("ref"));
+        assert!(cascade.breaker_for(&a, &c.providers).is_none(), "health.breaker applies");
+    }
+
+    #[test]
+    fn bad_values_are_errors_with_their_paths() {
+        let bad = YAML
+            .replace("language: ru", "language: de")
+            .replace("local/t-lite: { failure_rate: 0.9 }", "local/other: { failure_rate: 1.5 }")
+            .replace("input: 0, output: 0", "input: -1, output: 0")
+            .replace("consecutive_failures: 50", "consecutive_failures: 0");
+        let errors = load_str(&bad, None, &|_| None).expect_err("invalid").0;
+        let paths: Vec<&str> = errors.iter().map(|e| e.path.as_str()).collect();
+        for want in [
+            "alerts.language",
+            "cascades.chat.breakers.local/other",
+            "cascades.chat.breakers.local/other.failure_rate",
+            "providers.groq.price_per_1m",
+            "providers.local.breaker.consecutive_failures",
+        ] {
+            assert!(paths.contains(&want), "{want} missing from {paths:?}");
+        }
     }
 }

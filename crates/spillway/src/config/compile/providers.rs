@@ -5,7 +5,13 @@ use super::*;
 
 const LISTING_FORMATS: [&str; 7] = ["openai", "groq", "openrouter", "anthropic", "gigachat", "ollama", "vllm"];
 
-pub(super) fn compile_provider(cx: &mut Ctx, name: &str, p: RawProvider, base_dir: &Path) -> Option<ProviderConfig> {
+pub(super) fn compile_provider(
+    cx: &mut Ctx,
+    name: &str,
+    p: RawProvider,
+    base_dir: &Path,
+    breaker: &BreakerConfig,
+) -> Option<ProviderConfig> {
     let path = format!("providers.{name}");
     if name.is_empty() || name.contains('/') {
         cx.err(&path, "a provider name must be non-empty and contain no `/`");
@@ -123,6 +129,13 @@ pub(super) fn compile_provider(cx: &mut Ctx, name: &str, p: RawProvider, base_di
         });
     }
     let load = p.load.map(|l| compile_load(cx, &format!("{path}.load"), l));
+    let price = p.price_per_1m.map(|pr| {
+        if pr.input < 0.0 || pr.output < 0.0 || pr.input.is_nan() || pr.output.is_nan() {
+            cx.err(format!("{path}.price_per_1m"), "prices cannot be negative");
+        }
+        Price { input: pr.input, output: pr.output }
+    });
+    let breaker = p.breaker.map(|b| super::health::compile_breaker(cx, &format!("{path}.breaker"), &b, breaker));
     let mut headers = Vec::new();
     for (k, v) in p.headers.unwrap_or_default() {
         if http::HeaderName::from_bytes(k.as_bytes()).is_err() {
@@ -156,6 +169,8 @@ pub(super) fn compile_provider(cx: &mut Ctx, name: &str, p: RawProvider, base_di
         load,
         continuation: continuation_mode(cx, &format!("{path}.continuation"), p.continuation.as_deref()),
         allow_any_model: p.allow_any_model.unwrap_or(false),
+        price,
+        breaker,
     })
 }
 

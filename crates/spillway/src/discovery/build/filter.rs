@@ -3,6 +3,8 @@
 
 use std::fmt;
 
+use serde::{Deserialize, Serialize};
+
 use crate::discovery::model::ModelMeta;
 
 /// `cascades.<name>.filters`.
@@ -23,7 +25,8 @@ pub struct Filters {
 
 /// Why a model does not qualify; shown for preferred models that are left
 /// out, and by `spillway discover`.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
 pub enum Rejection {
     /// The listing marks it inactive.
     Inactive,
@@ -38,7 +41,9 @@ pub enum Rejection {
         /// The filter.
         min: u32,
     },
-    /// `max_cost_per_1m` is set and a price is unknown.
+    /// `max_cost_per_1m` or `free_only` is set and a price is unknown
+    /// (Groq and OpenAI list none): set the provider's `price_per_1m` or a
+    /// `models:` hint.
     PriceUnknown,
     /// Input or output price above `max_cost_per_1m`.
     TooExpensive {
@@ -65,12 +70,29 @@ impl fmt::Display for Rejection {
             Self::ContextTooSmall { context, min } => {
                 write!(f, "context {context} < min_context {min}")
             }
-            Self::PriceUnknown => f.write_str("price unknown (fails max_cost_per_1m)"),
+            Self::PriceUnknown => f.write_str("price unknown"),
             Self::TooExpensive { price, max } => {
                 write!(f, "price ${price}/1M > max_cost_per_1m {max}")
             }
             Self::NotFree => f.write_str("not free (free_only)"),
             Self::Excluded { pattern } => write!(f, "id matches exclude pattern `{pattern}`"),
+        }
+    }
+}
+
+impl Rejection {
+    /// Left out for what the listing did not say rather than for what it
+    /// said: the operator can fix it with a hint (a WARN, not a note).
+    pub fn is_unknown(&self) -> bool {
+        matches!(self, Self::ContextUnknown | Self::PriceUnknown)
+    }
+
+    /// What to set to let the model in, for an unknown price or context.
+    pub fn fix(&self, provider: &str) -> Option<String> {
+        match self {
+            Self::PriceUnknown => Some(format!("set providers.{provider}.price_per_1m or a models: hint")),
+            Self::ContextUnknown => Some(format!("set a models: hint with context under providers.{provider}")),
+            _ => None,
         }
     }
 }
@@ -103,6 +125,11 @@ pub(super) fn check(filters: &Filters, patterns: &Patterns<'_>, m: &ModelMeta) -
     if !m.output_modalities.is_empty() && !m.output_modalities.iter().any(|o| o == "text") {
         return Err(Rejection::NoTextOutput);
     }
+    // The operator's explicit word first: an excluded model is excluded,
+    // whatever else the listing did not say about it.
+    if let Some(pattern) = patterns.matching(&m.id) {
+        return Err(Rejection::Excluded { pattern: pattern.to_owned() });
+    }
     if let Some(min) = filters.min_context {
         match m.context {
             None => return Err(Rejection::ContextUnknown),
@@ -118,10 +145,11 @@ pub(super) fn check(filters: &Filters, patterns: &Patterns<'_>, m: &ModelMeta) -
         }
     }
     if filters.free_only && !m.free {
+        // Unknown is not the same as paid: say which one it is.
+        if m.price_in_per_1m.is_none() || m.price_out_per_1m.is_none() {
+            return Err(Rejection::PriceUnknown);
+        }
         return Err(Rejection::NotFree);
-    }
-    if let Some(pattern) = patterns.matching(&m.id) {
-        return Err(Rejection::Excluded { pattern: pattern.to_owned() });
     }
     Ok(())
 }

@@ -71,7 +71,11 @@ fn extraction_over_fixtures() {
         .map(|e| e.meta.free)
         .collect();
     assert!(ranked.windows(2).all(|w| w[0] >= w[1]), "{ranked:?}");
-    assert!(built.notes.is_empty(), "{:?}", built.notes);
+    // The paid Gemma is preferred ahead of the free models: legal, and said.
+    assert_eq!(
+        built.notes,
+        ["preferred openrouter/google/gemma-3-27b-it is paid and placed ahead of 8 free model(s): most traffic will be paid"]
+    );
 }
 
 #[test]
@@ -96,7 +100,7 @@ fn a_refresh_that_removes_a_model_drops_it_and_yields_the_diff() {
     assert_eq!(
         d.to_string(),
         "extraction: -groq/qwen/qwen3-32b (removed), \
-         groq/llama-3.1-8b-instant -> groq/llama-3.2-8b-instant (upgraded)"
+         groq/llama-3.1-8b-instant → groq/llama-3.2-8b-instant (upgraded)"
     );
 }
 

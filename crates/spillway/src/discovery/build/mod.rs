@@ -113,6 +113,41 @@ pub struct BuiltCascade {
     /// `min_other_providers` that could not be met. One line each, for
     /// `spillway discover` and a WARN log.
     pub notes: Vec<String>,
+    /// Models left out that an operator may have meant to be in: every
+    /// preferred one, and any of the cascade's providers left out for an
+    /// unknown price or context (a WARN: a hint fixes it).
+    #[serde(default)]
+    pub left_out: Vec<LeftOut>,
+}
+
+/// A model a cascade left out, and why.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LeftOut {
+    /// `provider/id`.
+    pub model_ref: String,
+    /// Named in `preferred`.
+    pub preferred: bool,
+    /// The filter it failed.
+    pub why: Rejection,
+}
+
+impl LeftOut {
+    /// Failed for what the listing did not say (price or context unknown).
+    pub fn is_unknown(&self) -> bool {
+        self.why.is_unknown()
+    }
+}
+
+impl fmt::Display for LeftOut {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let provider = self.model_ref.split_once('/').map_or("", |(p, _)| p);
+        let kind = if self.preferred { "preferred " } else { "" };
+        write!(f, "{kind}{} is left out: {}", self.model_ref, self.why)?;
+        if let Some(fix) = self.why.fix(provider) {
+            write!(f, " — {fix}")?;
+        }
+        Ok(())
+    }
 }
 
 impl BuiltCascade {
@@ -142,6 +177,7 @@ impl BuiltCascade {
 ///   so the same input always builds the same cascade (no spurious diffs).
 pub fn build_cascade(spec: &CascadeSpec, models: &[ModelMeta], ttft_ms: &dyn Fn(&str) -> Option<f64>) -> BuiltCascade {
     let mut notes = Vec::new();
+    let mut left_out = Vec::new();
     let patterns = filter::Patterns::new(&spec.filters.exclude_patterns);
     let in_pool = |m: &ModelMeta| spec.providers.is_empty() || spec.providers.contains(&m.provider);
 
@@ -153,7 +189,9 @@ pub fn build_cascade(spec: &CascadeSpec, models: &[ModelMeta], ttft_ms: &dyn Fn(
             continue;
         };
         if let Err(why) = filter::check(&spec.filters, &patterns, m) {
-            notes.push(format!("preferred {wanted} is left out: {why}"));
+            let out = LeftOut { model_ref: wanted.clone(), preferred: true, why };
+            notes.push(out.to_string());
+            left_out.push(out);
             continue;
         }
         if !preferred.iter().any(|e| same_model(&e.meta, m)) {
@@ -168,11 +206,16 @@ pub fn build_cascade(spec: &CascadeSpec, models: &[ModelMeta], ttft_ms: &dyn Fn(
 
     // Everything else that qualifies, ranked: free before paid, then the
     // strategy (see `rank`).
-    let candidates: Vec<&ModelMeta> = models
-        .iter()
-        .filter(|m| in_pool(m) && !preferred.iter().any(|e| same_model(&e.meta, m)))
-        .filter(|m| filter::check(&spec.filters, &patterns, m).is_ok())
-        .collect();
+    let mut candidates: Vec<&ModelMeta> = Vec::new();
+    for m in models.iter().filter(|m| in_pool(m) && !preferred.iter().any(|e| same_model(&e.meta, m))) {
+        match filter::check(&spec.filters, &patterns, m) {
+            Ok(()) => candidates.push(m),
+            Err(why) if why.is_unknown() && !left_out.iter().any(|l: &LeftOut| l.model_ref == m.model_ref()) => {
+                left_out.push(LeftOut { model_ref: m.model_ref(), preferred: false, why });
+            }
+            Err(_) => {}
+        }
+    }
     let ranked = rank::rank(spec, candidates, ttft_ms);
 
     let mut entries = preferred;
@@ -196,7 +239,31 @@ pub fn build_cascade(spec: &CascadeSpec, models: &[ModelMeta], ttft_ms: &dyn Fn(
     let swapped_in = swap_for_diversity(spec, &entries, &mut chosen, rest, &mut notes);
     entries.extend(chosen.into_iter().map(|r| r.entry(false)));
     entries.extend(swapped_in.into_iter().map(|r| r.entry(true)));
-    BuiltCascade { entries, notes }
+    if let Some(note) = paid_ahead_of_free(&entries) {
+        notes.push(note);
+    }
+    BuiltCascade { entries, notes, left_out }
+}
+
+/// Preferred first is the rule (SPEC §4), but a paid preferred model ahead
+/// of free ones decides what most traffic costs: one line says so.
+fn paid_ahead_of_free(entries: &[CascadeEntry]) -> Option<String> {
+    // Known to cost something; an unknown price is said elsewhere.
+    let is_paid = |e: &CascadeEntry| {
+        matches!(e.reason, Reason::Preferred { .. })
+            && !e.meta.free
+            && e.meta.max_price_per_1m().is_some_and(|p| p > 0.0)
+    };
+    let paid: Vec<&str> = entries.iter().filter(|e| is_paid(e)).map(|e| e.model_ref.as_str()).collect();
+    let first_paid = entries.iter().position(is_paid)?;
+    let free_after = entries.iter().skip(first_paid + 1).filter(|e| e.meta.free).count();
+    (free_after > 0).then(|| {
+        format!(
+            "preferred {} {} paid and placed ahead of {free_after} free model(s): most traffic will be paid",
+            paid.join(", "),
+            if paid.len() == 1 { "is" } else { "are" }
+        )
+    })
 }
 
 fn same_model(a: &ModelMeta, b: &ModelMeta) -> bool {

@@ -81,7 +81,31 @@ fn free_only_and_exclude_patterns() {
     let built = build_cascade(&s, &models, &no_ttft);
     assert_eq!(refs(&built), ["g/llama-3.3-70b"]);
     assert_eq!(check_filters(&s.filters, &models[1]), Err(Rejection::Excluded { pattern: "GUARD".into() }));
-    assert_eq!(check_filters(&s.filters, &models[4]), Err(Rejection::NotFree));
+    assert_eq!(check_filters(&s.filters, &models[3]), Err(Rejection::NotFree));
+    // Unknown is not paid: it is said as such, with what fixes it.
+    assert_eq!(check_filters(&s.filters, &models[4]), Err(Rejection::PriceUnknown));
+    assert_eq!(built.left_out.len(), 1, "{:?}", built.left_out);
+    assert_eq!(
+        built.left_out[0].to_string(),
+        "g/unknown-price is left out: price unknown — set providers.g.price_per_1m or a models: hint"
+    );
+}
+
+#[test]
+fn a_paid_preferred_model_ahead_of_free_ones_is_said_in_one_line() {
+    let models = [
+        m("g/paid", None, Some((0.5, 1.5))),
+        m("g/free-a", None, Some((0.0, 0.0))),
+        m("g/free-b", None, Some((0.0, 0.0))),
+    ];
+    let mut s = spec(Strategy::QualityFirst, &["g"]);
+    s.preferred = vec!["g/paid".into()];
+    let built = build_cascade(&s, &models, &no_ttft);
+    assert_eq!(refs(&built), ["g/paid", "g/free-a", "g/free-b"], "preferred first is legal");
+    assert_eq!(
+        built.notes,
+        ["preferred g/paid is paid and placed ahead of 2 free model(s): most traffic will be paid"]
+    );
 }
 
 #[test]

@@ -41,6 +41,8 @@ fn provider_with_load(b: MockBehavior, load: Option<LoadConfig>) -> MockProvider
         load,
         continuation: None,
         allow_any_model: false,
+        price: None,
+        breaker: None,
     };
     MockProvider::new(&config)
 }
