@@ -1,0 +1,111 @@
+// The Vercel AI SDK against Spillway: the default provider `openai(id)`
+// (the Responses API), `openai.chat(id)`, generateObject, streamText, tools
+// run to an answer, embed / embedMany.
+import { test as nodeTest } from 'node:test';
+import assert from 'node:assert/strict';
+import { createOpenAI } from '@ai-sdk/openai';
+import { embed, embedMany, generateObject, generateText, stepCountIs, streamObject, streamText, tool } from 'ai';
+import { z } from 'zod';
+
+// Scenario names carry the client's name (run.sh's summary shows it).
+const test = (name, fn) => nodeTest(`ai-sdk: ${name}`, fn);
+
+const openai = createOpenAI({ baseURL: `${process.env.SPILLWAY_URL}/v1`, apiKey: 'not-needed' });
+
+const Person = z.object({
+  name: z.string(),
+  age: z.number(),
+  nickname: z.string().optional(),
+  address: z.object({ city: z.string(), zip: z.string().nullable() }),
+  tags: z.array(z.string()),
+});
+
+for (const [label, model] of [
+  ['openai(id), Responses API', () => openai('chat')],
+  ['openai.chat(id)', () => openai.chat('chat')],
+]) {
+  test(`generateText, ${label}`, async () => {
+    const { text, finishReason, usage } = await generateText({ model: model(), prompt: 'Say hello.', maxRetries: 0 });
+    assert.ok(text);
+    assert.equal(finishReason, 'stop');
+    assert.ok(usage.outputTokens > 0);
+  });
+
+  test(`generateObject, ${label}`, async () => {
+    for (const cascade of ['chat', 'renamed']) {
+      const m = label.startsWith('openai(') ? openai(cascade) : openai.chat(cascade);
+      const { object } = await generateObject({ model: m, schema: Person, prompt: 'Invent a person.', maxRetries: 0 });
+      Person.parse(object);
+    }
+  });
+
+  test(`streamText, ${label}`, async () => {
+    const result = streamText({ model: model(), prompt: 'Say hello.', maxRetries: 0 });
+    let text = '';
+    for await (const part of result.textStream) text += part;
+    assert.ok(text);
+    assert.equal(await result.finishReason, 'stop');
+  });
+
+  test(`tools to an answer, ${label}`, async () => {
+    let calls = 0;
+    const { text, steps } = await generateText({
+      model: model(),
+      prompt: 'Weather in Paris?',
+      maxRetries: 0,
+      stopWhen: stepCountIs(3),
+      tools: {
+        weather: tool({
+          description: 'The weather in a city.',
+          inputSchema: z.object({ city: z.string(), unit: z.enum(['c', 'f']).optional() }),
+          execute: async ({ city }) => {
+            calls += 1;
+            return { city, celsius: 12 };
+          },
+        }),
+      },
+    });
+    assert.equal(calls, 1);
+    assert.equal(steps.length, 2);
+    assert.ok(text);
+  });
+
+  test(`streamText with tools, ${label}`, async () => {
+    let calls = 0;
+    const result = streamText({
+      model: model(),
+      prompt: 'Weather in Paris?',
+      maxRetries: 0,
+      stopWhen: stepCountIs(3),
+      tools: {
+        weather: tool({
+          inputSchema: z.object({ city: z.string() }),
+          execute: async () => {
+            calls += 1;
+            return '12 C';
+          },
+        }),
+      },
+    });
+    let text = '';
+    for await (const part of result.textStream) text += part;
+    assert.equal(calls, 1);
+    assert.ok(text);
+  });
+}
+
+test('streamObject, openai(id)', async () => {
+  const result = streamObject({ model: openai('renamed'), schema: Person, prompt: 'Invent a person.', maxRetries: 0 });
+  for await (const _ of result.partialObjectStream) {
+    // drain
+  }
+  Person.parse(await result.object);
+});
+
+test('embed and embedMany', async () => {
+  const { embedding } = await embed({ model: openai.embedding('embeddings'), value: 'one', maxRetries: 0 });
+  assert.equal(embedding.length, 64);
+  const { embeddings } = await embedMany({ model: openai.embedding('embeddings'), values: ['one', 'two'], maxRetries: 0 });
+  assert.equal(embeddings.length, 2);
+  assert.deepEqual(embeddings[0], embedding);
+});
