@@ -4,7 +4,7 @@
 import { test as nodeTest } from 'node:test';
 import assert from 'node:assert/strict';
 import { createOpenAI } from '@ai-sdk/openai';
-import { embed, embedMany, generateObject, generateText, stepCountIs, streamObject, streamText, tool } from 'ai';
+import { APICallError, embed, embedMany, generateObject, generateText, stepCountIs, streamObject, streamText, tool } from 'ai';
 import { z } from 'zod';
 
 // Scenario names carry the client's name (run.sh's summary shows it).
@@ -108,4 +108,71 @@ test('embed and embedMany', async () => {
   const { embeddings } = await embedMany({ model: openai.embedding('embeddings'), values: ['one', 'two'], maxRetries: 0 });
   assert.equal(embeddings.length, 2);
   assert.deepEqual(embeddings[0], embedding);
+});
+
+// A chat app's next turn: the history is the earlier result's messages.
+const weatherTools = {
+  weather: tool({ inputSchema: z.object({ city: z.string() }), execute: async () => '12 C' }),
+};
+
+test('next turn from response.messages, openai(id) with store: false', async () => {
+  const providerOptions = { openai: { store: false } };
+  const first = await generateText({
+    model: openai('chat'),
+    prompt: 'Weather in Paris?',
+    tools: weatherTools,
+    stopWhen: stepCountIs(3),
+    maxRetries: 0,
+    providerOptions,
+  });
+  const next = streamText({
+    model: openai('chat'),
+    messages: [{ role: 'user', content: 'Weather in Paris?' }, ...first.response.messages, { role: 'user', content: 'Thanks!' }],
+    tools: weatherTools,
+    stopWhen: stepCountIs(3),
+    maxRetries: 0,
+    providerOptions,
+  });
+  let text = '';
+  for await (const part of next.textStream) text += part;
+  // The mock answers the last user message, which the next turn carried.
+  assert.ok(text.endsWith('Thanks!'), text);
+});
+
+test('next turn with the default store: item references get a 400 that says store: false', async () => {
+  // Spillway keeps no responses, so the `item_reference`s the AI SDK sends
+  // for earlier assistant items (store unset = true) are refused, clearly.
+  const first = await generateText({ model: openai('chat'), prompt: 'Say hello.', maxRetries: 0 });
+  await assert.rejects(
+    generateText({
+      model: openai('chat'),
+      messages: [{ role: 'user', content: 'Say hello.' }, ...first.response.messages, { role: 'user', content: 'Again.' }],
+      maxRetries: 0,
+    }),
+    (e) => APICallError.isInstance(e) && e.statusCode === 400 && e.message.includes('store: false'),
+  );
+});
+
+test('errors: an unknown model is a 404 APICallError', async () => {
+  await assert.rejects(
+    generateText({ model: openai('no-such-cascade'), prompt: 'x', maxRetries: 0 }),
+    (e) => APICallError.isInstance(e) && e.statusCode === 404 && e.message.includes('no-such-cascade'),
+  );
+});
+
+test('the demo config: streamText through the rate-limited free model and spill-over, generateObject on extraction', async () => {
+  const demo = createOpenAI({ baseURL: `${process.env.SPILLWAY_DEMO_URL}/v1`, apiKey: 'not-needed' });
+  for (let i = 0; i < 4; i++) {
+    const result = streamText({ model: demo('chat'), prompt: 'Say hello.', maxRetries: 0 });
+    let text = '';
+    for await (const part of result.textStream) text += part;
+    assert.ok(text);
+  }
+  const { object } = await generateObject({
+    model: demo('extraction'),
+    schema: z.object({ title: z.string(), tags: z.array(z.string()), year: z.number().nullable() }),
+    prompt: 'Extract.',
+    maxRetries: 0,
+  });
+  assert.equal(typeof object.title, 'string');
 });
