@@ -102,3 +102,54 @@ def test_errors_in_anthropic_shape(claude: anthropic.Anthropic) -> None:
         claude.messages.create(model="no-such-cascade", max_tokens=16, messages=[{"role": "user", "content": "x"}])
     assert e.value.body["type"] == "error"
     assert e.value.body["error"]["type"] == "not_found_error"
+
+
+def test_system_blocks_cache_control_and_metadata(claude: anthropic.Anthropic) -> None:
+    message = claude.messages.create(
+        model="chat",
+        max_tokens=256,
+        system=[{"type": "text", "text": "Be brief.", "cache_control": {"type": "ephemeral"}}],
+        messages=[{"role": "user", "content": [{"type": "text", "text": "Say hello.", "cache_control": {"type": "ephemeral"}}]}],
+        stop_sequences=["zzz"],
+        metadata={"user_id": "u1"},
+    )
+    assert message.content[0].text.endswith("Say hello.")
+
+
+def test_thinking_and_image_are_accepted(claude: anthropic.Anthropic) -> None:
+    message = claude.messages.create(
+        model="chat",
+        max_tokens=2048,
+        thinking={"type": "enabled", "budget_tokens": 1024},
+        messages=[
+            {
+                "role": "user",
+                "content": [
+                    {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "iVBORw0KGgo="}},
+                    {"type": "text", "text": "What is this?"},
+                ],
+            }
+        ],
+    )
+    assert any(b.type == "text" for b in message.content)
+
+
+def test_tool_choice_any_and_max_tokens_stop(claude: anthropic.Anthropic) -> None:
+    forced = claude.messages.create(
+        model="chat", max_tokens=256, tools=[WEATHER], tool_choice={"type": "any"}, messages=[{"role": "user", "content": "hi"}]
+    )
+    assert forced.stop_reason == "tool_use"
+    cut = claude.messages.create(model="chat", max_tokens=2, messages=[{"role": "user", "content": "hi"}])
+    assert cut.stop_reason == "max_tokens"
+
+
+def test_max_tokens_is_required(base_url: str) -> None:
+    import httpx
+
+    r = httpx.post(
+        f"{base_url}/v1/messages",
+        json={"model": "chat", "messages": [{"role": "user", "content": "hi"}]},
+        headers={"anthropic-version": "2023-06-01"},
+    )
+    assert r.status_code == 400
+    assert r.json()["error"]["type"] == "invalid_request_error"

@@ -107,3 +107,28 @@ def test_responses_api(base_url: str) -> None:
     # ChatOpenAI on the Responses API, as `use_responses_api=True` sends it.
     out = llm(base_url, use_responses_api=True).invoke("Say hello.")
     assert out.text
+
+
+@pytest.mark.parametrize("method", ["json_schema", "function_calling"])
+def test_structured_output_on_responses_api(base_url: str, method: str) -> None:
+    structured = llm(base_url, "renamed", use_responses_api=True).with_structured_output(Person, method=method)
+    assert isinstance(structured.invoke("Invent a person."), Person)
+
+
+def test_structured_output_streamed(base_url: str) -> None:
+    last = None
+    for last in llm(base_url).with_structured_output(Person, method="json_schema").stream("Invent a person."):
+        pass
+    assert isinstance(last, Person)
+
+
+def test_embeddings(base_url: str) -> None:
+    from langchain_openai import OpenAIEmbeddings
+
+    # check_embedding_ctx_length=False: the default tokenizes with tiktoken,
+    # whose encodings download from the internet.
+    embeddings = OpenAIEmbeddings(
+        model="embeddings", base_url=f"{base_url}/v1", api_key="not-needed", check_embedding_ctx_length=False, max_retries=0
+    )
+    vectors = embeddings.embed_documents(["one", "two"])
+    assert len(vectors) == 2 and len(vectors[0]) == 64

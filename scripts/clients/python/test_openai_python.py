@@ -254,3 +254,92 @@ def test_demo_chat_parse_and_stream(demo_client: openai.OpenAI) -> None:
         if c.choices
     )
     assert text
+
+
+def test_n_choices_and_max_tokens(client: openai.OpenAI) -> None:
+    two = client.chat.completions.create(model="chat", messages=USER, n=2)
+    assert [c.index for c in two.choices] == [0, 1]
+    cut = client.chat.completions.create(model="chat", messages=USER, max_completion_tokens=2)
+    assert cut.choices[0].finish_reason == "length"
+    finish = None
+    for chunk in client.chat.completions.create(model="chat", messages=USER, max_tokens=2, stream=True):
+        for choice in chunk.choices:
+            finish = choice.finish_reason or finish
+    assert finish == "length"
+
+
+def test_json_object_mode(client: openai.OpenAI) -> None:
+    completion = client.chat.completions.create(
+        model="fenced",
+        messages=[{"role": "system", "content": 'Reply in JSON like {"a": 1, "b": "x"}.'}, *USER],
+        response_format={"type": "json_object"},
+    )
+    assert isinstance(json.loads(completion.choices[0].message.content), dict)
+
+
+def test_async_client_stream(base_url: str) -> None:
+    import asyncio
+
+    async def run() -> str:
+        client = openai.AsyncOpenAI(base_url=f"{base_url}/v1", api_key="not-needed", max_retries=0)
+        stream = await client.chat.completions.create(model="chat", messages=USER, stream=True)
+        return "".join([c.choices[0].delta.content or "" async for c in stream if c.choices])
+
+    assert asyncio.run(run())
+
+
+def test_responses_stream_parse(client: openai.OpenAI) -> None:
+    with client.responses.stream(model="renamed", input="Invent a person.", text_format=Person) as stream:
+        for _ in stream:
+            pass
+        final = stream.get_final_response()
+    assert isinstance(final.output_parsed, Person)
+
+
+def test_responses_tool_choice_and_stream_events(client: openai.OpenAI) -> None:
+    def fn(name: str, prop: str, kind: str) -> dict:
+        schema = {"type": "object", "properties": {prop: {"type": kind}}, "required": [prop], "additionalProperties": False}
+        return {"type": "function", "name": name, "parameters": schema, "strict": True}
+
+    tools = [fn("search", "q", "string"), fn("count", "n", "integer")]
+    picked = client.responses.create(
+        model="chat", input="Count.", tools=tools, tool_choice={"type": "function", "name": "count"}
+    )
+    assert [i.name for i in picked.output if i.type == "function_call"] == ["count"]
+    kinds, arguments = [], ""
+    for event in client.responses.create(model="chat", input="Search.", tools=tools, stream=True):
+        kinds.append(event.type)
+        if event.type == "response.function_call_arguments.delta":
+            arguments += event.delta
+    assert "response.function_call_arguments.done" in kinds
+    assert set(json.loads(arguments)) == {"q"}
+
+
+def test_responses_fields_sdks_send(client: openai.OpenAI) -> None:
+    response = client.responses.create(
+        model="chat",
+        input=[{"role": "developer", "content": "Be brief."}, {"role": "user", "content": "Say hello."}],
+        store=False,
+        parallel_tool_calls=True,
+        truncation="disabled",
+        metadata={"team": "a"},
+        temperature=0.5,
+        top_p=1,
+        include=["reasoning.encrypted_content"],
+        reasoning={"effort": "low"},
+        text={"verbosity": "low"},
+    )
+    assert response.output_text
+    assert response.metadata == {"team": "a"}
+
+
+def test_responses_previous_response_id_is_a_clear_400(client: openai.OpenAI) -> None:
+    with pytest.raises(openai.BadRequestError) as e:
+        client.responses.create(model="chat", input="x", previous_response_id="resp_123")
+    assert e.value.param == "previous_response_id"
+    assert "store" in e.value.message
+
+
+def test_embeddings_token_arrays(client: openai.OpenAI) -> None:
+    result = client.embeddings.create(model="embeddings", input=[[1, 2, 3], [4, 5]])
+    assert len(result.data) == 2
