@@ -176,3 +176,53 @@ test('the demo config: streamText through the rate-limited free model and spill-
   });
   assert.equal(typeof object.title, 'string');
 });
+
+test('all models failed: a retryable 503 APICallError, generate and stream', async () => {
+  await assert.rejects(
+    generateText({ model: openai('all-down'), prompt: 'x', maxRetries: 0 }),
+    (e) => APICallError.isInstance(e) && e.statusCode === 503 && e.isRetryable,
+  );
+  const errors = [];
+  const result = streamText({ model: openai.chat('all-down'), prompt: 'x', maxRetries: 0, onError: ({ error }) => errors.push(error) });
+  for await (const _ of result.textStream) {
+    // drain
+  }
+  assert.ok(errors.length === 1 && APICallError.isInstance(errors[0]) && errors[0].statusCode === 503, String(errors[0]));
+});
+
+test('tool choice, generateObject output modes, embedding dimensions', async () => {
+  const forced = await generateText({
+    model: openai('chat'),
+    prompt: 'x',
+    maxRetries: 0,
+    toolChoice: { type: 'tool', toolName: 'second' },
+    tools: {
+      first: tool({ inputSchema: z.object({ a: z.string() }) }),
+      second: tool({ inputSchema: z.object({ b: z.number() }) }),
+    },
+  });
+  assert.equal(forced.toolCalls[0].toolName, 'second');
+  const { object: list } = await generateObject({
+    model: openai('renamed'),
+    output: 'array',
+    schema: z.object({ name: z.string(), score: z.number().nullable() }),
+    prompt: 'List.',
+    maxRetries: 0,
+  });
+  assert.ok(Array.isArray(list));
+  const { object: choice } = await generateObject({
+    model: openai('chat'),
+    output: 'enum',
+    enum: ['red', 'green'],
+    prompt: 'Pick.',
+    maxRetries: 0,
+  });
+  assert.ok(['red', 'green'].includes(choice));
+  const { embedding } = await embed({
+    model: openai.embedding('embeddings'),
+    value: 'one',
+    maxRetries: 0,
+    providerOptions: { openai: { dimensions: 16 } },
+  });
+  assert.equal(embedding.length, 16);
+});

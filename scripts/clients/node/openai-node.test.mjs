@@ -127,3 +127,35 @@ test('embeddings (base64 by default)', async () => {
   assert.equal(result.data.length, 2);
   assert.equal(result.data[0].embedding.length, 64);
 });
+
+test('all models failed: a 503 APIError, whole and streamed', async () => {
+  for (const stream of [false, true]) {
+    await assert.rejects(
+      client.chat.completions.create({ model: 'all-down', messages: [{ role: 'user', content: 'x' }], stream }),
+      (e) => e instanceof OpenAI.APIError && e.status === 503 && e.code === 'all_models_failed',
+    );
+  }
+});
+
+test('chat.completions.stream helper with tools', async () => {
+  const stream = client.chat.completions.stream({
+    model: 'chat',
+    messages: [{ role: 'user', content: 'Weather?' }],
+    tools: [zodFunction({ name: 'getWeather', parameters: z.object({ city: z.string() }) })],
+    tool_choice: 'required',
+  });
+  const final = await stream.finalChatCompletion();
+  const call = final.choices[0].message.tool_calls[0];
+  assert.equal(call.function.name, 'getWeather');
+  assert.equal(typeof call.function.parsed_arguments.city, 'string');
+});
+
+test('responses.stream helper with zodTextFormat', async () => {
+  const stream = client.responses.stream({
+    model: 'renamed',
+    input: 'Invent a person.',
+    text: { format: zodTextFormat(Person, 'person') },
+  });
+  const final = await stream.finalResponse();
+  Person.parse(final.output_parsed);
+});

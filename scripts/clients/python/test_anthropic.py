@@ -153,3 +153,12 @@ def test_max_tokens_is_required(base_url: str) -> None:
     )
     assert r.status_code == 400
     assert r.json()["error"]["type"] == "invalid_request_error"
+
+
+def test_all_models_failed_in_anthropic_shape(claude: anthropic.Anthropic) -> None:
+    for stream in (False, True):
+        with pytest.raises(anthropic.APIStatusError) as e:
+            claude.messages.create(model="all-down", max_tokens=16, messages=[{"role": "user", "content": "x"}], stream=stream)
+        assert e.value.status_code == 503
+        assert e.value.body["error"]["type"] == "overloaded_error"
+        assert e.value.request_id

@@ -343,3 +343,14 @@ def test_responses_previous_response_id_is_a_clear_400(client: openai.OpenAI) ->
 def test_embeddings_token_arrays(client: openai.OpenAI) -> None:
     result = client.embeddings.create(model="embeddings", input=[[1, 2, 3], [4, 5]])
     assert len(result.data) == 2
+
+
+def test_all_models_failed_is_a_503_the_sdk_reads(client: openai.OpenAI) -> None:
+    for stream in (False, True):
+        with pytest.raises(openai.InternalServerError) as e:
+            client.chat.completions.create(model="all-down", messages=USER, stream=stream)
+        assert e.value.status_code == 503
+        assert e.value.code == "all_models_failed"
+    with pytest.raises(openai.InternalServerError) as e:
+        client.responses.create(model="all-down", input="x", stream=True)
+    assert e.value.code == "all_models_failed"
