@@ -33,6 +33,10 @@ if [ "$(cat "$cache/venv/.stamp" 2>/dev/null)" != "$py_stamp" ]; then
 fi
 
 # Node clients: `npm ci` of the lock file, linked where the tests import from.
+if ! command -v npm >/dev/null 2>&1; then
+  echo "Installing node and npm (Debian packages)..."
+  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nodejs npm) >/dev/null
+fi
 node_stamp=$(hash_of "$here/node/package.json" "$here/node/package-lock.json")
 if [ "$(cat "$cache/node/.stamp" 2>/dev/null)" != "$node_stamp" ]; then
   echo "Installing the Node clients into $cache/node..."

@@ -16,7 +16,7 @@ const ADMIN: &str = "admin-secret";
 fn config(a: &FakeUpstream, b: &FakeUpstream, extra: &str) -> String {
     format!(
         "server:\n  admin_token: {ADMIN}\nproviders:\n{}{}\
-health:\n  dead_ttl: 1h\n  breaker: {{ consecutive_failures: 2, open_for: 300ms, window: 60s, failure_rate: 0.9, min_requests: 50 }}\n  retries: {{ max: 1, backoff: 1ms, jitter: 0 }}\n  timeouts: {{ connect: 1s, first_token: 2s, idle: 2s, total: 10s }}\n\
+health:\n  dead_ttl: 1h\n  breaker: {{ consecutive_failures: 2, open_for: 2s, window: 60s, failure_rate: 0.9, min_requests: 50 }}\n  retries: {{ max: 1, backoff: 1ms, jitter: 0 }}\n  timeouts: {{ connect: 1s, first_token: 2s, idle: 2s, total: 10s }}\n\
 cascades:\n  chat:\n    models: [a/m1, a/m2, b/m]\n{extra}",
         openai_provider("a", a),
         openai_provider("b", b)
@@ -193,8 +193,9 @@ async fn breaker_opens_after_consecutive_failures_and_one_probe_closes_it() {
     assert_eq!(model_of(&gw).await, "a/m2");
     assert_eq!(asked(&a).iter().filter(|m| *m == "m1").count(), before, "open: m1 not called");
     // The breaker's clock is the runtime's; this test runs on real time, so
-    // wait out `open_for` (300ms) for real.
-    tokio::time::sleep(Duration::from_millis(350)).await;
+    // wait out `open_for` (2s, long enough that a loaded machine does not
+    // outlast it between the failures and the check) for real.
+    tokio::time::sleep(Duration::from_millis(2050)).await;
     a.push(Reply::text("m1 is back"));
     assert_eq!(model_of(&gw).await, "a/m1", "the probe succeeds");
     assert_eq!(model(&admin_state(&gw).await, "a/m1")["breaker"]["state"], "closed");
@@ -207,7 +208,7 @@ async fn half_open_lets_exactly_one_of_100_concurrent_requests_through() {
     model_of(&gw).await;
     model_of(&gw).await;
     assert_eq!(model(&admin_state(&gw).await, "a/m1")["breaker"]["state"], "open");
-    tokio::time::sleep(Duration::from_millis(350)).await;
+    tokio::time::sleep(Duration::from_millis(2050)).await;
     let m1_before = asked(&a).iter().filter(|m| *m == "m1").count();
     // The probe answers slowly, so every other request arrives while it is in flight.
     a.push(Reply::text("probe ok").delay(Duration::from_millis(500)));
