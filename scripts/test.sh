@@ -27,6 +27,10 @@ cargo fmt --all -- --check
 python3 scripts/layers.py
 cargo clippy --workspace --all-targets --quiet -- -D warnings
 cargo test --workspace
+# The real clients (openai-python and -node, the AI SDK, LangChain, the
+# Anthropic SDK, promtool) against running gateways; uses the debug binary
+# `cargo test` built, installs the pinned clients into .clients/.
+scripts/clients/run.sh
 # The fuzz targets (their own workspace, run by scripts/fuzz.sh on nightly)
 # must at least compile: Rust only, sharing this target dir, so it costs
 # seconds once the workspace is built.

@@ -393,6 +393,16 @@ fn last_user_text(body: &Map<String, Value>) -> String {
         .and_then(|m| m.get("content"))
         .map(|c| match c {
             Value::String(s) => s.clone(),
+            // Content parts (what the Responses and Messages APIs and most
+            // SDKs send): the text parts' text, as a model reads them.
+            Value::Array(parts) => {
+                let texts: Vec<&str> = parts
+                    .iter()
+                    .filter(|p| p.get("type").and_then(Value::as_str) == Some("text"))
+                    .filter_map(|p| p.get("text").and_then(Value::as_str))
+                    .collect();
+                texts.join(" ")
+            }
             other => other.to_string(),
         })
         .unwrap_or_default()

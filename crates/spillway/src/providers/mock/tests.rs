@@ -481,3 +481,15 @@ fn json_damage_config_takes_a_mode_or_shares() {
     assert!(err.contains(&format!("{at}.reply_tokens: must be greater than 0")), "{err}");
     assert!(err.contains(&format!("{at}.saturate_at: must be greater than 0")), "{err}");
 }
+
+#[tokio::test]
+async fn content_parts_are_read_as_their_text() {
+    // What the Responses and Messages APIs and most SDKs send: text parts,
+    // not a string; the answer quotes their text, not their JSON.
+    let p = provider(MockBehavior::default());
+    let parts = json!({"messages": [{"role": "user", "content": [
+        {"type": "text", "text": "Weather"}, {"type": "image_url", "image_url": {"url": "data:,"}},
+        {"type": "text", "text": "in Paris?"}]}]});
+    let said = text(call(&p, parts, false).await.unwrap());
+    assert!(said.ends_with("answering: Weather in Paris?"), "{said}");
+}
