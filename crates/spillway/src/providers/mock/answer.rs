@@ -196,8 +196,7 @@ fn json_value(cx: &Cx<'_>) -> Option<Value> {
         Some("json_object") => prompt_schema(cx.body),
         _ => {
             let system = system_text(cx.body);
-            let asked = system.contains(normalize::OBJECT_INSTRUCTION_START)
-                || system.contains(normalize::SCHEMA_INSTRUCTION_START);
+            let asked = normalize::INSTRUCTION_STARTS.iter().any(|start| system.contains(start));
             if !asked {
                 return None;
             }

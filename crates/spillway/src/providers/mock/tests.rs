@@ -404,6 +404,11 @@ async fn json_object_requests_follow_a_schema_in_the_prompt() {
     let body = json!({"messages": [{"role": "system", "content": instruction}, {"role": "user", "content": "x"}]});
     let v: Value = serde_json::from_str(&content(call(&p, body, false).await.unwrap())).unwrap();
     assert_eq!(v, json!({"ok": true}));
+    // The same instruction in Russian (it follows a Russian system prompt).
+    let instruction = crate::normalize::schema_instruction_in(&rf, crate::normalize::Lang::Ru).unwrap();
+    let body = json!({"messages": [{"role": "system", "content": format!("Ты вежливый помощник.\n\n{instruction}")}, {"role": "user", "content": "x"}]});
+    let v: Value = serde_json::from_str(&content(call(&p, body, false).await.unwrap())).unwrap();
+    assert_eq!(v, json!({"ok": true}), "the Russian instruction is recognised too");
 }
 
 #[tokio::test(start_paused = true)]
