@@ -55,6 +55,20 @@ pub struct Sample {
     pub attempts: u32,
     /// Its usage times the answering model's price, USD.
     pub cost_usd: f64,
+    /// 1-based position of the answering model in the cascade as it stood
+    /// (`x-spillway-rank` when the gateway sends it, else read from the
+    /// live plan); 0 when no model answered.
+    pub rank: u32,
+    /// The answering model costs nothing (a known zero price or `:free`).
+    pub free: bool,
+    /// The load profile the answer was served under (`x-spillway-load-profile`).
+    pub profile: Option<String>,
+    /// Completion tokens of the answer (its usage).
+    pub completion_tokens: u64,
+    /// A failure before any upstream call: every model was skipped (open
+    /// breakers, dead marks, full bulkheads) or the gateway refused the
+    /// request itself.
+    pub unattempted: bool,
 }
 
 /// An alert that went out during the run.
@@ -108,6 +122,12 @@ pub fn run(scenario: &Scenario) -> Result<Run, RunError> {
         let app = crate::app::App::start(config).map_err(|e| RunError::Build(e.to_string()))?;
         let state = app.state.clone();
         let mut tap = state.gateway.load().shared.alerts.tap(4096);
+        // As `serve` does on start-up: one discovery round over the
+        // listings (mock `listing:`s) before the first request, so a
+        // discovered cascade is built, filtered and ranked as it would be.
+        if crate::discovery::fetch::provider_count(&state.gateway.load().config) > 0 {
+            crate::gateway::refresh::refresh(&state.gateway).await;
+        }
         let start = Instant::now();
         let samples = send_all(&state, scenario, start).await;
         app.stop().await;
@@ -217,6 +237,11 @@ async fn one(state: Arc<AppState>, traffic: Arc<[Traffic]>, i: usize, start: Ins
         valid: false,
         attempts: 0,
         cost_usd: 0.0,
+        rank: 0,
+        free: false,
+        profile: None,
+        completion_tokens: 0,
+        unattempted: false,
     };
     let Ok(request) = request else { return sample };
     let response = crate::server::chat::chat(state.clone(), request).await;
@@ -225,6 +250,8 @@ async fn one(state: Arc<AppState>, traffic: Arc<[Traffic]>, i: usize, start: Ins
     let header = |name: &str| parts.headers.get(name).and_then(|v| v.to_str().ok()).unwrap_or_default().to_string();
     let (model, tier) = (header("x-spillway-model"), header("x-spillway-tier"));
     sample.attempts = header("x-spillway-attempts").parse().unwrap_or(0);
+    sample.rank = header("x-spillway-rank").parse().unwrap_or(0);
+    sample.profile = Some(header("x-spillway-load-profile")).filter(|p| !p.is_empty());
     let mut bytes = Vec::new();
     while let Some(frame) = body.frame().await {
         let Ok(frame) = frame else { break };
@@ -237,7 +264,13 @@ async fn one(state: Arc<AppState>, traffic: Arc<[Traffic]>, i: usize, start: Ins
     }
     sample.latency = sent.elapsed();
     let read = if t.stream && status == 200 { read_stream(&bytes) } else { read_whole(&bytes) };
+    // No upstream call at all: every model skipped, or the gateway itself
+    // refused (its concurrency limit, a shutdown, a request it cannot read).
+    let refused =
+        matches!(read.error.as_deref(), Some("overloaded" | "shutting_down" | "invalid_json" | "invalid_value"));
+    sample.unattempted = status != 200 && sample.attempts == 0 && (read.unattempted || refused);
     sample.outcome = match (&read.error, status) {
+        (Some(_), _) if read.unattempted => Outcome::Failed { status, code: "no_model_available".into() },
         (Some(code), _) => Outcome::Failed { status, code: code.clone() },
         (None, 200) if tier == "handoff" => Outcome::Handoff,
         (None, 200) => Outcome::Answered { model: model.clone(), tier },
@@ -246,6 +279,13 @@ async fn one(state: Arc<AppState>, traffic: Arc<[Traffic]>, i: usize, start: Ins
     if let Outcome::Answered { model, .. } = &sample.outcome {
         let gw = state.gateway.load();
         sample.valid = valid(&t.output, &read.content, &gw.shared.schemas);
+        sample.free = crate::usage::is_free(&gw.config, &gw.shared.discovery, model);
+        sample.completion_tokens = read.usage.map_or(0, |(_, out)| out);
+        if sample.rank == 0 {
+            let plan = gw.cascades.get(&t.cascade);
+            let at = plan.and_then(|p| p.targets.iter().position(|target| target.name == *model));
+            sample.rank = at.map_or(1, |i| u32::try_from(i + 1).unwrap_or(u32::MAX));
+        }
         if let (Some(p), Some((input, output))) =
             (crate::usage::price(&gw.config, &gw.shared.discovery, model), read.usage)
         {
@@ -261,6 +301,8 @@ struct Read {
     content: String,
     usage: Option<(u64, u64)>,
     error: Option<String>,
+    /// The error says no model was tried (every one was skipped).
+    unattempted: bool,
 }
 
 fn usage_of(v: &Value) -> Option<(u64, u64)> {
@@ -290,7 +332,9 @@ fn read_whole(bytes: &[u8]) -> Read {
         // A tool call counts as content.
         None => message.get("tool_calls").map(Value::to_string).unwrap_or_default(),
     };
-    Read { content, usage: usage_of(&v), error: error_of(&v) }
+    // The gateway's words for a cascade none of whose models could be tried.
+    let unattempted = v["error"]["message"].as_str().is_some_and(|m| m.ends_with("no model was available"));
+    Read { content, usage: usage_of(&v), error: error_of(&v), unattempted }
 }
 
 /// An SSE stream: content deltas, the usage chunk, an error event, `[DONE]`.

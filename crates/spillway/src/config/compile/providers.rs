@@ -58,6 +58,12 @@ pub(super) fn compile_provider(cx: &mut Ctx, name: &str, p: RawProvider, base_di
         file
     });
     let discovery_format = match p.discovery {
+        // A mock's own listing turns discovery on (format `mock`: read from
+        // the config, never fetched); `discovery: { enabled: false }` turns it off.
+        Some(d) if kind == ProviderKind::Mock && p.listing.is_some() => {
+            d.enabled.unwrap_or(true).then(|| "mock".to_string())
+        }
+        None if kind == ProviderKind::Mock && p.listing.is_some() => Some("mock".to_string()),
         Some(d) if d.enabled.unwrap_or(true) => {
             let default = match kind {
                 ProviderKind::Anthropic => "anthropic",
@@ -71,13 +77,19 @@ pub(super) fn compile_provider(cx: &mut Ctx, name: &str, p: RawProvider, base_di
                     format!("unknown format `{f}`: expected one of {}", LISTING_FORMATS.join(", ")),
                 );
             }
-            if matches!(kind, ProviderKind::Mock | ProviderKind::Yandex) {
+            if kind == ProviderKind::Mock {
+                cx.err(
+                    format!("{path}.discovery"),
+                    "a mock provider has no listing to fetch: give it a `listing:` instead",
+                );
+            } else if kind == ProviderKind::Yandex {
                 cx.err(format!("{path}.discovery"), format!("kind `{}` has no model listing", kind.as_str()));
             }
             Some(f)
         }
         _ => None,
     };
+    let listing = p.listing.map(|l| compile_listing(cx, &path, kind, l));
     if p.max_in_flight == Some(0) {
         cx.err(format!("{path}.max_in_flight"), "must be greater than 0 (leave it out for no limit)");
     }
@@ -156,7 +168,39 @@ pub(super) fn compile_provider(cx: &mut Ctx, name: &str, p: RawProvider, base_di
         load,
         continuation: continuation_mode(cx, &format!("{path}.continuation"), p.continuation.as_deref()),
         allow_any_model: p.allow_any_model.unwrap_or(false),
+        listing,
     })
+}
+
+/// A mock provider's `listing:`: unique ids, prices that are not negative.
+fn compile_listing(cx: &mut Ctx, path: &str, kind: ProviderKind, listing: Vec<RawListedModel>) -> Vec<ListedModel> {
+    if kind != ProviderKind::Mock {
+        cx.err(format!("{path}.listing"), "only mock providers take `listing` (the others are fetched)");
+    }
+    let mut seen = HashSet::new();
+    listing
+        .into_iter()
+        .enumerate()
+        .map(|(i, m)| {
+            let at = format!("{path}.listing[{i}]");
+            if m.id.trim().is_empty() {
+                cx.err(format!("{at}.id"), "empty model id");
+            } else if !seen.insert(m.id.clone()) {
+                cx.err(format!("{at}.id"), format!("duplicate model id `{}`", m.id));
+            }
+            if let Some(pr) = &m.price_per_1m {
+                if !(pr.input >= 0.0 && pr.output >= 0.0) {
+                    cx.err(format!("{at}.price_per_1m"), "prices cannot be negative");
+                }
+            }
+            ListedModel {
+                id: m.id,
+                context: m.context,
+                price: m.price_per_1m.map(|p| Price { input: p.input, output: p.output }),
+                free: m.free.unwrap_or(false),
+            }
+        })
+        .collect()
 }
 
 /// `behavior.json`: a mode applies to every answer; shares must add up to
