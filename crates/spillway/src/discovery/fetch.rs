@@ -241,7 +241,8 @@ pub async fn fetch_all(config: &Config, on_done: &(dyn Fn(&Fetched) + Sync)) -> 
 }
 
 /// A mock provider's `listing:` as a listing reader would give it: prices
-/// as listed, free when marked so or when both prices are zero.
+/// as listed (0 / 0 for a model marked free without prices), free when
+/// marked so or when both prices are zero.
 pub fn mock_listing(p: &ProviderConfig) -> Listing {
     let models = p
         .listing
@@ -250,8 +251,10 @@ pub fn mock_listing(p: &ProviderConfig) -> Listing {
         .map(|l| {
             let mut m = super::ModelMeta::new(&p.name, &l.id);
             m.context = l.context.map(|c| u32::try_from(c).unwrap_or(u32::MAX));
-            m.price_in_per_1m = l.price.map(|p| p.input);
-            m.price_out_per_1m = l.price.map(|p| p.output);
+            // A model marked free costs nothing (OpenRouter lists `:free` at 0 / 0).
+            let price = l.price.or(l.free.then_some(crate::config::Price { input: 0.0, output: 0.0 }));
+            m.price_in_per_1m = price.map(|p| p.input);
+            m.price_out_per_1m = price.map(|p| p.output);
             m.free = l.free || l.price.is_some_and(|p| p.input == 0.0 && p.output == 0.0);
             m
         })

@@ -94,6 +94,9 @@ pub struct Run {
     /// Per model that answered JSON: `(model ref, [valid as sent, repaired,
     /// invalid])`, from the gateway's normalization counts.
     pub json: Vec<(String, [u64; 3])>,
+    /// Every cascade's models in order as the first request found them
+    /// (discovered cascades after the start-up discovery round).
+    pub cascades: Vec<(String, Vec<String>)>,
 }
 
 /// Why a run could not start.
@@ -117,7 +120,7 @@ pub fn run(scenario: &Scenario) -> Result<Run, RunError> {
     // clock; this is the one place that wants the real one.
     #[allow(clippy::disallowed_methods)]
     let wall = std::time::Instant::now();
-    let (samples, alerts, json) = runtime.block_on(async move {
+    let (samples, alerts, json, cascades) = runtime.block_on(async move {
         fastrand::seed(scenario.seed);
         let app = crate::app::App::start(config).map_err(|e| RunError::Build(e.to_string()))?;
         let state = app.state.clone();
@@ -128,6 +131,13 @@ pub fn run(scenario: &Scenario) -> Result<Run, RunError> {
         if crate::discovery::fetch::provider_count(&state.gateway.load().config) > 0 {
             crate::gateway::refresh::refresh(&state.gateway).await;
         }
+        let cascades: Vec<(String, Vec<String>)> = state
+            .gateway
+            .load()
+            .cascades
+            .iter()
+            .map(|(name, plan)| (name.clone(), plan.targets.iter().map(|t| t.name.clone()).collect()))
+            .collect();
         let start = Instant::now();
         let samples = send_all(&state, scenario, start).await;
         app.stop().await;
@@ -151,9 +161,9 @@ pub fn run(scenario: &Scenario) -> Result<Run, RunError> {
                 });
             }
         }
-        Ok::<_, RunError>((samples, alerts, json))
+        Ok::<_, RunError>((samples, alerts, json, cascades))
     })?;
-    Ok(Run { samples, alerts, wall: wall.elapsed(), json })
+    Ok(Run { samples, alerts, wall: wall.elapsed(), json, cascades })
 }
 
 /// `start` on the gateway's wall clock (the one alerts are stamped with).

@@ -75,6 +75,9 @@ pub struct CascadeReport {
     pub latency_in_faults_s: Option<f64>,
     /// See `latency_in_faults_s`.
     pub latency_outside_faults_s: Option<f64>,
+    /// Share each model served (and `handoff`, `failed`) of the requests
+    /// sent inside a fault window; empty without one.
+    pub served_in_faults: IndexMap<String, f64>,
     /// Requests that failed before any upstream call (every model skipped,
     /// or refused by the gateway itself); they count among the failures.
     pub failed_without_attempt: usize,
@@ -394,6 +397,7 @@ fn cascade_report(name: &str, samples: &[&Sample], frame: &Frame<'_>) -> Cascade
         first_byte_s: percentiles_of(samples, |s| s.first_byte),
         latency_in_faults_s: mean_latency(&in_faults),
         latency_outside_faults_s: mean_latency(&outside),
+        served_in_faults: if in_faults.is_empty() { IndexMap::new() } else { shares(&in_faults, &keys) },
         failed_without_attempt: samples.iter().filter(|s| s.unattempted).count(),
         ranks: rank_shares(samples),
         free_share: count(&|s| answered_as(s, false) && s.free),
@@ -419,15 +423,15 @@ fn cascade_report(name: &str, samples: &[&Sample], frame: &Frame<'_>) -> Cascade
 
 /// Share per rank, then `handoff` and `failed`.
 fn rank_shares(samples: &[&Sample]) -> IndexMap<String, f64> {
-    let mut out: IndexMap<String, f64> = ["1", "2", "3", "4+"].iter().map(|k| (k.to_string(), 0.0)).collect();
+    let mut counts: IndexMap<String, usize> = ["1", "2", "3", "4+"].iter().map(|k| (k.to_string(), 0)).collect();
     for s in samples {
         let key = match &s.outcome {
             Outcome::Answered { .. } => rank_key(s.rank),
             other => served_key(other),
         };
-        *out.entry(key.to_string()).or_insert(0.0) += share(1, samples.len());
+        *counts.entry(key.to_string()).or_insert(0) += 1;
     }
-    out
+    counts.into_iter().map(|(k, n)| (k, share(n, samples.len()))).collect()
 }
 
 fn model_rows(samples: &[&Sample], keys: &[String]) -> IndexMap<String, ModelRow> {
@@ -639,6 +643,15 @@ impl Report {
             let served: Vec<String> =
                 c.served.iter().filter(|(_, &v)| v > 0.0).map(|(k, v)| format!("{k} {}", pct(*v))).collect();
             let _ = writeln!(out, "  served by: {}", served.join(", "));
+            if !c.served_in_faults.is_empty() {
+                let inside: Vec<String> = c
+                    .served_in_faults
+                    .iter()
+                    .filter(|(_, &v)| v > 0.0)
+                    .map(|(k, v)| format!("{k} {}", pct(*v)))
+                    .collect();
+                let _ = writeln!(out, "  inside fault windows: {}", inside.join(", "));
+            }
             let tiers: Vec<String> = c.tiers.iter().map(|(k, v)| format!("{k} {}", pct(*v))).collect();
             let _ = writeln!(out, "  tiers: {}", tiers.join(", "));
             out.push_str(&steps_table(c));

@@ -42,8 +42,10 @@ pub(super) fn compile_provider(cx: &mut Ctx, name: &str, p: RawProvider, base_di
         ProviderKind::Anthropic if p.api_key.is_none() => {
             cx.err(format!("{path}.api_key"), "required for kind `anthropic`")
         }
-        ProviderKind::Mock if p.models.as_ref().is_none_or(Vec::is_empty) => {
-            cx.err(format!("{path}.models"), "a mock provider needs at least one model")
+        ProviderKind::Mock
+            if p.models.as_ref().is_none_or(Vec::is_empty) && p.listing.as_ref().is_none_or(Vec::is_empty) =>
+        {
+            cx.err(format!("{path}.models"), "a mock provider needs at least one model (in `models` or `listing`)")
         }
         _ => {}
     }
