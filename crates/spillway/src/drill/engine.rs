@@ -97,6 +97,9 @@ pub struct Run {
     /// Every cascade's models in order as the first request found them
     /// (discovered cascades after the start-up discovery round).
     pub cascades: Vec<(String, Vec<String>)>,
+    /// The load each monitored provider read, sampled through the run:
+    /// `(when, provider, load 0..1)`.
+    pub load: Vec<(Duration, String, f64)>,
 }
 
 /// Why a run could not start.
@@ -120,7 +123,7 @@ pub fn run(scenario: &Scenario) -> Result<Run, RunError> {
     // clock; this is the one place that wants the real one.
     #[allow(clippy::disallowed_methods)]
     let wall = std::time::Instant::now();
-    let (samples, alerts, json, cascades) = runtime.block_on(async move {
+    let (samples, alerts, json, cascades, load) = runtime.block_on(async move {
         fastrand::seed(scenario.seed);
         let app = crate::app::App::start(config).map_err(|e| RunError::Build(e.to_string()))?;
         let state = app.state.clone();
@@ -139,7 +142,12 @@ pub fn run(scenario: &Scenario) -> Result<Run, RunError> {
             .map(|(name, plan)| (name.clone(), plan.targets.iter().map(|t| t.name.clone()).collect()))
             .collect();
         let start = Instant::now();
+        let (stop, stopped) = tokio::sync::oneshot::channel();
+        let every = (scenario.step / 20).max(Duration::from_millis(100));
+        let sampling = tokio::spawn(sample_load(state.clone(), start, every, stopped));
         let samples = send_all(&state, scenario, start).await;
+        let _ = stop.send(());
+        let load = sampling.await.unwrap_or_default();
         app.stop().await;
         let gw = state.gateway.load();
         let json: Vec<(String, [u64; 3])> = gw
@@ -161,9 +169,35 @@ pub fn run(scenario: &Scenario) -> Result<Run, RunError> {
                 });
             }
         }
-        Ok::<_, RunError>((samples, alerts, json, cascades))
+        Ok::<_, RunError>((samples, alerts, json, cascades, load))
     })?;
-    Ok(Run { samples, alerts, wall: wall.elapsed(), json, cascades })
+    Ok(Run { samples, alerts, wall: wall.elapsed(), json, cascades, load })
+}
+
+/// Reads every monitored provider's load `every` so often until `stop`.
+async fn sample_load(
+    state: Arc<AppState>,
+    start: Instant,
+    every: Duration,
+    mut stop: tokio::sync::oneshot::Receiver<()>,
+) -> Vec<(Duration, String, f64)> {
+    let mut out = Vec::new();
+    if state.gateway.load().load.providers().is_empty() {
+        return out;
+    }
+    let mut tick = tokio::time::interval(every);
+    loop {
+        tokio::select! {
+            _ = &mut stop => return out,
+            _ = tick.tick() => {}
+        }
+        let gw = state.gateway.load();
+        for p in gw.load.providers() {
+            if let Some(load) = p.load() {
+                out.push((start.elapsed(), p.name().to_owned(), load));
+            }
+        }
+    }
 }
 
 /// `start` on the gateway's wall clock (the one alerts are stamped with).

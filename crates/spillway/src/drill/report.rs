@@ -27,6 +27,9 @@ pub struct Report {
     pub faults: Vec<FaultRow>,
     /// Alerts that went out.
     pub alerts: Vec<AlertRow>,
+    /// The load each monitored provider read: per provider, the mean per
+    /// step (`None` where it read nothing).
+    pub load: IndexMap<String, Vec<Option<f64>>>,
     /// Per model that answered JSON: how much of it was valid as the model
     /// sent it, and after normalization (extraction, repair, renaming).
     pub json: Vec<JsonRow>,
@@ -289,7 +292,20 @@ pub fn build(scenario: &Scenario, run: &Run) -> Report {
     let totals = run.json.iter().fold([0u64; 3], |t, (_, c)| [t[0] + c[0], t[1] + c[1], t[2] + c[2]]);
     let json_answers = totals.iter().sum::<u64>();
     let of = |n: u64| (json_answers > 0).then(|| n as f64 / json_answers as f64);
+    let mut load: IndexMap<String, Vec<(f64, usize)>> = IndexMap::new();
+    for (at, provider, value) in &run.load {
+        let row = load.entry(provider.clone()).or_insert_with(|| vec![(0.0, 0); steps]);
+        let i = (at.as_nanos() / scenario.step.as_nanos().max(1)) as usize;
+        if let Some(cell) = row.get_mut(i) {
+            cell.0 += value;
+            cell.1 += 1;
+        }
+    }
     Report {
+        load: load
+            .into_iter()
+            .map(|(p, row)| (p, row.into_iter().map(|(sum, n)| (n > 0).then(|| sum / n as f64)).collect()))
+            .collect(),
         json_valid_as_sent: of(totals[0]),
         json_valid_after: of(totals[0] + totals[1]),
         duration_s: scenario.duration.as_secs_f64(),
@@ -655,6 +671,10 @@ impl Report {
             let tiers: Vec<String> = c.tiers.iter().map(|(k, v)| format!("{k} {}", pct(*v))).collect();
             let _ = writeln!(out, "  tiers: {}", tiers.join(", "));
             out.push_str(&steps_table(c));
+        }
+        for (provider, row) in &self.load {
+            let cells: Vec<String> = row.iter().map(|v| v.map_or("—".to_string(), |v| format!("{v:.2}"))).collect();
+            let _ = writeln!(out, "\nLoad of {provider} per {}: {}", clock(self.step_s), cells.join(" "));
         }
         if !self.json.is_empty() {
             if let (Some(sent), Some(after)) = (self.json_valid_as_sent, self.json_valid_after) {
