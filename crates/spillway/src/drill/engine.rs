@@ -312,9 +312,11 @@ async fn one(state: Arc<AppState>, traffic: Arc<[Traffic]>, i: usize, start: Ins
     // refused (its concurrency limit, a shutdown, a request it cannot read).
     let refused =
         matches!(read.error.as_deref(), Some("overloaded" | "shutting_down" | "invalid_json" | "invalid_value"));
+    if status != 200 && sample.attempts == 0 {
+        sample.attempts = read.tried;
+    }
     sample.unattempted = status != 200 && sample.attempts == 0 && (read.unattempted || refused);
     sample.outcome = match (&read.error, status) {
-        (Some(_), _) if read.unattempted => Outcome::Failed { status, code: "no_model_available".into() },
         (Some(code), _) => Outcome::Failed { status, code: code.clone() },
         (None, 200) if tier == "handoff" => Outcome::Handoff,
         (None, 200) => Outcome::Answered { model: model.clone(), tier },
@@ -347,6 +349,8 @@ struct Read {
     error: Option<String>,
     /// The error says no model was tried (every one was skipped).
     unattempted: bool,
+    /// Upstream calls an error names (its attempt list, skips left out).
+    tried: u32,
 }
 
 fn usage_of(v: &Value) -> Option<(u64, u64)> {
@@ -376,9 +380,32 @@ fn read_whole(bytes: &[u8]) -> Read {
         // A tool call counts as content.
         None => message.get("tool_calls").map(Value::to_string).unwrap_or_default(),
     };
-    // The gateway's words for a cascade none of whose models could be tried.
-    let unattempted = v["error"]["message"].as_str().is_some_and(|m| m.ends_with("no model was available"));
-    Read { content, usage: usage_of(&v), error: error_of(&v), unattempted }
+    let (unattempted, tried) = v["error"]["message"].as_str().map_or((false, 0), attempts_of);
+    Read { content, usage: usage_of(&v), error: error_of(&v), unattempted, tried }
+}
+
+/// Reads `all_models_failed`'s message as a client would: `all models of
+/// `c` failed: m/a: skipped_open (…); m/b: upstream_error (…)`, or `…: no
+/// model was available`. Returns whether no model was tried at all, and
+/// how many were (skips — dead marks, open breakers, full bulkheads, lazy
+/// or too-small models — are not calls).
+fn attempts_of(message: &str) -> (bool, u32) {
+    const SKIPS: [&str; 5] = ["skipped_dead", "skipped_open", "saturated", "skipped_lazy", "skipped_context"];
+    let Some((_, list)) = message.split_once(" failed: ") else { return (false, 0) };
+    if list == "no model was available" {
+        return (true, 0);
+    }
+    let (mut tried, mut skipped) = (0u32, 0u32);
+    for entry in list.split("; ") {
+        // Model refs have no `: `; details may.
+        let reason = entry.split_once(": ").map_or(entry, |(_, r)| r);
+        if SKIPS.iter().any(|s| reason.starts_with(s)) {
+            skipped += 1;
+        } else {
+            tried += 1;
+        }
+    }
+    (tried == 0 && skipped > 0, tried)
 }
 
 /// An SSE stream: content deltas, the usage chunk, an error event, `[DONE]`.
@@ -454,6 +481,19 @@ mod tests {
         let broken =
             read_stream(b"data: {\"error\":{\"code\":\"upstream_cut\",\"message\":\"x\"}}\n\ndata: [DONE]\n\n");
         assert_eq!(broken.error.as_deref(), Some("upstream_cut"));
+    }
+
+    #[test]
+    fn an_error_tells_calls_from_skips() {
+        let m =
+            "all models of `chat` failed: a/x: skipped_open (breaker open); b/y: skipped_dead (provider dead: auth)";
+        assert_eq!(attempts_of(m), (true, 0));
+        assert_eq!(
+            attempts_of("all models of `chat` failed: a/x: upstream_error (HTTP 502: bad); b/y: saturated"),
+            (false, 1)
+        );
+        assert_eq!(attempts_of("all models of `chat` failed: no model was available"), (true, 0));
+        assert_eq!(attempts_of("the gateway is at its concurrency limit; retry shortly"), (false, 0));
     }
 
     #[test]

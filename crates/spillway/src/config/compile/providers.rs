@@ -298,3 +298,70 @@ pub(super) fn continuation_mode(cx: &mut Ctx, path: &str, v: Option<&str>) -> Op
         }
     }
 }
+
+#[cfg(test)]
+mod listing_tests {
+    use crate::config::{load_str, ListedModel, Price};
+
+    fn errors(yaml: &str) -> Vec<String> {
+        match load_str(yaml, None, &|_| None) {
+            Ok(_) => Vec::new(),
+            Err(e) => e.0.into_iter().map(|e| format!("{}: {}", e.path, e.message)).collect(),
+        }
+    }
+
+    #[test]
+    fn a_mock_listing_turns_discovery_on_and_keeps_prices_and_free_flags() {
+        let yaml = "
+providers:
+  m:
+    kind: mock
+    listing:
+      - { id: a, context: 8192, price_per_1m: { input: 0.5, output: 1 } }
+      - { id: 'b:free', free: true }
+cascades:
+  chat: { strategy: speed_first, providers: [m] }
+";
+        let config = load_str(yaml, None, &|_| None).unwrap_or_else(|e| panic!("{e}"));
+        let m = &config.providers["m"];
+        assert_eq!(m.discovery_format.as_deref(), Some("mock"));
+        let listing = m.listing.as_deref().unwrap_or_default();
+        assert_eq!(
+            listing[0],
+            ListedModel {
+                id: "a".into(),
+                context: Some(8192),
+                price: Some(Price { input: 0.5, output: 1.0 }),
+                free: false
+            }
+        );
+        assert!(listing[1].free && listing[1].price.is_none());
+        let off = yaml.replace("    listing:", "    discovery: { enabled: false }\n    listing:");
+        let config = load_str(&off, None, &|_| None).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(config.providers["m"].discovery_format, None);
+    }
+
+    #[test]
+    fn listing_errors_carry_their_paths() {
+        let errs = errors(
+            "
+providers:
+  real: { kind: openai, base_url: 'http://127.0.0.1:9/v1', listing: [ { id: x } ], models: [ { id: x } ] }
+  m:
+    kind: mock
+    listing: [ { id: a }, { id: a }, { id: b, price_per_1m: { input: -1, output: 0 } } ]
+  empty: { kind: mock }
+cascades:
+  chat: { models: [real/x] }
+",
+        );
+        for expected in [
+            "providers.real.listing: only mock providers take `listing`",
+            "providers.m.listing[1].id: duplicate model id `a`",
+            "providers.m.listing[2].price_per_1m: prices cannot be negative",
+            "providers.empty.models: a mock provider needs at least one model",
+        ] {
+            assert!(errs.iter().any(|e| e.starts_with(expected)), "missing `{expected}` in {errs:#?}");
+        }
+    }
+}
