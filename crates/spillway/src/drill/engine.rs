@@ -144,10 +144,12 @@ pub fn run(scenario: &Scenario) -> Result<Run, RunError> {
         let start = Instant::now();
         let (stop, stopped) = tokio::sync::oneshot::channel();
         let every = (scenario.step / 20).max(Duration::from_millis(100));
-        let sampling = tokio::spawn(sample_load(state.clone(), start, every, stopped));
-        let samples = send_all(&state, scenario, start).await;
-        let _ = stop.send(());
-        let load = sampling.await.unwrap_or_default();
+        let sending = async {
+            let samples = send_all(&state, scenario, start).await;
+            let _ = stop.send(());
+            samples
+        };
+        let (samples, load) = tokio::join!(sending, sample_load(state.clone(), start, every, stopped));
         app.stop().await;
         let gw = state.gateway.load();
         let json: Vec<(String, [u64; 3])> = gw
