@@ -52,7 +52,8 @@ cascades:
 #[tokio::test]
 async fn a_drill_over_a_discovered_cascade_ranks_like_serve() {
     // `serve`: the composition root, its discovery job, a real request.
-    let gw = common::start(LISTED).await;
+    let data_dir = std::env::temp_dir().join(format!("spillway-drill-serve-{}", std::process::id()));
+    let gw = common::start(&format!("{LISTED}state: {{ data_dir: '{}' }}\n", data_dir.display())).await;
     spillway::gateway::refresh::refresh(&gw.state.gateway).await;
     let served: Vec<(String, Vec<String>)> = gw
         .state
@@ -95,6 +96,7 @@ async fn a_drill_over_a_discovered_cascade_ranks_like_serve() {
     assert_eq!(c.served["groq/llama-3.3-70b-versatile"], 1.0);
     assert_eq!(c.free_share, 1.0);
     assert!((c.latency_s.mean - 0.3).abs() < 0.01, "{}", c.latency_s.mean);
+    let _ = std::fs::remove_dir_all(&data_dir);
 }
 
 #[test]
