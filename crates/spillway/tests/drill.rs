@@ -199,3 +199,58 @@ fn the_command_prints_the_report_writes_the_chart_and_fails_on_a_missed_mark() {
     assert!(stdout.contains("duration: "), "{stdout}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn requests_no_model_was_tried_for_are_failures_without_an_attempt() {
+    // The only model fails; its breaker opens; then requests find nothing
+    // to try and fail at once, with no upstream call.
+    let text = r#"
+gateway:
+  providers:
+    m: { kind: mock, models: [ { id: a, behavior: { outages: [ { start: 0s, duration: 1h, status: 500 } ] } } ] }
+  health: { breaker: { consecutive_failures: 2, open_min: 1m, open_for: 1m } }
+  cascades:
+    chat: { models: [m/a] }
+duration: 30s
+traffic:
+  - { cascade: chat, rps: 1 }
+"#;
+    let s = scenario(text);
+    let run = drill::run(&s).unwrap();
+    let r = drill::report::build(&s, &run);
+    let c = &r.cascades[0];
+    let skipped = c.failed_without_attempt;
+    assert!(skipped >= 25, "{skipped}");
+    assert_eq!(c.failed.get("all_models_failed"), Some(&30), "{:?}", c.failed);
+    let (unattempted, tried): (Vec<_>, Vec<_>) = run.samples.iter().partition(|x| x.unattempted);
+    assert!(unattempted.iter().all(|x| x.attempts == 0), "{unattempted:?}");
+    assert!(tried.len() == 30 - skipped && tried.iter().all(|x| x.attempts >= 1), "{tried:?}");
+    assert!(c.attempts_mean < 0.2, "skips are no calls: {}", c.attempts_mean);
+    assert_eq!(c.success_rate, 0.0);
+    assert!(r.text("t").contains(&format!("failed without an attempt: {skipped}")), "{}", r.text("t"));
+}
+
+#[test]
+fn the_report_has_means_ranks_and_the_chart_shows_volume_faults_and_latency() {
+    let more = "  - { cascade: chat, rps: 2 }\n  - { cascade: chat, rps: 2, from: 3m }\n";
+    let s = scenario(&TWO_TIERS.replace("  - { cascade: chat, rps: 2 }\n", more));
+    let r = report(&s);
+    let chat = &r.cascades[0];
+    // Mean beside the percentiles; the reserve's answers are rank 2.
+    assert!(chat.latency_s.mean > 0.1 && chat.latency_s.mean < 0.3, "{:?}", chat.latency_s);
+    assert!(chat.ranks["2"] > 0.1 && (chat.ranks["1"] + chat.ranks["2"] - 1.0).abs() < 1e-9, "{:?}", chat.ranks);
+    assert!(chat.served_in_faults["spare/slow"] > 0.8, "{:?}", chat.served_in_faults);
+    assert_eq!(chat.paid_share, 1.0);
+    let month = chat.cost_usd * 30.0 * 24.0 * 60.0 / 4.0;
+    assert!((chat.cost_per_month_usd - month).abs() < 1e-6 * month, "{} vs {month}", chat.cost_per_month_usd);
+    assert!((chat.latency_in_faults_s.unwrap() - 0.3).abs() < 0.05);
+    let svg = drill::svg::render(&r, "t");
+    // Volume: the last minute has twice the requests, so its bars reach the
+    // top and the first minute's only half way.
+    assert_eq!(chat.steps[7].requests, 2 * chat.steps[0].requests);
+    assert!(svg.contains("main/fast: 60 requests") && svg.contains("main/fast: 120 requests"), "{svg}");
+    assert!(svg.contains(r##"height="60.0" fill="#2f6fb0"><title>0:00 main/fast"##), "{svg}");
+    // The fault is labelled in the image, and latency is a line.
+    assert!(svg.contains(">main/fast 503</text>"), "{svg}");
+    assert!(svg.contains("<polyline") && svg.contains("mean latency"), "{svg}");
+}

@@ -219,6 +219,22 @@ pub struct ProviderConfig {
     pub price: Option<Price>,
     /// `breaker`: this provider's breaker rules, `health.breaker` filled in.
     pub breaker: Option<BreakerConfig>,
+    /// Mock providers: the model listing discovery reads instead of a
+    /// `/models` endpoint (`None`: the mock lists nothing).
+    pub listing: Option<Vec<ListedModel>>,
+}
+
+/// One model of a mock provider's `listing:`, as a real listing gives it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ListedModel {
+    /// Model id.
+    pub id: String,
+    /// Context window in tokens.
+    pub context: Option<u64>,
+    /// USD per 1M tokens, when the listing gives prices.
+    pub price: Option<Price>,
+    /// Marked free (OpenRouter's `:free`), whatever the prices say.
+    pub free: bool,
 }
 
 /// A static model.

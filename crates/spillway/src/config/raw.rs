@@ -151,6 +151,25 @@ pub struct RawProvider {
     /// `health.breaker` for this provider's models; unset fields keep
     /// `health.breaker`'s.
     pub breaker: Option<RawBreaker>,
+    /// Mock providers only: the model listing discovery reads, as a real
+    /// provider's `/models` would list them (ids, context, prices, free
+    /// flags); turns discovery on for the mock. A listed model the mock
+    /// has no `models:` entry for answers with the default behaviour.
+    pub listing: Option<Vec<RawListedModel>>,
+}
+
+/// One model of a mock provider's `listing:`.
+#[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RawListedModel {
+    /// Model id as the listing spells it.
+    pub id: String,
+    /// Context window in tokens (unknown when left out).
+    pub context: Option<u64>,
+    /// Listed price in USD per 1M tokens (unknown when left out).
+    pub price_per_1m: Option<RawPrice>,
+    /// Marked free by the listing (as OpenRouter's `:free` models are).
+    pub free: Option<bool>,
 }
 
 /// `providers.*.discovery`

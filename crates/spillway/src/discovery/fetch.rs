@@ -223,16 +223,43 @@ pub struct Fetched {
 /// in the result.
 pub async fn fetch_all(config: &Config, on_done: &(dyn Fn(&Fetched) + Sync)) -> Vec<Fetched> {
     let work = config.providers.values().filter(|p| p.discovery_format.is_some()).map(|p| async move {
-        let result = match ListingSource::new(p, &config.health) {
-            Ok(Some(source)) => source.fetch().await,
-            Ok(None) => Err(FetchError::Setup("discovery is off".into())),
-            Err(e) => Err(e),
+        let result = if p.kind == ProviderKind::Mock {
+            // A mock's listing is in its config: read, not fetched.
+            Ok(mock_listing(p))
+        } else {
+            match ListingSource::new(p, &config.health) {
+                Ok(Some(source)) => source.fetch().await,
+                Ok(None) => Err(FetchError::Setup("discovery is off".into())),
+                Err(e) => Err(e),
+            }
         };
         let fetched = Fetched { provider: p.name.clone(), result };
         on_done(&fetched);
         fetched
     });
     join_all(work).await
+}
+
+/// A mock provider's `listing:` as a listing reader would give it: prices
+/// as listed (0 / 0 for a model marked free without prices), free when
+/// marked so or when both prices are zero.
+pub fn mock_listing(p: &ProviderConfig) -> Listing {
+    let models = p
+        .listing
+        .iter()
+        .flatten()
+        .map(|l| {
+            let mut m = super::ModelMeta::new(&p.name, &l.id);
+            m.context = l.context.map(|c| u32::try_from(c).unwrap_or(u32::MAX));
+            // A model marked free costs nothing (OpenRouter lists `:free` at 0 / 0).
+            let price = l.price.or(l.free.then_some(crate::config::Price { input: 0.0, output: 0.0 }));
+            m.price_in_per_1m = price.map(|p| p.input);
+            m.price_out_per_1m = price.map(|p| p.output);
+            m.free = l.free || l.price.is_some_and(|p| p.input == 0.0 && p.output == 0.0);
+            m
+        })
+        .collect();
+    Listing { models, warnings: Vec::new(), next_page: None }
 }
 
 /// How many providers [`fetch_all`] will ask.

@@ -55,6 +55,20 @@ pub struct Sample {
     pub attempts: u32,
     /// Its usage times the answering model's price, USD.
     pub cost_usd: f64,
+    /// 1-based position of the answering model in the cascade as it stood
+    /// (`x-spillway-rank` when the gateway sends it, else read from the
+    /// live plan); 0 when no model answered.
+    pub rank: u32,
+    /// The answering model costs nothing (a known zero price or `:free`).
+    pub free: bool,
+    /// The load profile the answer was served under (`x-spillway-load-profile`).
+    pub profile: Option<String>,
+    /// Completion tokens of the answer (its usage).
+    pub completion_tokens: u64,
+    /// A failure before any upstream call: every model was skipped (open
+    /// breakers, dead marks, full bulkheads) or the gateway refused the
+    /// request itself.
+    pub unattempted: bool,
 }
 
 /// An alert that went out during the run.
@@ -80,6 +94,12 @@ pub struct Run {
     /// Per model that answered JSON: `(model ref, [valid as sent, repaired,
     /// invalid])`, from the gateway's normalization counts.
     pub json: Vec<(String, [u64; 3])>,
+    /// Every cascade's models in order as the first request found them
+    /// (discovered cascades after the start-up discovery round).
+    pub cascades: Vec<(String, Vec<String>)>,
+    /// The load each monitored provider read, sampled through the run:
+    /// `(when, provider, load 0..1)`.
+    pub load: Vec<(Duration, String, f64)>,
 }
 
 /// Why a run could not start.
@@ -103,13 +123,33 @@ pub fn run(scenario: &Scenario) -> Result<Run, RunError> {
     // clock; this is the one place that wants the real one.
     #[allow(clippy::disallowed_methods)]
     let wall = std::time::Instant::now();
-    let (samples, alerts, json) = runtime.block_on(async move {
+    let (samples, alerts, json, cascades, load) = runtime.block_on(async move {
         fastrand::seed(scenario.seed);
         let app = crate::app::App::start(config).map_err(|e| RunError::Build(e.to_string()))?;
         let state = app.state.clone();
         let mut tap = state.gateway.load().shared.alerts.tap(4096);
+        // As `serve` does on start-up: one discovery round over the
+        // listings (mock `listing:`s) before the first request, so a
+        // discovered cascade is built, filtered and ranked as it would be.
+        if crate::discovery::fetch::provider_count(&state.gateway.load().config) > 0 {
+            crate::gateway::refresh::refresh(&state.gateway).await;
+        }
+        let cascades: Vec<(String, Vec<String>)> = state
+            .gateway
+            .load()
+            .cascades
+            .iter()
+            .map(|(name, plan)| (name.clone(), plan.targets.iter().map(|t| t.name.clone()).collect()))
+            .collect();
         let start = Instant::now();
-        let samples = send_all(&state, scenario, start).await;
+        let (stop, stopped) = tokio::sync::oneshot::channel();
+        let every = (scenario.step / 20).max(Duration::from_millis(100));
+        let sending = async {
+            let samples = send_all(&state, scenario, start).await;
+            let _ = stop.send(());
+            samples
+        };
+        let (samples, load) = tokio::join!(sending, sample_load(state.clone(), start, every, stopped));
         app.stop().await;
         let gw = state.gateway.load();
         let json: Vec<(String, [u64; 3])> = gw
@@ -131,9 +171,35 @@ pub fn run(scenario: &Scenario) -> Result<Run, RunError> {
                 });
             }
         }
-        Ok::<_, RunError>((samples, alerts, json))
+        Ok::<_, RunError>((samples, alerts, json, cascades, load))
     })?;
-    Ok(Run { samples, alerts, wall: wall.elapsed(), json })
+    Ok(Run { samples, alerts, wall: wall.elapsed(), json, cascades, load })
+}
+
+/// Reads every monitored provider's load `every` so often until `stop`.
+async fn sample_load(
+    state: Arc<AppState>,
+    start: Instant,
+    every: Duration,
+    mut stop: tokio::sync::oneshot::Receiver<()>,
+) -> Vec<(Duration, String, f64)> {
+    let mut out = Vec::new();
+    if state.gateway.load().load.providers().is_empty() {
+        return out;
+    }
+    let mut tick = tokio::time::interval(every);
+    loop {
+        tokio::select! {
+            _ = &mut stop => return out,
+            _ = tick.tick() => {}
+        }
+        let gw = state.gateway.load();
+        for p in gw.load.providers() {
+            if let Some(load) = p.load() {
+                out.push((start.elapsed(), p.name().to_owned(), load));
+            }
+        }
+    }
 }
 
 /// `start` on the gateway's wall clock (the one alerts are stamped with).
@@ -217,6 +283,11 @@ async fn one(state: Arc<AppState>, traffic: Arc<[Traffic]>, i: usize, start: Ins
         valid: false,
         attempts: 0,
         cost_usd: 0.0,
+        rank: 0,
+        free: false,
+        profile: None,
+        completion_tokens: 0,
+        unattempted: false,
     };
     let Ok(request) = request else { return sample };
     let response = crate::server::chat::chat(state.clone(), request).await;
@@ -225,6 +296,8 @@ async fn one(state: Arc<AppState>, traffic: Arc<[Traffic]>, i: usize, start: Ins
     let header = |name: &str| parts.headers.get(name).and_then(|v| v.to_str().ok()).unwrap_or_default().to_string();
     let (model, tier) = (header("x-spillway-model"), header("x-spillway-tier"));
     sample.attempts = header("x-spillway-attempts").parse().unwrap_or(0);
+    sample.rank = header("x-spillway-rank").parse().unwrap_or(0);
+    sample.profile = Some(header("x-spillway-load-profile")).filter(|p| !p.is_empty());
     let mut bytes = Vec::new();
     while let Some(frame) = body.frame().await {
         let Ok(frame) = frame else { break };
@@ -237,6 +310,14 @@ async fn one(state: Arc<AppState>, traffic: Arc<[Traffic]>, i: usize, start: Ins
     }
     sample.latency = sent.elapsed();
     let read = if t.stream && status == 200 { read_stream(&bytes) } else { read_whole(&bytes) };
+    // No upstream call at all: every model skipped, or the gateway itself
+    // refused (its concurrency limit, a shutdown, a request it cannot read).
+    let refused =
+        matches!(read.error.as_deref(), Some("overloaded" | "shutting_down" | "invalid_json" | "invalid_value"));
+    if status != 200 && sample.attempts == 0 {
+        sample.attempts = read.tried;
+    }
+    sample.unattempted = status != 200 && sample.attempts == 0 && (read.unattempted || refused);
     sample.outcome = match (&read.error, status) {
         (Some(code), _) => Outcome::Failed { status, code: code.clone() },
         (None, 200) if tier == "handoff" => Outcome::Handoff,
@@ -246,6 +327,13 @@ async fn one(state: Arc<AppState>, traffic: Arc<[Traffic]>, i: usize, start: Ins
     if let Outcome::Answered { model, .. } = &sample.outcome {
         let gw = state.gateway.load();
         sample.valid = valid(&t.output, &read.content, &gw.shared.schemas);
+        sample.free = crate::usage::is_free(&gw.config, &gw.shared.discovery, model);
+        sample.completion_tokens = read.usage.map_or(0, |(_, out)| out);
+        if sample.rank == 0 {
+            let plan = gw.cascades.get(&t.cascade);
+            let at = plan.and_then(|p| p.targets.iter().position(|target| target.name == *model));
+            sample.rank = at.map_or(1, |i| u32::try_from(i + 1).unwrap_or(u32::MAX));
+        }
         if let (Some(p), Some((input, output))) =
             (crate::usage::price(&gw.config, &gw.shared.discovery, model), read.usage)
         {
@@ -261,6 +349,10 @@ struct Read {
     content: String,
     usage: Option<(u64, u64)>,
     error: Option<String>,
+    /// The error says no model was tried (every one was skipped).
+    unattempted: bool,
+    /// Upstream calls an error names (its attempt list, skips left out).
+    tried: u32,
 }
 
 fn usage_of(v: &Value) -> Option<(u64, u64)> {
@@ -290,7 +382,32 @@ fn read_whole(bytes: &[u8]) -> Read {
         // A tool call counts as content.
         None => message.get("tool_calls").map(Value::to_string).unwrap_or_default(),
     };
-    Read { content, usage: usage_of(&v), error: error_of(&v) }
+    let (unattempted, tried) = v["error"]["message"].as_str().map_or((false, 0), attempts_of);
+    Read { content, usage: usage_of(&v), error: error_of(&v), unattempted, tried }
+}
+
+/// Reads `all_models_failed`'s message as a client would: `all models of
+/// `c` failed: m/a: skipped_open (…); m/b: upstream_error (…)`, or `…: no
+/// model was available`. Returns whether no model was tried at all, and
+/// how many were (skips — dead marks, open breakers, full bulkheads, lazy
+/// or too-small models — are not calls).
+fn attempts_of(message: &str) -> (bool, u32) {
+    const SKIPS: [&str; 5] = ["skipped_dead", "skipped_open", "saturated", "skipped_lazy", "skipped_context"];
+    let Some((_, list)) = message.split_once(" failed: ") else { return (false, 0) };
+    if list == "no model was available" {
+        return (true, 0);
+    }
+    let (mut tried, mut skipped) = (0u32, 0u32);
+    for entry in list.split("; ") {
+        // Model refs have no `: `; details may.
+        let reason = entry.split_once(": ").map_or(entry, |(_, r)| r);
+        if SKIPS.iter().any(|s| reason.starts_with(s)) {
+            skipped += 1;
+        } else {
+            tried += 1;
+        }
+    }
+    (tried == 0 && skipped > 0, tried)
 }
 
 /// An SSE stream: content deltas, the usage chunk, an error event, `[DONE]`.
@@ -366,6 +483,19 @@ mod tests {
         let broken =
             read_stream(b"data: {\"error\":{\"code\":\"upstream_cut\",\"message\":\"x\"}}\n\ndata: [DONE]\n\n");
         assert_eq!(broken.error.as_deref(), Some("upstream_cut"));
+    }
+
+    #[test]
+    fn an_error_tells_calls_from_skips() {
+        let m =
+            "all models of `chat` failed: a/x: skipped_open (breaker open); b/y: skipped_dead (provider dead: auth)";
+        assert_eq!(attempts_of(m), (true, 0));
+        assert_eq!(
+            attempts_of("all models of `chat` failed: a/x: upstream_error (HTTP 502: bad); b/y: saturated"),
+            (false, 1)
+        );
+        assert_eq!(attempts_of("all models of `chat` failed: no model was available"), (true, 0));
+        assert_eq!(attempts_of("the gateway is at its concurrency limit; retry shortly"), (false, 0));
     }
 
     #[test]

@@ -27,9 +27,16 @@ pub struct Report {
     pub faults: Vec<FaultRow>,
     /// Alerts that went out.
     pub alerts: Vec<AlertRow>,
+    /// The load each monitored provider read: per provider, the mean per
+    /// step (`None` where it read nothing).
+    pub load: IndexMap<String, Vec<Option<f64>>>,
     /// Per model that answered JSON: how much of it was valid as the model
     /// sent it, and after normalization (extraction, repair, renaming).
     pub json: Vec<JsonRow>,
+    /// Over every model's JSON answers: share valid as sent.
+    pub json_valid_as_sent: Option<f64>,
+    /// Over every model's JSON answers: share valid after normalization.
+    pub json_valid_after: Option<f64>,
     /// The pass marks and how they went.
     pub checks: Vec<Check>,
 }
@@ -64,6 +71,36 @@ pub struct CascadeReport {
     pub valid_rate: Option<f64>,
     /// Latency of every request to its last byte, seconds.
     pub latency_s: Percentiles,
+    /// Until the first byte (TTFT for streams), seconds.
+    pub first_byte_s: Percentiles,
+    /// Mean latency inside any fault window, and outside all of them
+    /// (`None` where no request was sent).
+    pub latency_in_faults_s: Option<f64>,
+    /// See `latency_in_faults_s`.
+    pub latency_outside_faults_s: Option<f64>,
+    /// Share each model served (and `handoff`, `failed`) of the requests
+    /// sent inside a fault window; empty without one.
+    pub served_in_faults: IndexMap<String, f64>,
+    /// Requests that failed before any upstream call (every model skipped,
+    /// or refused by the gateway itself); they count among the failures.
+    pub failed_without_attempt: usize,
+    /// Share of requests by the answering model's 1-based position in the
+    /// cascade as it stood (`1`, `2`, `3`, `4+`), then `handoff` and `failed`.
+    pub ranks: IndexMap<String, f64>,
+    /// Share of requests answered by a free model (last resort excluded).
+    pub free_share: f64,
+    /// Share answered by a paid model (or one of unknown price), last resort excluded.
+    pub paid_share: f64,
+    /// Share answered by the cascade's `last_resort`.
+    pub last_resort_share: f64,
+    /// `cost_usd` extrapolated to 30 days of the same traffic.
+    pub cost_per_month_usd: f64,
+    /// Per model that answered: share, mean latency, and its own latency
+    /// (mean over its answers that took one attempt).
+    pub models: IndexMap<String, ModelRow>,
+    /// Per load profile the answers were served under (`none` without one),
+    /// lightest first: how long and how fast the answers were.
+    pub profiles: IndexMap<String, ProfileRow>,
     /// Upstream calls per request, mean.
     pub attempts_mean: f64,
     /// USD.
@@ -76,9 +113,36 @@ pub struct CascadeReport {
     pub steps: Vec<Step>,
 }
 
-/// p50 / p90 / p99.
+/// One model's answers in a cascade.
+#[derive(Debug, Clone, Serialize)]
+pub struct ModelRow {
+    /// Share of the cascade's requests it answered.
+    pub share: f64,
+    /// Mean latency of its answers, seconds.
+    pub latency_mean_s: f64,
+    /// Mean latency of its answers that took one attempt (no failed model
+    /// before it): the model's own speed. `None` when it never answered first.
+    pub latency_own_s: Option<f64>,
+}
+
+/// The answers of one load profile.
+#[derive(Debug, Clone, Serialize)]
+pub struct ProfileRow {
+    /// Answers served under it.
+    pub answers: usize,
+    /// Mean completion tokens.
+    pub tokens_mean: f64,
+    /// Mean latency, seconds.
+    pub latency_mean_s: f64,
+    /// p99 of the time to the first byte, seconds.
+    pub first_byte_p99_s: f64,
+}
+
+/// p50 / p90 / p99 and the mean.
 #[derive(Debug, Clone, Copy, Default, Serialize)]
 pub struct Percentiles {
+    /// Mean.
+    pub mean: f64,
     /// Median.
     pub p50: f64,
     /// 90th.
@@ -98,6 +162,8 @@ pub struct Step {
     pub success_rate: f64,
     /// Median latency, seconds.
     pub p50_s: f64,
+    /// Mean latency, seconds.
+    pub mean_s: f64,
     /// Share per model, `handoff` and `failed` (same keys as `served`).
     pub served: IndexMap<String, f64>,
     /// Share per tier, `handoff` and `failed` (same keys as `tiers`).
@@ -158,9 +224,31 @@ fn quantile(sorted: &[f64], q: f64) -> f64 {
 }
 
 fn percentiles(samples: &[&Sample]) -> Percentiles {
-    let mut l: Vec<f64> = samples.iter().map(|s| s.latency.as_secs_f64()).collect();
+    percentiles_of(samples, |s| s.latency)
+}
+
+fn percentiles_of(samples: &[&Sample], of: impl Fn(&Sample) -> Duration) -> Percentiles {
+    let mut l: Vec<f64> = samples.iter().map(|s| of(s).as_secs_f64()).collect();
     l.sort_by(f64::total_cmp);
-    Percentiles { p50: quantile(&l, 0.5), p90: quantile(&l, 0.9), p99: quantile(&l, 0.99) }
+    Percentiles { mean: mean(&l), p50: quantile(&l, 0.5), p90: quantile(&l, 0.9), p99: quantile(&l, 0.99) }
+}
+
+fn mean(values: &[f64]) -> f64 {
+    if values.is_empty() {
+        0.0
+    } else {
+        values.iter().sum::<f64>() / values.len() as f64
+    }
+}
+
+/// The key a rank is counted under: `1`, `2`, `3`, `4+`.
+fn rank_key(rank: u32) -> &'static str {
+    match rank {
+        0 | 1 => "1",
+        2 => "2",
+        3 => "3",
+        _ => "4+",
+    }
 }
 
 fn share(n: usize, of: usize) -> f64 {
@@ -192,11 +280,34 @@ pub fn build(scenario: &Scenario, run: &Run) -> Report {
         .map(|name| {
             let samples: Vec<&Sample> =
                 run.samples.iter().filter(|s| &scenario.traffic[s.traffic].cascade == name).collect();
-            cascade_report(name, &samples, scenario.step, steps)
+            cascade_report(name, &samples, &Frame { scenario, steps })
         })
         .collect::<Vec<_>>();
-    let checks = checks(scenario, &cascades);
+    let alerts: Vec<AlertRow> = run
+        .alerts
+        .iter()
+        .map(|a| AlertRow { at_s: a.at.as_secs_f64(), kind: a.kind.clone(), text: a.text.clone() })
+        .collect();
+    let checks = checks(scenario, &cascades, &alerts);
+    let totals = run.json.iter().fold([0u64; 3], |t, (_, c)| [t[0] + c[0], t[1] + c[1], t[2] + c[2]]);
+    let json_answers = totals.iter().sum::<u64>();
+    let of = |n: u64| (json_answers > 0).then(|| n as f64 / json_answers as f64);
+    let mut load: IndexMap<String, Vec<(f64, usize)>> = IndexMap::new();
+    for (at, provider, value) in &run.load {
+        let row = load.entry(provider.clone()).or_insert_with(|| vec![(0.0, 0); steps]);
+        let i = (at.as_nanos() / scenario.step.as_nanos().max(1)) as usize;
+        if let Some(cell) = row.get_mut(i) {
+            cell.0 += value;
+            cell.1 += 1;
+        }
+    }
     Report {
+        load: load
+            .into_iter()
+            .map(|(p, row)| (p, row.into_iter().map(|(sum, n)| (n > 0).then(|| sum / n as f64)).collect()))
+            .collect(),
+        json_valid_as_sent: of(totals[0]),
+        json_valid_after: of(totals[0] + totals[1]),
         duration_s: scenario.duration.as_secs_f64(),
         step_s: scenario.step.as_secs_f64(),
         wall_s: run.wall.as_secs_f64(),
@@ -220,16 +331,38 @@ pub fn build(scenario: &Scenario, run: &Run) -> Report {
                 JsonRow { model: model.clone(), answers, valid_as_sent: of(*valid), valid_after: of(valid + repaired) }
             })
             .collect(),
-        alerts: run
-            .alerts
-            .iter()
-            .map(|a| AlertRow { at_s: a.at.as_secs_f64(), kind: a.kind.clone(), text: a.text.clone() })
-            .collect(),
+        alerts,
         checks,
     }
 }
 
-fn cascade_report(name: &str, samples: &[&Sample], step: Duration, steps: usize) -> CascadeReport {
+/// What every cascade's figures are measured against.
+struct Frame<'a> {
+    scenario: &'a Scenario,
+    steps: usize,
+}
+
+impl Frame<'_> {
+    fn in_fault(&self, s: &Sample) -> bool {
+        self.scenario.faults.iter().any(|f| s.sent >= f.at && s.sent < f.at + f.lasts)
+    }
+
+    /// Every load profile name of the config, lightest first per provider.
+    fn profile_order(&self) -> Vec<String> {
+        let mut names = vec!["none".to_string()];
+        for p in self.scenario.config.providers.values() {
+            for profile in p.load.iter().flat_map(|l| l.profiles.iter()) {
+                if !names.contains(&profile.name) {
+                    names.push(profile.name.clone());
+                }
+            }
+        }
+        names
+    }
+}
+
+fn cascade_report(name: &str, samples: &[&Sample], frame: &Frame<'_>) -> CascadeReport {
+    let (step, steps) = (frame.scenario.step, frame.steps);
     // Models in the order they first answered; then handoff and failed.
     let mut keys: Vec<String> = Vec::new();
     for s in samples {
@@ -261,6 +394,7 @@ fn cascade_report(name: &str, samples: &[&Sample], step: Duration, steps: usize)
                 requests: in_step.len(),
                 success_rate: share(ok, in_step.len()),
                 p50_s: percentiles(&in_step).p50,
+                mean_s: percentiles(&in_step).mean,
                 served: shares(&in_step, &keys),
                 tiers: {
                     let here = tier_shares(&in_step);
@@ -269,7 +403,25 @@ fn cascade_report(name: &str, samples: &[&Sample], step: Duration, steps: usize)
             }
         })
         .collect();
+    let (in_faults, outside): (Vec<&Sample>, Vec<&Sample>) = samples.iter().partition(|s| frame.in_fault(s));
+    let mean_latency = |v: &[&Sample]| (!v.is_empty()).then(|| percentiles(v).mean);
+    let count = |f: &dyn Fn(&Sample) -> bool| share(samples.iter().filter(|s| f(s)).count(), samples.len());
+    let answered_as = |s: &Sample, last: bool| matches!(&s.outcome, Outcome::Answered { tier, .. } if (tier == "last_resort") == last);
+    let cost: f64 = samples.iter().map(|s| s.cost_usd).sum();
+    let month = Duration::from_secs(30 * 24 * 3600).as_secs_f64();
     CascadeReport {
+        first_byte_s: percentiles_of(samples, |s| s.first_byte),
+        latency_in_faults_s: mean_latency(&in_faults),
+        latency_outside_faults_s: mean_latency(&outside),
+        served_in_faults: if in_faults.is_empty() { IndexMap::new() } else { shares(&in_faults, &keys) },
+        failed_without_attempt: samples.iter().filter(|s| s.unattempted).count(),
+        ranks: rank_shares(samples),
+        free_share: count(&|s| answered_as(s, false) && s.free),
+        paid_share: count(&|s| answered_as(s, false) && !s.free),
+        last_resort_share: count(&|s| answered_as(s, true)),
+        cost_per_month_usd: cost * month / frame.scenario.duration.as_secs_f64().max(f64::MIN_POSITIVE),
+        models: model_rows(samples, &keys),
+        profiles: profile_rows(samples, &frame.profile_order()),
         cascade: name.to_string(),
         requests: samples.len(),
         success_rate: share(answered.len(), samples.len()),
@@ -278,11 +430,71 @@ fn cascade_report(name: &str, samples: &[&Sample], step: Duration, steps: usize)
         valid_rate: (!answered.is_empty()).then(|| share(answered.iter().filter(|s| s.valid).count(), answered.len())),
         latency_s: percentiles(samples),
         attempts_mean: samples.iter().map(|s| f64::from(s.attempts)).sum::<f64>() / samples.len().max(1) as f64,
-        cost_usd: samples.iter().map(|s| s.cost_usd).sum(),
+        cost_usd: cost,
         served: shares(samples, &keys),
         tiers,
         steps: rows,
     }
+}
+
+/// Share per rank, then `handoff` and `failed`.
+fn rank_shares(samples: &[&Sample]) -> IndexMap<String, f64> {
+    let mut counts: IndexMap<String, usize> = ["1", "2", "3", "4+"].iter().map(|k| (k.to_string(), 0)).collect();
+    for s in samples {
+        let key = match &s.outcome {
+            Outcome::Answered { .. } => rank_key(s.rank),
+            other => served_key(other),
+        };
+        *counts.entry(key.to_string()).or_insert(0) += 1;
+    }
+    counts.into_iter().map(|(k, n)| (k, share(n, samples.len()))).collect()
+}
+
+fn model_rows(samples: &[&Sample], keys: &[String]) -> IndexMap<String, ModelRow> {
+    keys.iter()
+        .filter(|k| *k != "handoff" && *k != "failed")
+        .map(|k| {
+            let mine: Vec<&Sample> = samples.iter().copied().filter(|s| served_key(&s.outcome) == k).collect();
+            let own: Vec<&Sample> = mine.iter().copied().filter(|s| s.attempts <= 1).collect();
+            let row = ModelRow {
+                share: share(mine.len(), samples.len()),
+                latency_mean_s: percentiles(&mine).mean,
+                latency_own_s: (!own.is_empty()).then(|| percentiles(&own).mean),
+            };
+            (k.clone(), row)
+        })
+        .collect()
+}
+
+fn profile_rows(samples: &[&Sample], order: &[String]) -> IndexMap<String, ProfileRow> {
+    let answered: Vec<&Sample> =
+        samples.iter().copied().filter(|s| matches!(s.outcome, Outcome::Answered { .. })).collect();
+    let mut names: Vec<String> = order.to_vec();
+    for s in &answered {
+        if let Some(p) = &s.profile {
+            if !names.contains(p) {
+                names.push(p.clone());
+            }
+        }
+    }
+    names
+        .into_iter()
+        .filter_map(|name| {
+            let mine: Vec<&Sample> =
+                answered.iter().copied().filter(|s| s.profile.as_deref().unwrap_or("none") == name).collect();
+            if mine.is_empty() {
+                return None;
+            }
+            let tokens: Vec<f64> = mine.iter().map(|s| s.completion_tokens as f64).collect();
+            let row = ProfileRow {
+                answers: mine.len(),
+                tokens_mean: mean(&tokens),
+                latency_mean_s: percentiles(&mine).mean,
+                first_byte_p99_s: percentiles_of(&mine, |s| s.first_byte).p99,
+            };
+            Some((name, row))
+        })
+        .collect()
 }
 
 /// The tier an outcome counts under (`handoff`, `failed` for the rest).
@@ -303,7 +515,7 @@ fn tier_shares(samples: &[&Sample]) -> IndexMap<String, f64> {
     tiers
 }
 
-fn checks(scenario: &Scenario, cascades: &[CascadeReport]) -> Vec<Check> {
+fn checks(scenario: &Scenario, cascades: &[CascadeReport], alerts: &[AlertRow]) -> Vec<Check> {
     let mut out = Vec::new();
     for (name, e) in &scenario.expect {
         let Some(c) = cascades.iter().find(|c| &c.cascade == name) else { continue };
@@ -319,6 +531,41 @@ fn checks(scenario: &Scenario, cascades: &[CascadeReport]) -> Vec<Check> {
         }
         if let Some(max) = e.max_p99 {
             check(format!("p99 ≤ {}", secs(max.as_secs_f64())), c.latency_s.p99, c.latency_s.p99 <= max.as_secs_f64());
+        }
+        if let Some(max) = e.max_handoff_rate {
+            check(format!("handoff rate ≤ {}", pct(max)), c.handoff_rate, c.handoff_rate <= max);
+        }
+        if let Some(min) = e.min_free_share {
+            check(format!("served free ≥ {}", pct(min)), c.free_share, c.free_share >= min);
+        }
+        if let Some(max) = e.max_cost_per_month {
+            check(format!("cost a month ≤ ${max:.2}"), c.cost_per_month_usd, c.cost_per_month_usd <= max);
+        }
+        if let Some(max) = e.max_first_byte_p99 {
+            let actual = c.first_byte_s.p99;
+            check(format!("first-byte p99 ≤ {}", secs(max.as_secs_f64())), actual, actual <= max.as_secs_f64());
+        }
+        if let Some(max) = e.max_latency_growth {
+            // The worst model: its mean latency over its own.
+            let growth = c
+                .models
+                .values()
+                .filter_map(|m| Some(m.latency_mean_s / m.latency_own_s.filter(|own| *own > 0.0)? - 1.0))
+                .fold(0.0, f64::max);
+            check(format!("latency growth over a model's own ≤ {}", pct(max)), growth, growth <= max);
+        }
+        if e.shorter_by_profile {
+            let lengths: Vec<f64> = c.profiles.values().map(|p| p.tokens_mean).collect();
+            let shorter = lengths.len() >= 2 && lengths.windows(2).all(|w| w[1] < w[0]);
+            let ratio = match (lengths.first(), lengths.last()) {
+                (Some(first), Some(last)) if *first > 0.0 => last / first,
+                _ => 1.0,
+            };
+            check("answers shorter with each heavier profile (last/first length)".into(), ratio, shorter);
+        }
+        for kind in &e.alerts {
+            let seen = alerts.iter().filter(|a| &a.kind == kind).count();
+            check(format!("alert `{kind}` sent (count)"), seen as f64, seen > 0);
         }
     }
     out
@@ -354,24 +601,90 @@ impl Report {
                 pct(1.0 - c.success_rate - c.handoff_rate),
                 if failed.is_empty() { String::new() } else { format!(" ({})", failed.join(", ")) }
             );
+            if c.failed_without_attempt > 0 {
+                let _ = writeln!(out, "  failed without an attempt: {}", c.failed_without_attempt);
+            }
             let _ = writeln!(
                 out,
-                "  latency p50 {}  p90 {}  p99 {}   attempts/request {:.2}   valid output {}   cost ${:.6}",
+                "  latency mean {}  p50 {}  p90 {}  p99 {}   first byte mean {}  p99 {}",
+                secs(c.latency_s.mean),
                 secs(c.latency_s.p50),
                 secs(c.latency_s.p90),
                 secs(c.latency_s.p99),
+                secs(c.first_byte_s.mean),
+                secs(c.first_byte_s.p99)
+            );
+            if let (Some(inside), Some(outside)) = (c.latency_in_faults_s, c.latency_outside_faults_s) {
+                let _ = writeln!(out, "  latency mean outside faults {} → inside {}", secs(outside), secs(inside));
+            }
+            let _ = writeln!(
+                out,
+                "  attempts/request {:.2}   valid output {}   cost ${:.6} (${:.2} a month)",
                 c.attempts_mean,
                 c.valid_rate.map_or("—".to_string(), pct),
-                c.cost_usd
+                c.cost_usd,
+                c.cost_per_month_usd
             );
+            let _ = writeln!(
+                out,
+                "  free {}   paid {}   last resort {}",
+                pct(c.free_share),
+                pct(c.paid_share),
+                pct(c.last_resort_share)
+            );
+            let ranks: Vec<String> =
+                c.ranks.iter().filter(|(_, &v)| v > 0.0).map(|(k, v)| format!("{k} {}", pct(*v))).collect();
+            let _ = writeln!(out, "  by rank: {}", ranks.join(", "));
+            for (m, row) in &c.models {
+                let own = row.latency_own_s.map_or("—".to_string(), secs);
+                let _ =
+                    writeln!(out, "    {m:<32} {:>6}  mean {}  own {own}", pct(row.share), secs(row.latency_mean_s));
+            }
+            if c.profiles.len() > 1 || c.profiles.keys().any(|k| k != "none") {
+                let rows: Vec<String> = c
+                    .profiles
+                    .iter()
+                    .map(|(k, p)| {
+                        format!(
+                            "{k} {} answers, {:.0} tokens, {} (first byte p99 {})",
+                            p.answers,
+                            p.tokens_mean,
+                            secs(p.latency_mean_s),
+                            secs(p.first_byte_p99_s)
+                        )
+                    })
+                    .collect();
+                let _ = writeln!(out, "  by load profile: {}", rows.join("; "));
+            }
             let served: Vec<String> =
                 c.served.iter().filter(|(_, &v)| v > 0.0).map(|(k, v)| format!("{k} {}", pct(*v))).collect();
             let _ = writeln!(out, "  served by: {}", served.join(", "));
+            if !c.served_in_faults.is_empty() {
+                let inside: Vec<String> = c
+                    .served_in_faults
+                    .iter()
+                    .filter(|(_, &v)| v > 0.0)
+                    .map(|(k, v)| format!("{k} {}", pct(*v)))
+                    .collect();
+                let _ = writeln!(out, "  inside fault windows: {}", inside.join(", "));
+            }
             let tiers: Vec<String> = c.tiers.iter().map(|(k, v)| format!("{k} {}", pct(*v))).collect();
             let _ = writeln!(out, "  tiers: {}", tiers.join(", "));
             out.push_str(&steps_table(c));
         }
+        for (provider, row) in &self.load {
+            let cells: Vec<String> = row.iter().map(|v| v.map_or("—".to_string(), |v| format!("{v:.2}"))).collect();
+            let _ = writeln!(out, "\nLoad of {provider} per {}: {}", clock(self.step_s), cells.join(" "));
+        }
         if !self.json.is_empty() {
+            if let (Some(sent), Some(after)) = (self.json_valid_as_sent, self.json_valid_after) {
+                let _ = writeln!(
+                    out,
+                    "\nValid JSON over all models: {} as sent → {} after normalization",
+                    pct(sent),
+                    pct(after)
+                );
+            }
             let _ = writeln!(out, "\nJSON answers per model (valid as sent → after normalization):");
             for j in &self.json {
                 let _ = writeln!(
@@ -394,7 +707,15 @@ impl Report {
         if !self.checks.is_empty() {
             let _ = writeln!(out, "\nChecks:");
             for c in &self.checks {
-                let actual = if c.what.starts_with("p99") { secs(c.actual) } else { pct(c.actual) };
+                let actual = if c.what.contains("p99") {
+                    secs(c.actual)
+                } else if c.what.starts_with("cost") {
+                    format!("${:.2}", c.actual)
+                } else if c.what.contains("(count)") {
+                    format!("{}", c.actual)
+                } else {
+                    pct(c.actual)
+                };
                 let mark = if c.passed { "pass" } else { "FAIL" };
                 let _ = writeln!(out, "  {mark}  {}: {} (got {actual})", c.cascade, c.what);
             }

@@ -83,6 +83,14 @@ struct RawExpect {
     min_success_rate: Option<f64>,
     min_valid_rate: Option<f64>,
     max_p99: Option<String>,
+    max_handoff_rate: Option<f64>,
+    min_free_share: Option<f64>,
+    max_cost_per_month: Option<f64>,
+    max_first_byte_p99: Option<String>,
+    max_latency_growth: Option<f64>,
+    shorter_by_profile: Option<bool>,
+    #[serde(default)]
+    alerts: Vec<String>,
 }
 
 /// A compiled scenario, ready to run.
@@ -163,6 +171,21 @@ pub struct Expect {
     pub min_valid_rate: Option<f64>,
     /// Longest p99 latency.
     pub max_p99: Option<Duration>,
+    /// Largest share queued for a person.
+    pub max_handoff_rate: Option<f64>,
+    /// Least share answered by free models.
+    pub min_free_share: Option<f64>,
+    /// Most USD a month (the run's cost extrapolated to 30 days).
+    pub max_cost_per_month: Option<f64>,
+    /// Longest p99 time to the first byte.
+    pub max_first_byte_p99: Option<Duration>,
+    /// Most a model's mean latency in this cascade may exceed its own
+    /// (its answers that took one attempt), as a share: 0.1 is +10 %.
+    pub max_latency_growth: Option<f64>,
+    /// Answers get shorter with each heavier load profile.
+    pub shorter_by_profile: bool,
+    /// Alert kinds that must have gone out during the run.
+    pub alerts: Vec<String>,
 }
 
 /// Reads and compiles a scenario file.
@@ -213,6 +236,13 @@ pub fn load_str(text: &str, source: Option<&Path>, lookup: env::Lookup<'_>) -> R
             min_success_rate: cx.share(&format!("{path}.min_success_rate"), e.min_success_rate),
             min_valid_rate: cx.share(&format!("{path}.min_valid_rate"), e.min_valid_rate),
             max_p99: e.max_p99.map(|d| cx.duration(&format!("{path}.max_p99"), &d)),
+            max_handoff_rate: cx.share(&format!("{path}.max_handoff_rate"), e.max_handoff_rate),
+            min_free_share: cx.share(&format!("{path}.min_free_share"), e.min_free_share),
+            max_cost_per_month: cx.non_negative(&format!("{path}.max_cost_per_month"), e.max_cost_per_month),
+            max_first_byte_p99: e.max_first_byte_p99.map(|d| cx.duration(&format!("{path}.max_first_byte_p99"), &d)),
+            max_latency_growth: cx.non_negative(&format!("{path}.max_latency_growth"), e.max_latency_growth),
+            shorter_by_profile: e.shorter_by_profile.unwrap_or(false),
+            alerts: e.alerts,
         };
         expect.insert(name, expected);
     }
@@ -334,6 +364,14 @@ impl Cx {
         let v = value?;
         if !(0.0..=1.0).contains(&v) {
             self.err(path, format!("expected a share between 0 and 1, got {v}"));
+        }
+        Some(v)
+    }
+
+    fn non_negative(&mut self, path: &str, value: Option<f64>) -> Option<f64> {
+        let v = value?;
+        if !(v.is_finite() && v >= 0.0) {
+            self.err(path, format!("expected a number of at least 0, got {v}"));
         }
         Some(v)
     }

@@ -1,6 +1,7 @@
 //! The drill's chart: one panel per cascade, a stacked bar per step with
-//! the share each model served (handoff in grey, failures in red), fault
-//! windows as a band above the bars, and a legend. Plain SVG 1.1 with no
+//! the requests each model served (its height is the step's volume;
+//! handoff in grey, failures in red), the mean latency as a line on its
+//! own scale, fault windows shaded and labelled in the image, and a legend. Plain SVG 1.1 with no
 //! scripts or external references, so any browser or image viewer shows it.
 
 use super::report::{clock, secs, CascadeReport, Report};
@@ -40,7 +41,7 @@ pub fn render(report: &Report, title: &str) -> String {
     let _ = writeln!(out, r##"<rect width="100%" height="100%" fill="#ffffff"/>"##);
     let _ = writeln!(
         out,
-        r#"<text x="{LEFT}" y="22" font-size="14" font-weight="bold">Drill {}: share of requests served, per {}</text>"#,
+        r#"<text x="{LEFT}" y="22" font-size="14" font-weight="bold">Drill {}: requests served, per {}</text>"#,
         esc(title),
         clock(report.step_s)
     );
@@ -58,28 +59,40 @@ fn panel(out: &mut String, report: &Report, c: &CascadeReport, y0: f64) {
     let x_of = |s: f64| LEFT + plot_w * (s / report.duration_s.max(f64::MIN_POSITIVE)).clamp(0.0, 1.0);
     let _ = writeln!(
         out,
-        r#"<text x="{LEFT}" y="{:.1}" font-size="12" font-weight="bold">{} — answered {:.1}%, p99 {}, {} requests</text>"#,
+        r#"<text x="{LEFT}" y="{:.1}" font-size="12" font-weight="bold">{} — answered {:.1}%, latency mean {} p99 {}, {} requests</text>"#,
         y0 + 14.0,
         esc(&c.cascade),
         c.success_rate * 100.0,
+        secs(c.latency_s.mean),
         secs(c.latency_s.p99),
         c.requests
     );
-    // Fault windows: a band above the bars, one lane per fault so overlaps stay readable.
+    // Fault windows: shaded over the plot, each labelled in its own lane above it.
     let lane = 12.0 / report.faults.len().max(1) as f64;
     for (i, f) in report.faults.iter().enumerate() {
         let (x1, x2) = (x_of(f.from_s), x_of(f.until_s));
         let _ = writeln!(
             out,
-            r##"<rect x="{x1:.1}" y="{:.1}" width="{:.1}" height="{:.1}" fill="#d13b3b" opacity="0.45"><title>fault: {}</title></rect>"##,
-            top - 15.0 + lane * i as f64,
+            r##"<rect x="{x1:.1}" y="{top:.1}" width="{:.1}" height="{PLOT:.1}" fill="#d13b3b" opacity="0.08"/>"##,
+            (x2 - x1).max(1.0)
+        );
+        let lane_y = top - 15.0 + lane * i as f64;
+        let _ = writeln!(
+            out,
+            r##"<rect x="{x1:.1}" y="{lane_y:.1}" width="{:.1}" height="{:.1}" fill="#d13b3b" opacity="0.45"><title>fault: {}</title></rect><text x="{:.1}" y="{:.1}" font-size="{:.1}" fill="#8b1a1a">{}</text>"##,
             (x2 - x1).max(1.0),
             (lane - 1.0).max(1.0),
+            esc(&f.label),
+            x1 + 2.0,
+            lane_y + (lane - 1.0).clamp(1.0, 10.0) - 1.0,
+            (lane - 1.0).clamp(6.0, 10.0),
             esc(&f.label)
         );
     }
+    // Bars: requests per step (volume), stacked by who served them.
     let keys: Vec<&String> = c.served.keys().collect();
     let bar_w = plot_w / c.steps.len().max(1) as f64;
+    let most = c.steps.iter().map(|s| s.requests).max().unwrap_or(0).max(1) as f64;
     for s in &c.steps {
         let x = x_of(s.from_s);
         let mut y = bottom;
@@ -88,29 +101,62 @@ fn panel(out: &mut String, report: &Report, c: &CascadeReport, y0: f64) {
             if share <= 0.0 {
                 continue;
             }
-            let h = PLOT * share;
+            let n = share * s.requests as f64;
+            let h = PLOT * n / most;
             y -= h;
             let _ = writeln!(
                 out,
-                r#"<rect x="{:.1}" y="{y:.1}" width="{:.1}" height="{h:.1}" fill="{}"><title>{} {}: {:.1}%</title></rect>"#,
+                r#"<rect x="{:.1}" y="{y:.1}" width="{:.1}" height="{h:.1}" fill="{}"><title>{} {}: {:.0} requests ({:.1}%)</title></rect>"#,
                 x + 1.0,
                 (bar_w - 2.0).max(0.5),
                 colour(key, k),
                 clock(s.from_s),
                 esc(key),
+                n,
                 share * 100.0
             );
         }
     }
-    // Axes: 0/50/100% and a time label every few bars.
-    for (share, label) in [(0.0, "0%"), (0.5, "50%"), (1.0, "100%")] {
-        let y = bottom - PLOT * share;
+    // Left axis: requests per step.
+    for (frac, label) in [(0.0, "0".to_string()), (0.5, format!("{:.0}", most / 2.0)), (1.0, format!("{most:.0}"))] {
+        let y = bottom - PLOT * frac;
         let _ = writeln!(
             out,
             r##"<line x1="{LEFT}" y1="{y:.1}" x2="{:.1}" y2="{y:.1}" stroke="#cccccc" stroke-width="0.5"/><text x="{:.1}" y="{:.1}" text-anchor="end">{label}</text>"##,
             WIDTH - RIGHT,
             LEFT - 4.0,
             y + 4.0
+        );
+    }
+    let _ = writeln!(
+        out,
+        r#"<text x="{:.1}" y="{:.1}" transform="rotate(-90 {:.1} {:.1})" text-anchor="middle" font-size="9">requests per {}</text>"#,
+        LEFT - 34.0,
+        top + PLOT / 2.0,
+        LEFT - 34.0,
+        top + PLOT / 2.0,
+        clock(report.step_s)
+    );
+    // Latency: the mean per step as a line, on its own scale (right axis).
+    let slowest = c.steps.iter().map(|s| s.mean_s).fold(0.0, f64::max);
+    if slowest > 0.0 {
+        let points: Vec<String> = c
+            .steps
+            .iter()
+            .filter(|s| s.requests > 0)
+            .map(|s| format!("{:.1},{:.1}", x_of(s.from_s) + bar_w / 2.0, bottom - PLOT * s.mean_s / slowest))
+            .collect();
+        let _ = writeln!(
+            out,
+            r##"<polyline points="{}" fill="none" stroke="#111111" stroke-width="1.5"><title>mean latency per step</title></polyline>"##,
+            points.join(" ")
+        );
+        let _ = writeln!(
+            out,
+            r##"<text x="{:.1}" y="{:.1}" text-anchor="end" font-size="9" fill="#111111">latency {}</text>"##,
+            WIDTH - RIGHT,
+            top - 2.0,
+            secs(slowest)
         );
     }
     let every = c.steps.len().div_ceil(12).max(1);
@@ -130,10 +176,19 @@ fn panel(out: &mut String, report: &Report, c: &CascadeReport, y0: f64) {
         );
         x += 24.0 + 6.5 * key.chars().count() as f64;
     }
+    let _ = writeln!(
+        out,
+        r##"<line x1="{x:.1}" y1="{:.1}" x2="{:.1}" y2="{:.1}" stroke="#111111" stroke-width="1.5"/><text x="{:.1}" y="{legend_y:.1}">mean latency</text>"##,
+        legend_y - 4.0,
+        x + 12.0,
+        legend_y - 4.0,
+        x + 16.0
+    );
+    x += 100.0;
     if !report.faults.is_empty() {
         let _ = writeln!(
             out,
-            r##"<rect x="{x:.1}" y="{:.1}" width="10" height="10" fill="#d13b3b" opacity="0.45"/><text x="{:.1}" y="{legend_y:.1}">fault window (above the bars)</text>"##,
+            r##"<rect x="{x:.1}" y="{:.1}" width="10" height="10" fill="#d13b3b" opacity="0.45"/><text x="{:.1}" y="{legend_y:.1}">fault window</text>"##,
             legend_y - 9.0,
             x + 14.0
         );

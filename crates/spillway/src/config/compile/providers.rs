@@ -48,8 +48,10 @@ pub(super) fn compile_provider(
         ProviderKind::Anthropic if p.api_key.is_none() => {
             cx.err(format!("{path}.api_key"), "required for kind `anthropic`")
         }
-        ProviderKind::Mock if p.models.as_ref().is_none_or(Vec::is_empty) => {
-            cx.err(format!("{path}.models"), "a mock provider needs at least one model")
+        ProviderKind::Mock
+            if p.models.as_ref().is_none_or(Vec::is_empty) && p.listing.as_ref().is_none_or(Vec::is_empty) =>
+        {
+            cx.err(format!("{path}.models"), "a mock provider needs at least one model (in `models` or `listing`)")
         }
         _ => {}
     }
@@ -64,6 +66,12 @@ pub(super) fn compile_provider(
         file
     });
     let discovery_format = match p.discovery {
+        // A mock's own listing turns discovery on (format `mock`: read from
+        // the config, never fetched); `discovery: { enabled: false }` turns it off.
+        Some(d) if kind == ProviderKind::Mock && p.listing.is_some() => {
+            d.enabled.unwrap_or(true).then(|| "mock".to_string())
+        }
+        None if kind == ProviderKind::Mock && p.listing.is_some() => Some("mock".to_string()),
         Some(d) if d.enabled.unwrap_or(true) => {
             let default = match kind {
                 ProviderKind::Anthropic => "anthropic",
@@ -77,13 +85,19 @@ pub(super) fn compile_provider(
                     format!("unknown format `{f}`: expected one of {}", LISTING_FORMATS.join(", ")),
                 );
             }
-            if matches!(kind, ProviderKind::Mock | ProviderKind::Yandex) {
+            if kind == ProviderKind::Mock {
+                cx.err(
+                    format!("{path}.discovery"),
+                    "a mock provider has no listing to fetch: give it a `listing:` instead",
+                );
+            } else if kind == ProviderKind::Yandex {
                 cx.err(format!("{path}.discovery"), format!("kind `{}` has no model listing", kind.as_str()));
             }
             Some(f)
         }
         _ => None,
     };
+    let listing = p.listing.map(|l| compile_listing(cx, &path, kind, l));
     if p.max_in_flight == Some(0) {
         cx.err(format!("{path}.max_in_flight"), "must be greater than 0 (leave it out for no limit)");
     }
@@ -171,7 +185,39 @@ pub(super) fn compile_provider(
         allow_any_model: p.allow_any_model.unwrap_or(false),
         price,
         breaker,
+        listing,
     })
+}
+
+/// A mock provider's `listing:`: unique ids, prices that are not negative.
+fn compile_listing(cx: &mut Ctx, path: &str, kind: ProviderKind, listing: Vec<RawListedModel>) -> Vec<ListedModel> {
+    if kind != ProviderKind::Mock {
+        cx.err(format!("{path}.listing"), "only mock providers take `listing` (the others are fetched)");
+    }
+    let mut seen = HashSet::new();
+    listing
+        .into_iter()
+        .enumerate()
+        .map(|(i, m)| {
+            let at = format!("{path}.listing[{i}]");
+            if m.id.trim().is_empty() {
+                cx.err(format!("{at}.id"), "empty model id");
+            } else if !seen.insert(m.id.clone()) {
+                cx.err(format!("{at}.id"), format!("duplicate model id `{}`", m.id));
+            }
+            if let Some(pr) = &m.price_per_1m {
+                if !(pr.input >= 0.0 && pr.output >= 0.0) {
+                    cx.err(format!("{at}.price_per_1m"), "prices cannot be negative");
+                }
+            }
+            ListedModel {
+                id: m.id,
+                context: m.context,
+                price: m.price_per_1m.map(|p| Price { input: p.input, output: p.output }),
+                free: m.free.unwrap_or(false),
+            }
+        })
+        .collect()
 }
 
 /// `behavior.json`: a mode applies to every answer; shares must add up to
@@ -264,6 +310,73 @@ pub(super) fn continuation_mode(cx: &mut Ctx, path: &str, v: Option<&str>) -> Op
         other => {
             cx.err(path, format!("unknown continuation `{other}`: expected prefill, instruct or none"));
             None
+        }
+    }
+}
+
+#[cfg(test)]
+mod listing_tests {
+    use crate::config::{load_str, ListedModel, Price};
+
+    fn errors(yaml: &str) -> Vec<String> {
+        match load_str(yaml, None, &|_| None) {
+            Ok(_) => Vec::new(),
+            Err(e) => e.0.into_iter().map(|e| format!("{}: {}", e.path, e.message)).collect(),
+        }
+    }
+
+    #[test]
+    fn a_mock_listing_turns_discovery_on_and_keeps_prices_and_free_flags() {
+        let yaml = "
+providers:
+  m:
+    kind: mock
+    listing:
+      - { id: a, context: 8192, price_per_1m: { input: 0.5, output: 1 } }
+      - { id: 'b:free', free: true }
+cascades:
+  chat: { strategy: speed_first, providers: [m] }
+";
+        let config = load_str(yaml, None, &|_| None).unwrap_or_else(|e| panic!("{e}"));
+        let m = &config.providers["m"];
+        assert_eq!(m.discovery_format.as_deref(), Some("mock"));
+        let listing = m.listing.as_deref().unwrap_or_default();
+        assert_eq!(
+            listing[0],
+            ListedModel {
+                id: "a".into(),
+                context: Some(8192),
+                price: Some(Price { input: 0.5, output: 1.0 }),
+                free: false
+            }
+        );
+        assert!(listing[1].free && listing[1].price.is_none());
+        let off = yaml.replace("    listing:", "    discovery: { enabled: false }\n    listing:");
+        let config = load_str(&off, None, &|_| None).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(config.providers["m"].discovery_format, None);
+    }
+
+    #[test]
+    fn listing_errors_carry_their_paths() {
+        let errs = errors(
+            "
+providers:
+  real: { kind: openai, base_url: 'http://127.0.0.1:9/v1', listing: [ { id: x } ], models: [ { id: x } ] }
+  m:
+    kind: mock
+    listing: [ { id: a }, { id: a }, { id: b, price_per_1m: { input: -1, output: 0 } } ]
+  empty: { kind: mock }
+cascades:
+  chat: { models: [real/x] }
+",
+        );
+        for expected in [
+            "providers.real.listing: only mock providers take `listing`",
+            "providers.m.listing[1].id: duplicate model id `a`",
+            "providers.m.listing[2].price_per_1m: prices cannot be negative",
+            "providers.empty.models: a mock provider needs at least one model",
+        ] {
+            assert!(errs.iter().any(|e| e.starts_with(expected)), "missing `{expected}` in {errs:#?}");
         }
     }
 }

@@ -56,7 +56,12 @@ pub struct MockProvider {
 impl MockProvider {
     /// Builds it from the provider's static models (and its load profiles).
     pub fn new(config: &ProviderConfig) -> Self {
-        let models = config.models.iter().map(|m| (m.id.clone(), m.behavior.clone().unwrap_or_default())).collect();
+        let mut models: HashMap<String, MockBehavior> =
+            config.models.iter().map(|m| (m.id.clone(), m.behavior.clone().unwrap_or_default())).collect();
+        // Listed models without a `models:` entry answer as a default mock does.
+        for m in config.listing.iter().flatten() {
+            models.entry(m.id.clone()).or_insert_with(|| MockBehavior { error_status: 503, ..MockBehavior::default() });
+        }
         let profiles = config
             .load
             .iter()

@@ -43,6 +43,7 @@ fn provider_with_load(b: MockBehavior, load: Option<LoadConfig>) -> MockProvider
         allow_any_model: false,
         price: None,
         breaker: None,
+        listing: None,
     };
     MockProvider::new(&config)
 }
