@@ -52,6 +52,8 @@ pub mod names {
     pub const HANDOFF_QUEUE_DEPTH: &str = "spillway_handoff_queue_depth";
     /// Streams continued on another model after breaking mid-answer.
     pub const CONTINUATIONS: &str = "spillway_continuations";
+    /// Stream events an upstream sent that could not be read, skipped.
+    pub const STREAM_EVENTS_SKIPPED: &str = "spillway_stream_events_skipped";
     /// Requests whose client went away before the answer ended.
     pub const CLIENT_DISCONNECTS: &str = "spillway_client_disconnects";
     /// Requests switched to another cascade by an escalation rule.
@@ -139,6 +141,7 @@ label_sets! {
     AttemptLabels { cascade, provider, model, result }
     ServedLabels { cascade, tier, provider, model }
     CascadeLabels { cascade }
+    SkippedLabels { cascade, provider }
     ModelLabels { provider, model }
     ProviderLabels { provider }
     LoadProfileLabels { provider, profile }
@@ -183,6 +186,15 @@ pub struct ServedLabels {
     pub provider: String,
     /// Model id.
     pub model: String,
+}
+
+/// `cascade`, `provider`
+#[derive(Clone, Debug, Hash, PartialEq, Eq)]
+pub struct SkippedLabels {
+    /// Cascade name.
+    pub cascade: String,
+    /// Provider name (from the config).
+    pub provider: String,
 }
 
 /// `cascade`
@@ -305,6 +317,8 @@ pub struct Metrics {
     pub escalations: Family<EscalationLabels, Counter>,
     /// `spillway_client_disconnects_total`
     pub client_disconnects: Family<CascadeLabels, Counter>,
+    /// `spillway_stream_events_skipped_total`
+    pub stream_events_skipped: Family<SkippedLabels, Counter>,
     /// `spillway_continuations_total`
     pub continuations: Family<ContinuationLabels, Counter>,
     /// `spillway_normalize_total`
@@ -388,6 +402,7 @@ impl Metrics {
         let handoff_queue_depth = Gauge::default();
         let escalations = Family::default();
         let client_disconnects = Family::default();
+        let stream_events_skipped = Family::default();
         let continuations = Family::default();
         let normalize = Family::default();
         let prompt_variants = Family::default();
@@ -439,6 +454,11 @@ impl Metrics {
             "Requests whose client disconnected before the answer ended (neither ok nor error)",
             client_disconnects.clone(),
         );
+        registry.register(
+            names::STREAM_EVENTS_SKIPPED,
+            "Stream events an upstream sent that could not be read (not JSON, broken format), skipped",
+            stream_events_skipped.clone(),
+        );
         Self {
             registry,
             requests,
@@ -458,6 +478,7 @@ impl Metrics {
             handoff_queue_depth,
             escalations,
             client_disconnects,
+            stream_events_skipped,
             continuations,
             normalize,
             prompt_variants,
@@ -478,6 +499,13 @@ impl Metrics {
     pub fn continued(&self, cascade: &str, from: &str, to: &str, mode: &'static str, result: &'static str) {
         let labels = ContinuationLabels { cascade: cascade.into(), from: from.into(), to: to.into(), mode, result };
         self.continuations.get_or_create(&labels).inc();
+    }
+
+    /// A stream event of `provider` that could not be read was skipped
+    /// (rare: the labels are built here, not per request).
+    pub fn skipped_event(&self, cascade: &str, provider: &str) {
+        let labels = SkippedLabels { cascade: cascade.into(), provider: provider.into() };
+        self.stream_events_skipped.get_or_create(&labels).inc();
     }
 
     /// Pre-built handles for one target of one cascade.

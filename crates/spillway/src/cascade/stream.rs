@@ -54,6 +54,10 @@ pub type Meter = Box<dyn FnMut(&Target, Tokens) + Send>;
 /// answer that breaks ends with the error event.
 const MAX_PARTIAL: usize = 1 << 20;
 
+/// After a finish reason, how long to wait for the usage chunk and
+/// `[DONE]` before the answer is finalised without them.
+pub(super) const FINISH_GRACE: Duration = Duration::from_secs(1);
+
 /// A stream ready to forward; the handler may attach a [`Meter`] and a
 /// [`Continuation`] first.
 pub struct Forward {
@@ -214,6 +218,19 @@ impl State {
     }
 }
 
+impl State {
+    /// How long the upstream may be silent now: `timeouts.idle`, or after a
+    /// finish reason (only a usage chunk and `[DONE]` may follow) at most
+    /// [`FINISH_GRACE`].
+    fn quiet(&self) -> Duration {
+        if self.saw_finish {
+            self.idle.min(FINISH_GRACE)
+        } else {
+            self.idle
+        }
+    }
+}
+
 impl Drop for State {
     fn drop(&mut self) {
         // Unsettled here means the client went away: the ticket and the
@@ -330,8 +347,10 @@ async fn next_event(st: &mut State) -> Bytes {
     loop {
         let next = match st.head.pop_front() {
             Some(item) => Some(Ok(item)),
-            None => match timeout_at(st.deadline.min(Instant::now() + st.idle), st.rest.next()).await {
+            None => match timeout_at(st.deadline.min(Instant::now() + st.quiet()), st.rest.next()).await {
                 Ok(item) => item,
+                // Finished but no [DONE]: the answer is complete.
+                Err(_) if st.saw_finish => None,
                 Err(_) if Instant::now() >= st.deadline => {
                     Some(Err(AttemptError::new(Failure::Timeout, "the stream ran past timeouts.total")))
                 }
@@ -375,11 +394,18 @@ async fn next_event(st: &mut State) -> Bytes {
                 st.end(None);
                 return sse::done();
             }
-            // The upstream finished its choice but left out [DONE].
+            // The upstream finished its choice but left out [DONE] (it
+            // closed the body, kept it open in silence, or broke it).
             None if st.saw_finish => {
                 st.end(None);
                 return sse::done();
             }
+            Some(Err(e)) if st.saw_finish => {
+                tracing::debug!(reason = %e, "The stream broke after its finish reason; the answer is complete.");
+                st.end(None);
+                return sse::done();
+            }
+            Some(Ok(StreamItem::Skipped)) => continue,
             None => AttemptError::new(Failure::BrokenBody, "the stream ended without a finish signal"),
             Some(Err(e)) => e,
         };

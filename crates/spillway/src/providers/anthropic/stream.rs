@@ -250,9 +250,13 @@ fn is_known(name: &str) -> bool {
 fn parse(name: &str, data: &str) -> Result<Value, TranslateError> {
     match serde_json::from_str::<Value>(data) {
         Ok(value @ Value::Object(_)) => Ok(value),
-        Ok(_) => Err(malformed(format!("{name} event data is not a JSON object"))),
-        Err(e) => Err(malformed(format!("{name} event data is not JSON: {e}"))),
+        Ok(_) => Err(unreadable(format!("{name} event data is not a JSON object"))),
+        Err(e) => Err(unreadable(format!("{name} event data is not JSON: {e}"))),
     }
+}
+
+fn unreadable(detail: String) -> TranslateError {
+    TranslateError::Unreadable { format: super::response::FORMAT, detail }
 }
 
 fn block_index(event: &Value) -> Result<u64, TranslateError> {

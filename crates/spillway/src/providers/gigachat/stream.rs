@@ -73,7 +73,7 @@ impl StreamDecoder {
             return Ok(self.finish());
         }
         let parsed: Value =
-            serde_json::from_str(data).map_err(|e| malformed(FORMAT, format!("stream event is not JSON: {e}")))?;
+            serde_json::from_str(data).map_err(|e| TranslateError::Unreadable { format: FORMAT, detail: format!("stream event is not JSON: {e}") })?;
         let choices = parsed.get("choices").and_then(Value::as_array);
         let is_error = event == Some("error")
             || parsed.get("error").is_some()
