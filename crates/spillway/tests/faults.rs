@@ -403,3 +403,29 @@ async fn fault_16_the_fallback_is_named_and_only_its_usage_is_billed() {
     let text = gw.get("/metrics").await.text().await.unwrap();
     assert!(!text.contains(r#"spillway_cost_usd_total{cascade="chat",provider="wall",model="f04-503"}"#));
 }
+
+/// Issue 18 §3: a whole answer is read from the upstream as a stream, so
+/// `first_token` bounds its first token and `idle` its gaps, not its length.
+#[tokio::test(start_paused = true)]
+async fn a_60s_whole_generation_completes_with_first_token_2s() {
+    let wall = FaultWall::start().await;
+    let health = "health:\n  timeouts: { first_token: 2s, idle: 5s }\n";
+    let gw = gateway(&wall, &["slow-60s", "healthy"], health).await;
+    let t = Instant::now();
+    let got = ask(&gw, false).await;
+    got.complete();
+    assert!(t.elapsed() >= Duration::from_secs(60), "{:?}", t.elapsed());
+    assert_eq!(got.model, "wall/slow-60s");
+    assert_eq!(got.usage()["completion_tokens"], 60, "usage from the upstream's usage chunk");
+    assert_valid("CreateChatCompletionResponse", &got.body);
+    let sent = &wall.calls_of("slow-60s")[0].body;
+    assert_eq!(sent["stream"], true, "asked upstream as a stream");
+    assert_eq!(sent["stream_options"]["include_usage"], true);
+    assert_eq!(wall.calls("healthy"), 0);
+
+    // A dead upstream is still left at first_token.
+    let gw = gateway(&wall, &["f06-silent", "healthy"], health).await;
+    let t = Instant::now();
+    ask(&gw, false).await.complete();
+    assert!(t.elapsed() < Duration::from_secs(3), "{:?}", t.elapsed());
+}

@@ -30,6 +30,7 @@
 //! | `f13-content-filter` | 400 `content_filter` (Azure's and OpenAI's shape) |
 //! | `f14-rejects-prefill` | 400 when the last message is the assistant's; otherwise healthy |
 //! | `f15-down-60s` | 503 for 60 s from its first call; then healthy |
+//! | `slow-60s` | the healthy answer, one token a second: a minute-long generation |
 
 use bytes::Bytes;
 use serde_json::{json, Value};
@@ -200,6 +201,14 @@ impl FaultWall {
                 let e = json!({"error": {"message": "This model does not support assistant message prefill.",
                     "type": "invalid_request_error", "param": "messages", "code": null}});
                 write_json(conn, 400, &[], &e).await
+            }
+            "slow-60s" => {
+                let mut slow = Script::full(&[]);
+                for t in tokens() {
+                    slow.pieces.push(Piece::Wait(Duration::from_secs(1)));
+                    slow.pieces.push(Piece::Token(t));
+                }
+                slow.send_as(conn, stream, usage).await
             }
             _ => healthy.send_as(conn, stream, usage).await,
         }
