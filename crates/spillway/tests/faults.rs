@@ -22,11 +22,12 @@ use tokio::time::Instant;
 /// `models` (`id` or `id, context: N`), each priced at $1 per token, with
 /// `health` as the `health:` section (empty: the defaults).
 async fn gateway(wall: &FaultWall, models: &[&str], health: &str) -> TestGateway {
-    let mut yaml = format!("providers:\n  wall:\n    kind: openai\n    base_url: {}\n    api_key: k\n    models:\n", wall.base_url());
+    let mut yaml = format!(
+        "providers:\n  wall:\n    kind: openai\n    base_url: {}\n    api_key: k\n    models:\n",
+        wall.base_url()
+    );
     for m in models {
-        yaml.push_str(&format!(
-            "      - {{ id: {m}, price_per_1m: {{ input: 1000000, output: 1000000 }} }}\n"
-        ));
+        yaml.push_str(&format!("      - {{ id: {m}, price_per_1m: {{ input: 1000000, output: 1000000 }} }}\n"));
     }
     let refs: Vec<String> = models.iter().map(|m| format!("wall/{}", m.split(',').next().unwrap())).collect();
     yaml.push_str(health);
@@ -271,7 +272,11 @@ async fn fault_10_one_malformed_chunk_is_skipped_and_counted_repeated_garbage_fa
         got.complete();
         assert_eq!(got.model, "wall/f10-one-garbage");
         let text = gw.get("/metrics").await.text().await.unwrap();
-        assert!(text.contains(&format!("{skipped} {}", i + 1)), "{}", text.lines().filter(|l| l.contains("skipped")).collect::<Vec<_>>().join("\n"));
+        assert!(
+            text.contains(&format!("{skipped} {}", i + 1)),
+            "{}",
+            text.lines().filter(|l| l.contains("skipped")).collect::<Vec<_>>().join("\n")
+        );
     }
     assert_eq!(wall.calls("healthy"), 0, "nothing failed over");
 
@@ -282,7 +287,8 @@ async fn fault_10_one_malformed_chunk_is_skipped_and_counted_repeated_garbage_fa
     let got = ask(&gw, true).await;
     got.complete();
     assert_eq!(got.last_chunk()["spillway"]["models"], json!(["wall/f10-garbage-5", "wall/healthy"]));
-    let broken = r#"spillway_attempt_failures_total{cascade="chat",provider="wall",model="f10-garbage-5",reason="broken_body"}"#;
+    let broken =
+        r#"spillway_attempt_failures_total{cascade="chat",provider="wall",model="f10-garbage-5",reason="broken_body"}"#;
     assert_eq!(gw.metric(broken).await, 1.0);
     let got = ask(&gw, false).await;
     got.complete();

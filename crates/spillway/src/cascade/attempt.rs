@@ -11,13 +11,13 @@ use super::walk::Walk;
 use crate::api::completion::Completion;
 use crate::api::continuation::Mode;
 use crate::api::wire::Stamp;
+use crate::metrics::SkippedLabels;
 use crate::outcome::{AttemptError, Failure};
 use crate::providers::{AttemptRequest, ChunkStream, Reply, StreamItem, UpstreamHints};
-use crate::metrics::SkippedLabels;
 use futures_util::StreamExt;
 use std::future::Future;
-use std::sync::Arc;
 use std::sync::atomic::Ordering;
+use std::sync::Arc;
 use tokio::time::{timeout_at, Duration, Instant};
 
 /// What a successful attempt produced, before it becomes a response.
@@ -158,9 +158,13 @@ pub async fn once(
         Ok(r) => r?,
         Err(_) => return Err(AttemptError::new(Failure::Timeout, "no response before the first-token deadline")),
     };
+    let mut marked = false;
     let reply = match prepare::observe(walk.ctx.load, target, reply) {
         Reply::Stream(s) if assemble => {
             let (head, rest) = peek(skipping(s, walk, target), token_deadline).await?;
+            // The TTFT sample is the first token's, as for a stream.
+            ticket.first_token(hints.exhausted_for());
+            marked = true;
             let idle = walk.ctx.rules.timeouts.idle;
             Reply::Complete(super::whole::assemble(head, rest, idle, walk.deadline).await?.into())
         }
@@ -197,7 +201,9 @@ pub async fn once(
             }
         }
     };
-    ticket.first_token(hints.exhausted_for());
+    if !marked {
+        ticket.first_token(hints.exhausted_for());
+    }
     Ok((answer, prepared.load_profile))
 }
 
@@ -220,7 +226,9 @@ fn skipping(s: ChunkStream, walk: &Walk<'_>, target: &Target) -> ChunkStream {
                 (skipped > max).then(|| {
                     Err(AttemptError::new(
                         Failure::BrokenBody,
-                        format!("{skipped} stream events could not be read (more than health.streams.max_skipped_events)"),
+                        format!(
+                            "{skipped} stream events could not be read (more than health.streams.max_skipped_events)"
+                        ),
                     ))
                 })
             }

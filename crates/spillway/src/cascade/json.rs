@@ -171,7 +171,9 @@ impl Assembled {
         let Self { content, refusal, calls, finish, usage } = self;
         let tool_calls: Vec<Value> = calls
             .into_iter()
-            .map(|(id, name, args)| json!({"id": id, "type": "function", "function": {"name": name, "arguments": args}}))
+            .map(
+                |(id, name, args)| json!({"id": id, "type": "function", "function": {"name": name, "arguments": args}}),
+            )
             .collect();
         let text = if content.is_empty() && !tool_calls.is_empty() { Value::Null } else { Value::String(content) };
         let mut message = json!({"role": "assistant", "content": text, "refusal": refusal});

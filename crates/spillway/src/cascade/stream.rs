@@ -31,6 +31,7 @@
 use super::continuation::{Continuation, Mode};
 use super::plan::Target;
 use super::settle::{Finish, RequestOutcome, Ticket};
+use super::whole::FINISH_GRACE;
 use crate::api::completion::Tokens;
 use crate::api::sse;
 use crate::api::wire::{self, Stamp};
@@ -53,10 +54,6 @@ pub type Meter = Box<dyn FnMut(&Target, Tokens) + Send>;
 /// The partial answer is kept for a continuation up to this size; a longer
 /// answer that breaks ends with the error event.
 const MAX_PARTIAL: usize = 1 << 20;
-
-/// After a finish reason, how long to wait for the usage chunk and
-/// `[DONE]` before the answer is finalised without them.
-pub(super) const FINISH_GRACE: Duration = Duration::from_secs(1);
 
 /// A stream ready to forward; the handler may attach a [`Meter`] and a
 /// [`Continuation`] first.

@@ -24,6 +24,11 @@ use futures_util::StreamExt;
 use serde_json::{json, Map, Value};
 use tokio::time::{timeout_at, Duration, Instant};
 
+/// After a finish reason, how long to wait for the usage chunk and
+/// `[DONE]` before the answer is finalised without them (here and in
+/// `stream.rs`).
+pub const FINISH_GRACE: Duration = Duration::from_secs(1);
+
 /// `req` (not streamed) is read from `target` as a stream.
 pub fn reads_as_stream(target: &Target, req: &ChatRequest) -> bool {
     if req.stream || target.provider.config.kind != ProviderKind::OpenAi {
@@ -58,7 +63,7 @@ pub async fn assemble(
         }
     }
     loop {
-        let quiet = if acc.finish.is_some() { idle.min(super::stream::FINISH_GRACE) } else { idle };
+        let quiet = if acc.finish.is_some() { idle.min(FINISH_GRACE) } else { idle };
         let item = match timeout_at(deadline.min(Instant::now() + quiet), rest.next()).await {
             Ok(item) => item,
             Err(_) if acc.finish.is_some() => None,

@@ -249,7 +249,10 @@ mod tests {
     async fn a_decoder_error_ends_the_stream() {
         let framing = Sse::new(|_: Option<&str>, data: &str| {
             if data == "bad" {
-                Err(TranslateError::Upstream { class: crate::providers::translate::ErrorClass::Upstream, message: "boom".into() })
+                Err(TranslateError::Upstream {
+                    class: crate::providers::translate::ErrorClass::Upstream,
+                    message: "boom".into(),
+                })
             } else {
                 Ok(vec![StreamItem::Chunk(serde_json::json!({"choices": []}))])
             }

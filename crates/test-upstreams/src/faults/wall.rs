@@ -143,7 +143,9 @@ impl FaultWall {
         let usage = body["stream_options"]["include_usage"].as_bool().unwrap_or(false);
         let healthy = Script::healthy(body);
         match model {
-            "f01-retry-after-once" if nth == 1 => error(conn, 429, &[("retry-after", "2")], "rate_limit_exceeded").await,
+            "f01-retry-after-once" if nth == 1 => {
+                error(conn, 429, &[("retry-after", "2")], "rate_limit_exceeded").await
+            }
             "f02-rate-limited" => error(conn, 429, &[], "rate_limit_exceeded").await,
             "f03-500-once" if nth == 1 => error(conn, 500, &[], "server_error").await,
             "f04-503" => error(conn, 503, &[], "overloaded").await,
@@ -180,7 +182,9 @@ impl FaultWall {
                 conn.flush().await?;
                 conn.shutdown().await
             }
-            "f09-stall-60s" => Script::full(&tokens()).wait_at(21, Duration::from_secs(60)).send_as(conn, stream, usage).await,
+            "f09-stall-60s" => {
+                Script::full(&tokens()).wait_at(21, Duration::from_secs(60)).send_as(conn, stream, usage).await
+            }
             "f10-one-garbage" => Script::full(&tokens()).garbage_at(21, 1).send_as(conn, stream, usage).await,
             "f10-garbage-5" => Script::full(&tokens()).garbage_at(21, 5).send_as(conn, stream, usage).await,
             "f11-no-done" => Script::full(&tokens()).usage_in_finish().no_done().send_as(conn, stream, false).await,
