@@ -429,9 +429,44 @@ async fn a_60s_whole_generation_completes_with_first_token_2s() {
     assert_eq!(sent["stream_options"]["include_usage"], true);
     assert_eq!(wall.calls("healthy"), 0);
 
+    // The pass-through path still serves what the assembler does not
+    // rebuild: log probabilities (and `n > 1`).
+    let mut body = chat("chat", false);
+    body["logprobs"] = json!(true);
+    let gw = gateway(&wall, &["healthy"], health).await;
+    assert_eq!(gw.post(&body).await.status(), 200);
+    assert_eq!(wall.calls_of("healthy").last().unwrap().body["stream"], false, "sent whole");
+
     // A dead upstream is still left at first_token.
     let gw = gateway(&wall, &["f06-silent", "healthy"], health).await;
     let t = Instant::now();
     ask(&gw, false).await.complete();
     assert!(t.elapsed() < Duration::from_secs(3), "{:?}", t.elapsed());
+}
+
+/// §3 for a native kind: an Anthropic whole answer is read as a stream too.
+#[tokio::test(start_paused = true)]
+async fn an_anthropic_whole_answer_is_read_as_a_stream() {
+    let up = FakeUpstream::start_at("/v1/messages").await;
+    let pieces: Vec<String> = (1..=40).map(|i| format!("w{i} ")).collect();
+    let refs: Vec<&str> = pieces.iter().map(String::as_str).collect();
+    let mut reply = test_upstreams::anthropic::stream(&refs);
+    for i in (3..43).rev() {
+        reply = reply.pause_after(i, Duration::from_millis(1_500));
+    }
+    up.push(reply);
+    let yaml = format!(
+        "providers:\n  claude:\n    kind: anthropic\n    base_url: {}\n    api_key: k\nhealth:\n  timeouts: {{ first_token: 2s, idle: 5s }}\ncascades:\n  chat:\n    models: [claude/claude-sonnet-4-5]\n",
+        up.origin()
+    );
+    let gw = start(&yaml).await;
+    let t = Instant::now();
+    let resp = gw.post(&chat("chat", false)).await;
+    assert_eq!(resp.status(), 200);
+    let body: Value = resp.json().await.unwrap();
+    assert!(t.elapsed() >= Duration::from_secs(55), "{:?}", t.elapsed());
+    assert_eq!(body["choices"][0]["message"]["content"], pieces.concat());
+    assert_eq!(body["choices"][0]["finish_reason"], "stop");
+    assert_valid("CreateChatCompletionResponse", &body);
+    assert_eq!(up.requests()[0]["stream"], true);
 }

@@ -5,14 +5,14 @@
 //! gap — a long answer is not cut at `first_token` — and a dead upstream is
 //! still left at `first_token`.
 //!
-//! Which requests take it ([`reads_as_stream`]): those to `kind: openai`
-//! providers with one choice and no log probabilities. The pass-through
-//! path (the upstream's whole body, kept as bytes) still serves the rest:
-//! `kind: mock` (in process, nothing to wait for), the native kinds
-//! (Anthropic, GigaChat, Yandex: their whole bodies are translated as
-//! before), and requests with `n > 1` or `logprobs`, which the assembler
-//! does not rebuild. An upstream that answers the stream request with a
-//! whole JSON body anyway is taken as it is.
+//! Which requests take it ([`reads_as_stream`]): those to `kind: openai`,
+//! `anthropic` and `gigachat` providers with one choice and no log
+//! probabilities. The pass-through path (the upstream's whole body, kept
+//! as bytes for `openai`) still serves the rest: `kind: mock` (in process,
+//! nothing to wait for), `kind: yandex` (its line stream cannot be told
+//! from a whole body), and requests with `n > 1` or `logprobs`, which the
+//! assembler does not rebuild. An upstream that answers the stream request
+//! with a whole body anyway is taken as it is.
 
 use super::json::Assembled;
 use super::plan::Target;
@@ -31,7 +31,11 @@ pub const FINISH_GRACE: Duration = Duration::from_secs(1);
 
 /// `req` (not streamed) is read from `target` as a stream.
 pub fn reads_as_stream(target: &Target, req: &ChatRequest) -> bool {
-    if req.stream || target.provider.config.kind != ProviderKind::OpenAi {
+    // Yandex's native stream is a line stream whose content type is not
+    // agreed on, so a whole body could not be told from it: sent whole.
+    let streams =
+        matches!(target.provider.config.kind, ProviderKind::OpenAi | ProviderKind::Anthropic | ProviderKind::GigaChat);
+    if req.stream || !streams {
         return false;
     }
     let body = req.body();
