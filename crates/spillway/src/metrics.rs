@@ -52,6 +52,8 @@ pub mod names {
     pub const HANDOFF_QUEUE_DEPTH: &str = "spillway_handoff_queue_depth";
     /// Streams continued on another model after breaking mid-answer.
     pub const CONTINUATIONS: &str = "spillway_continuations";
+    /// Stream events an upstream sent that could not be read, skipped.
+    pub const STREAM_EVENTS_SKIPPED: &str = "spillway_stream_events_skipped";
     /// Requests whose client went away before the answer ended.
     pub const CLIENT_DISCONNECTS: &str = "spillway_client_disconnects";
     /// Requests switched to another cascade by an escalation rule.
@@ -139,6 +141,7 @@ label_sets! {
     AttemptLabels { cascade, provider, model, result }
     ServedLabels { cascade, tier, provider, model, rank }
     CascadeLabels { cascade }
+    SkippedLabels { cascade, provider }
     ModelLabels { provider, model }
     ProviderLabels { provider }
     LoadProfileLabels { provider, profile }
@@ -196,6 +199,15 @@ pub fn rank_label(rank: usize) -> &'static str {
         3 => "3",
         _ => "4+",
     }
+}
+
+/// `cascade`, `provider`
+#[derive(Clone, Debug, Hash, PartialEq, Eq)]
+pub struct SkippedLabels {
+    /// Cascade name.
+    pub cascade: String,
+    /// Provider name (from the config).
+    pub provider: String,
 }
 
 /// `cascade`
@@ -318,6 +330,8 @@ pub struct Metrics {
     pub escalations: Family<EscalationLabels, Counter>,
     /// `spillway_client_disconnects_total`
     pub client_disconnects: Family<CascadeLabels, Counter>,
+    /// `spillway_stream_events_skipped_total`
+    pub stream_events_skipped: Family<SkippedLabels, Counter>,
     /// `spillway_continuations_total`
     pub continuations: Family<ContinuationLabels, Counter>,
     /// `spillway_normalize_total`
@@ -401,6 +415,7 @@ impl Metrics {
         let handoff_queue_depth = Gauge::default();
         let escalations = Family::default();
         let client_disconnects = Family::default();
+        let stream_events_skipped = Family::default();
         let continuations = Family::default();
         let normalize = Family::default();
         let prompt_variants = Family::default();
@@ -452,6 +467,11 @@ impl Metrics {
             "Requests whose client disconnected before the answer ended (neither ok nor error)",
             client_disconnects.clone(),
         );
+        registry.register(
+            names::STREAM_EVENTS_SKIPPED,
+            "Stream events an upstream sent that could not be read (not JSON, broken format), skipped",
+            stream_events_skipped.clone(),
+        );
         Self {
             registry,
             requests,
@@ -471,6 +491,7 @@ impl Metrics {
             handoff_queue_depth,
             escalations,
             client_disconnects,
+            stream_events_skipped,
             continuations,
             normalize,
             prompt_variants,
@@ -491,6 +512,13 @@ impl Metrics {
     pub fn continued(&self, cascade: &str, from: &str, to: &str, mode: &'static str, result: &'static str) {
         let labels = ContinuationLabels { cascade: cascade.into(), from: from.into(), to: to.into(), mode, result };
         self.continuations.get_or_create(&labels).inc();
+    }
+
+    /// A stream event of `provider` that could not be read was skipped
+    /// (rare: the labels are built here, not per request).
+    pub fn skipped_event(&self, cascade: &str, provider: &str) {
+        let labels = SkippedLabels { cascade: cascade.into(), provider: provider.into() };
+        self.stream_events_skipped.get_or_create(&labels).inc();
     }
 
     /// Pre-built handles for one target of one cascade.

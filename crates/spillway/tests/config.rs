@@ -58,6 +58,33 @@ fn check_prints_every_error_with_its_path_and_exits_1() {
 }
 
 #[test]
+fn the_fault_rules_are_checked_with_their_paths() {
+    let dir = tempdir();
+    let file = dir.join("faults.yaml");
+    std::fs::write(
+        &file,
+        "providers:\n  m:\n    kind: mock\n    models: [{ id: a }]\nhealth:\n  retries: { on_status: [503, 404], wait_retry_after_up_to: soon }\ncascades:\n  c:\n    models: [m/a]\n",
+    )
+    .unwrap();
+    let (code, out) = spillway(&["check", "--config", file.to_str().unwrap()]);
+    assert_eq!(code, 1, "{out}");
+    for needle in [
+        "health.retries.on_status[1]: 404 is not a 5xx status",
+        "health.retries.wait_retry_after_up_to: invalid duration `soon`",
+    ] {
+        assert!(out.contains(needle), "missing `{needle}` in:\n{out}");
+    }
+    let good = dir.join("good.yaml");
+    std::fs::write(
+        &good,
+        "providers:\n  m:\n    kind: mock\n    models: [{ id: a }]\nhealth:\n  retries: { on_status: [500, 502, 503], wait_retry_after_up_to: 2s }\n  streams: { max_skipped_events: 0 }\ncascades:\n  c:\n    models: [m/a]\n",
+    )
+    .unwrap();
+    let (code, out) = spillway(&["check", "--config", good.to_str().unwrap()]);
+    assert_eq!(code, 0, "{out}");
+}
+
+#[test]
 fn check_never_prints_secrets() {
     let dir = tempdir();
     let file = dir.join("secret.yaml");

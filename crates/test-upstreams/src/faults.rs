@@ -1,6 +1,8 @@
 //! Hostile upstreams: replies that try to hurt the gateway rather than fail
 //! politely (the "Hardening" issue), and a fake that echoes what it was sent.
 
+pub mod wall;
+
 use crate::reply::{Reply, Step};
 use bytes::Bytes;
 

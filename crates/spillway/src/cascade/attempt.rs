@@ -11,11 +11,13 @@ use super::walk::Walk;
 use crate::api::completion::Completion;
 use crate::api::continuation::Mode;
 use crate::api::wire::Stamp;
+use crate::metrics::SkippedLabels;
 use crate::outcome::{AttemptError, Failure};
 use crate::providers::{AttemptRequest, ChunkStream, Reply, StreamItem, UpstreamHints};
 use futures_util::StreamExt;
 use std::future::Future;
 use std::sync::atomic::Ordering;
+use std::sync::Arc;
 use tokio::time::{timeout_at, Duration, Instant};
 
 /// What a successful attempt produced, before it becomes a response.
@@ -56,6 +58,8 @@ pub async fn run<'a>(walk: &Walk<'a>, index: usize, pass: Pass) -> Outcome<'a> {
     let mut ticket = Ticket::new(walk.plan, index, walk.ctx.health, rules, pass);
     let retries = walk.ctx.rules.retries;
     let mut tries = 0u32;
+    // A 429 with a short Retry-After or a listed 5xx: the same model once more.
+    let mut retried_status = false;
     loop {
         tries += 1;
         walk.calls.fetch_add(1, Ordering::Relaxed);
@@ -70,10 +74,36 @@ pub async fn run<'a>(walk: &Walk<'a>, index: usize, pass: Pass) -> Outcome<'a> {
                 ticket.restart();
             }
             Err(error) => {
+                let wait = (!retried_status).then(|| same_model_wait(&error.failure, &retries)).flatten();
+                if let Some(wait) = wait.filter(|w| Instant::now() + *w < walk.deadline) {
+                    tracing::debug!(model = %target.name, reason = %error, wait_ms = wait.as_millis(), "Retrying the same model.");
+                    retried_status = true;
+                    tokio::time::sleep(wait).await;
+                    ticket.restart();
+                    continue;
+                }
                 ticket.failed(&error);
                 return Outcome { winner: None, failures: vec![(target, error)] };
             }
         }
+    }
+}
+
+/// How long to wait before retrying the same model after `failure`, when
+/// the rules say to: a 429 whose `Retry-After` is within
+/// `wait_retry_after_up_to` (that long), or a status in `on_status`
+/// (`backoff`, with jitter).
+fn same_model_wait(failure: &Failure, retries: &crate::config::RetryConfig) -> Option<Duration> {
+    match failure {
+        Failure::RateLimited { retry_after: Some(after) }
+            if !retries.wait_retry_after_up_to.is_zero() && *after <= retries.wait_retry_after_up_to =>
+        {
+            Some(*after)
+        }
+        Failure::Upstream { status: Some(status) } if retries.retries_status(*status) => {
+            Some(backoff(retries.backoff, retries.jitter, 1))
+        }
+        _ => None,
     }
 }
 
@@ -106,12 +136,18 @@ pub async fn once(
     if let Some((partial, mode)) = continuing {
         mode.apply(prepared.body.to_mut(), partial);
     }
+    // A whole answer read as a stream (`cascade::whole`).
+    let assemble = super::whole::reads_as_stream(target, walk.req);
+    if assemble {
+        super::whole::stream_body(prepared.body.to_mut());
+    }
     let hints = UpstreamHints::default();
     let request = AttemptRequest {
         model_id: &target.model_ref.model,
         body: prepared.body,
-        stream: walk.req.stream,
-        include_usage: walk.req.include_usage,
+        stream: walk.req.stream || assemble,
+        include_usage: walk.req.include_usage || assemble,
+        accept_whole: assemble,
         hints: &hints,
     };
     // Pinned here and awaited through a reference: handed to `timeout_at`
@@ -122,7 +158,19 @@ pub async fn once(
         Ok(r) => r?,
         Err(_) => return Err(AttemptError::new(Failure::Timeout, "no response before the first-token deadline")),
     };
-    let reply = prepare::observe(walk.ctx.load, target, reply);
+    let mut marked = false;
+    let reply = match prepare::observe(walk.ctx.load, target, reply) {
+        Reply::Stream(s) if assemble => {
+            let (head, rest) = peek(skipping(s, walk, target), token_deadline).await?;
+            // The TTFT sample is the first token's, as for a stream.
+            ticket.first_token(hints.exhausted_for());
+            marked = true;
+            let idle = walk.ctx.rules.timeouts.idle;
+            Reply::Complete(super::whole::assemble(head, rest, idle, walk.deadline).await?.into())
+        }
+        Reply::Stream(s) => Reply::Stream(skipping(s, walk, target)),
+        whole => whole,
+    };
     let answer = match reply {
         Reply::Complete(mut c) => {
             if let Err(why) = c.stamp(Stamp::new(target.name.clone())) {
@@ -153,8 +201,42 @@ pub async fn once(
             }
         }
     };
-    ticket.first_token(hints.exhausted_for());
+    if !marked {
+        ticket.first_token(hints.exhausted_for());
+    }
     Ok((answer, prepared.load_profile))
+}
+
+/// Drops the events the adapter's decoder could not read
+/// ([`StreamItem::Skipped`]), counting each in
+/// `spillway_stream_events_skipped_total{cascade, provider}`; one more than
+/// `health.streams.max_skipped_events` fails the stream as a broken body.
+/// What healthy streams pay: one extra poll layer and three `Arc` clones.
+fn skipping(s: ChunkStream, walk: &Walk<'_>, target: &Target) -> ChunkStream {
+    let max = walk.ctx.rules.streams.max_skipped_events;
+    let family = walk.ctx.metrics.stream_events_skipped.clone();
+    let (plan, provider) = (Arc::clone(walk.plan), Arc::clone(&target.provider));
+    let mut skipped = 0u32;
+    s.filter_map(move |item| {
+        let out = match item {
+            Ok(StreamItem::Skipped) => {
+                skipped += 1;
+                let labels = SkippedLabels { cascade: plan.name.clone(), provider: provider.config.name.clone() };
+                family.get_or_create(&labels).inc();
+                (skipped > max).then(|| {
+                    Err(AttemptError::new(
+                        Failure::BrokenBody,
+                        format!(
+                            "{skipped} stream events could not be read (more than health.streams.max_skipped_events)"
+                        ),
+                    ))
+                })
+            }
+            other => Some(other),
+        };
+        std::future::ready(out)
+    })
+    .boxed()
 }
 
 /// Reads a stream until its first real token; everything before it (role

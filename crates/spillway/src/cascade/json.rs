@@ -165,16 +165,42 @@ fn check_message(message: &mut Value, plan: &JsonPlan, target: &Target) -> Resul
 
 /// A streamed answer put back together.
 #[derive(Default)]
-struct Assembled {
+pub(super) struct Assembled {
     content: String,
+    refusal: Option<String>,
     /// id, name, arguments — by tool-call index.
     calls: Vec<(String, String, String)>,
-    finish: Option<Value>,
+    pub(super) finish: Option<Value>,
     usage: Option<Value>,
 }
 
 impl Assembled {
-    fn absorb(&mut self, chunk: &Value) {
+    /// The answer as a whole `chat.completion` (choice 0), not yet stamped.
+    pub(super) fn into_completion(self) -> Value {
+        let Self { content, refusal, calls, finish, usage } = self;
+        let tool_calls: Vec<Value> = calls
+            .into_iter()
+            .map(
+                |(id, name, args)| json!({"id": id, "type": "function", "function": {"name": name, "arguments": args}}),
+            )
+            .collect();
+        let text = if content.is_empty() && !tool_calls.is_empty() { Value::Null } else { Value::String(content) };
+        let mut message = json!({"role": "assistant", "content": text, "refusal": refusal});
+        if !tool_calls.is_empty() {
+            message["tool_calls"] = Value::Array(tool_calls);
+        }
+        let finish = finish.unwrap_or_else(|| json!("stop"));
+        let mut whole = json!({
+            "object": "chat.completion",
+            "choices": [{"index": 0, "message": message, "logprobs": null, "finish_reason": finish}],
+        });
+        if let Some(u) = usage {
+            whole["usage"] = u;
+        }
+        whole
+    }
+
+    pub(super) fn absorb(&mut self, chunk: &Value) {
         if let Some(u) = chunk.get("usage").filter(|u| u.is_object()) {
             self.usage = Some(u.clone());
         }
@@ -185,6 +211,9 @@ impl Assembled {
         let Some(delta) = choice.get("delta") else { return };
         if let Some(c) = delta.get("content").and_then(Value::as_str) {
             self.content.push_str(c);
+        }
+        if let Some(r) = delta.get("refusal").and_then(Value::as_str) {
+            self.refusal.get_or_insert_with(String::new).push_str(r);
         }
         for tc in delta.get("tool_calls").and_then(Value::as_array).map(Vec::as_slice).unwrap_or_default() {
             let i = tc.get("index").and_then(Value::as_u64).unwrap_or(0).min(64) as usize;
@@ -230,9 +259,10 @@ pub async fn buffered(
             Ok(Some(Ok(StreamItem::Done))) => done = true,
             Ok(Some(Ok(StreamItem::Chunk(c)))) => acc.absorb(&c),
             Ok(Some(Ok(StreamItem::Raw(r)))) => acc.absorb(&r.into_value()),
+            Ok(Some(Ok(StreamItem::Skipped))) => {}
         }
     }
-    let Assembled { content, calls, finish, usage } = acc;
+    let Assembled { content, calls, finish, usage, .. } = acc;
     let tool_calls: Vec<Value> = calls
         .into_iter()
         .map(|(id, name, args)| json!({"id": id, "type": "function", "function": {"name": name, "arguments": args}}))

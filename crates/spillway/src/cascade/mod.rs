@@ -35,6 +35,7 @@ pub mod served;
 pub mod settle;
 pub mod stream;
 pub mod walk;
+pub mod whole;
 
 pub use context::Context;
 pub use plan::{CascadePlan, Target};

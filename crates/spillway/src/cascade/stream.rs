@@ -31,6 +31,7 @@
 use super::continuation::{Continuation, Mode};
 use super::plan::Target;
 use super::settle::{Finish, RequestOutcome, Ticket};
+use super::whole::FINISH_GRACE;
 use crate::api::completion::Tokens;
 use crate::api::sse;
 use crate::api::wire::{self, Stamp};
@@ -214,6 +215,19 @@ impl State {
     }
 }
 
+impl State {
+    /// How long the upstream may be silent now: `timeouts.idle`, or after a
+    /// finish reason (only a usage chunk and `[DONE]` may follow) at most
+    /// [`FINISH_GRACE`].
+    fn quiet(&self) -> Duration {
+        if self.saw_finish {
+            self.idle.min(FINISH_GRACE)
+        } else {
+            self.idle
+        }
+    }
+}
+
 impl Drop for State {
     fn drop(&mut self) {
         // Unsettled here means the client went away: the ticket and the
@@ -330,8 +344,10 @@ async fn next_event(st: &mut State) -> Bytes {
     loop {
         let next = match st.head.pop_front() {
             Some(item) => Some(Ok(item)),
-            None => match timeout_at(st.deadline.min(Instant::now() + st.idle), st.rest.next()).await {
+            None => match timeout_at(st.deadline.min(Instant::now() + st.quiet()), st.rest.next()).await {
                 Ok(item) => item,
+                // Finished but no [DONE]: the answer is complete.
+                Err(_) if st.saw_finish => None,
                 Err(_) if Instant::now() >= st.deadline => {
                     Some(Err(AttemptError::new(Failure::Timeout, "the stream ran past timeouts.total")))
                 }
@@ -375,11 +391,18 @@ async fn next_event(st: &mut State) -> Bytes {
                 st.end(None);
                 return sse::done();
             }
-            // The upstream finished its choice but left out [DONE].
+            // The upstream finished its choice but left out [DONE] (it
+            // closed the body, kept it open in silence, or broke it).
             None if st.saw_finish => {
                 st.end(None);
                 return sse::done();
             }
+            Some(Err(e)) if st.saw_finish => {
+                tracing::debug!(reason = %e, "The stream broke after its finish reason; the answer is complete.");
+                st.end(None);
+                return sse::done();
+            }
+            Some(Ok(StreamItem::Skipped)) => continue,
             None => AttemptError::new(Failure::BrokenBody, "the stream ended without a finish signal"),
             Some(Err(e)) => e,
         };

@@ -409,6 +409,15 @@ pub struct HealthConfig {
     pub retries: RetryConfig,
     /// Deadlines.
     pub timeouts: TimeoutConfig,
+    /// Stream events that may be skipped.
+    pub streams: StreamRules,
+}
+
+/// `health.streams`
+#[derive(Debug, Clone, Copy)]
+pub struct StreamRules {
+    /// Unreadable events skipped per attempt before it is a broken body.
+    pub max_skipped_events: u32,
 }
 
 /// `health.breaker`
@@ -447,6 +456,17 @@ pub struct RetryConfig {
     pub backoff: Duration,
     /// Jitter share.
     pub jitter: f64,
+    /// Longest `Retry-After` of a 429 that is waited out (zero: never).
+    pub wait_retry_after_up_to: Duration,
+    /// 5xx statuses retried once on the same model (bit `s - 500`).
+    pub on_status: u128,
+}
+
+impl RetryConfig {
+    /// `status` is listed in `on_status`.
+    pub fn retries_status(&self, status: u16) -> bool {
+        status.checked_sub(500).is_some_and(|bit| bit < 100 && self.on_status & (1u128 << bit) != 0)
+    }
 }
 
 /// `health.timeouts`

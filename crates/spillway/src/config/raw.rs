@@ -352,10 +352,24 @@ pub struct RawHealth {
     pub dead_ttl: Option<String>,
     /// Circuit breaker per model ref.
     pub breaker: Option<RawBreaker>,
-    /// Retries of connect errors and resets (never of HTTP statuses).
+    /// Retries of connect errors and resets; of 429s that name a short
+    /// `Retry-After` and of listed 5xx statuses only when configured.
     pub retries: Option<RawRetries>,
     /// Deadlines.
     pub timeouts: Option<RawTimeouts>,
+    /// What a stream may get wrong before it counts as broken.
+    pub streams: Option<RawStreams>,
+}
+
+/// `health.streams`
+#[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RawStreams {
+    /// Stream events per attempt that cannot be read (not JSON, broken
+    /// format) which are skipped and counted in
+    /// `spillway_stream_events_skipped_total`; one more fails the attempt as
+    /// a broken body (default 3; 0 fails at the first).
+    pub max_skipped_events: Option<u32>,
 }
 
 /// `health.breaker`
@@ -387,6 +401,13 @@ pub struct RawRetries {
     pub backoff: Option<String>,
     /// Random extra backoff as a share of `backoff` (default 0.5; 0 in tests).
     pub jitter: Option<f64>,
+    /// A 429 whose `Retry-After` is at most this long is waited out and the
+    /// same model retried once, instead of failing over at once with a dead
+    /// mark (default `0`: never wait).
+    pub wait_retry_after_up_to: Option<String>,
+    /// 5xx statuses on which the same model is retried once, after
+    /// `backoff`, before failing over (default none: fail over at once).
+    pub on_status: Option<Vec<u16>>,
 }
 
 /// `health.timeouts`
@@ -395,7 +416,8 @@ pub struct RawRetries {
 pub struct RawTimeouts {
     /// TCP/TLS connect (default `2s`).
     pub connect: Option<String>,
-    /// Until the first token of a stream, or the whole answer when not streamed (default `15s`).
+    /// Until the first token (default `15s`), streamed or not: a whole answer
+    /// is read from the upstream as a stream where its kind can stream.
     pub first_token: Option<String>,
     /// Longest silence in the middle of a stream (default `30s`).
     pub idle: Option<String>,

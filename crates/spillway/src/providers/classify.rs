@@ -97,7 +97,7 @@ pub fn failure_from_class(
 pub(crate) fn translate_failure(e: TranslateError) -> AttemptError {
     let failure = match &e {
         TranslateError::Unsupported(_) => Failure::CapabilityMismatch,
-        TranslateError::Malformed { .. } => Failure::BrokenBody,
+        TranslateError::Malformed { .. } | TranslateError::Unreadable { .. } => Failure::BrokenBody,
         TranslateError::Upstream { class, .. } => match class {
             ErrorClass::InvalidRequest => Failure::Upstream { status: None },
             other => failure_from_class(*other, 0, None, None),

@@ -110,7 +110,8 @@ impl<D: LineDecoder> Lines<D> {
     fn line(&mut self, line: &[u8], out: &mut Items) {
         match std::str::from_utf8(line) {
             Ok(text) => push(out, self.decoder.decode(text)),
-            Err(_) => out.push_back(Err(AttemptError::new(Failure::BrokenBody, "a stream line is not UTF-8"))),
+            // Skipped like any event the decoder cannot read.
+            Err(_) => out.push_back(Ok(StreamItem::Skipped)),
         }
     }
 }
@@ -142,9 +143,16 @@ impl<D: LineDecoder> Framing for Lines<D> {
     }
 }
 
+/// A decoder's items; an event it could not read is skipped (the runner
+/// counts it and fails the attempt past `health.streams.max_skipped_events`),
+/// any other error ends the stream.
 fn push(out: &mut Items, decoded: Result<Vec<StreamItem>, TranslateError>) {
     match decoded {
         Ok(items) => out.extend(items.into_iter().map(Ok)),
+        Err(TranslateError::Unreadable { format, detail }) => {
+            tracing::debug!(format, detail = %detail, "Skipping a stream event that cannot be read.");
+            out.push_back(Ok(StreamItem::Skipped));
+        }
         Err(e) => out.push_back(Err(translate_failure(e))),
     }
 }
@@ -220,10 +228,31 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn a_malformed_event_is_skipped_and_the_stream_goes_on() {
+        let framing = Sse::new(|_: Option<&str>, data: &str| {
+            if data == "bad" {
+                Err(TranslateError::Unreadable { format: "test", detail: "bad".into() })
+            } else {
+                Ok(vec![StreamItem::Chunk(serde_json::json!({"choices": []}))])
+            }
+        });
+        let body = futures_util::stream::iter(
+            ["data: ok\n\n", "data: bad\n\n", "data: ok\n\n"]
+                .map(|p| Ok::<_, std::convert::Infallible>(bytes::Bytes::from_static(p.as_bytes()))),
+        );
+        let items: Vec<_> = decoded_stream(body, framing).collect().await;
+        assert_eq!(items.len(), 3);
+        assert_eq!(items[1], Ok(StreamItem::Skipped));
+    }
+
+    #[tokio::test]
     async fn a_decoder_error_ends_the_stream() {
         let framing = Sse::new(|_: Option<&str>, data: &str| {
             if data == "bad" {
-                Err(TranslateError::Malformed { format: "test", detail: "bad".into() })
+                Err(TranslateError::Upstream {
+                    class: crate::providers::translate::ErrorClass::Upstream,
+                    message: "boom".into(),
+                })
             } else {
                 Ok(vec![StreamItem::Chunk(serde_json::json!({"choices": []}))])
             }
@@ -234,6 +263,6 @@ mod tests {
         );
         let items: Vec<_> = decoded_stream(body, framing).collect().await;
         assert_eq!(items.len(), 2);
-        assert_eq!(items[1].as_ref().unwrap_err().failure, Failure::BrokenBody);
+        assert_eq!(items[1].as_ref().unwrap_err().failure, Failure::Upstream { status: None });
     }
 }

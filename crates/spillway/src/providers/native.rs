@@ -15,7 +15,7 @@
 use super::classify::{failure_from_class, translate_failure, transport_error};
 use super::framing::{decoded_stream, Framing};
 use super::translate::{ErrorClass, TranslateError};
-use super::types::{BuildError, Reply};
+use super::types::{AttemptRequest, BuildError, Reply};
 use crate::config::{HealthConfig, ProviderConfig};
 use crate::outcome::{AttemptError, Failure};
 use bytes::Bytes;
@@ -82,14 +82,23 @@ impl Upstream {
     }
 
     /// One attempt with nothing more to it: [`encode`], [`send`], [`read`].
-    pub(crate) async fn call<W: Wire>(
-        &self,
-        body: &Value,
-        stream: bool,
-        include_usage: bool,
-    ) -> Result<Reply, AttemptError> {
+    pub(crate) async fn call<W: Wire>(&self, body: &Value, asked: Asked) -> Result<Reply, AttemptError> {
         let resp = send(self.post(encode(body)?)).await?;
-        read::<W>(resp, stream, include_usage).await
+        read::<W>(resp, asked).await
+    }
+}
+
+/// How an attempt wants its answer read (from its [`AttemptRequest`]).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Asked {
+    pub(crate) stream: bool,
+    pub(crate) include_usage: bool,
+    pub(crate) accept_whole: bool,
+}
+
+impl Asked {
+    pub(crate) fn of(req: &AttemptRequest<'_>) -> Self {
+        Self { stream: req.stream, include_usage: req.include_usage, accept_whole: req.accept_whole }
     }
 }
 
@@ -105,20 +114,18 @@ pub(crate) async fn send(request: reqwest::RequestBuilder) -> Result<reqwest::Re
 
 /// Reads an answer in format `W`: a non-2xx status as the format
 /// classifies it, a stream through its decoder, a whole body through its
-/// converter.
-pub(crate) async fn read<W: Wire>(
-    resp: reqwest::Response,
-    stream: bool,
-    include_usage: bool,
-) -> Result<Reply, AttemptError> {
+/// converter — also when a stream was asked for only to read a whole
+/// answer (`accept_whole`) and the upstream sent a whole body anyway.
+pub(crate) async fn read<W: Wire>(resp: reqwest::Response, req: Asked) -> Result<Reply, AttemptError> {
     if !resp.status().is_success() {
         return Err(error_from_response::<W>(resp).await);
     }
-    if stream {
+    let whole_instead = req.accept_whole && W::Framing::EVENT_STREAM && !is_event_stream(&resp);
+    if req.stream && !whole_instead {
         if W::Framing::EVENT_STREAM {
             require_event_stream(&resp)?;
         }
-        return Ok(Reply::Stream(decoded_stream(resp.bytes_stream(), W::framing(include_usage))));
+        return Ok(Reply::Stream(decoded_stream(resp.bytes_stream(), W::framing(req.include_usage))));
     }
     let body = body_bytes(resp).await?;
     let value = W::completion(&body).map_err(translate_failure)?;
@@ -142,16 +149,15 @@ async fn error_from_response<W: Wire>(resp: reqwest::Response) -> AttemptError {
 
 /// Fails unless the answer to a stream request is `text/event-stream`.
 fn require_event_stream(resp: &reqwest::Response) -> Result<(), AttemptError> {
-    let is_sse = resp
-        .headers()
-        .get(CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| v.starts_with("text/event-stream"));
-    if is_sse {
+    if is_event_stream(resp) {
         Ok(())
     } else {
         Err(AttemptError::new(Failure::BrokenBody, "a stream was asked for but the response is not text/event-stream"))
     }
+}
+
+fn is_event_stream(resp: &reqwest::Response) -> bool {
+    resp.headers().get(CONTENT_TYPE).and_then(|v| v.to_str().ok()).is_some_and(|v| v.starts_with("text/event-stream"))
 }
 
 /// Reads a whole 2xx body, classifying a transport failure (also for

@@ -76,12 +76,12 @@ impl OpenAiCompat {
         if let Some(reset) = crate::health::ratelimit::reset_hint(resp.headers(), std::time::SystemTime::now()) {
             req.hints.set_exhausted_for(reset);
         }
-        if req.stream {
-            let is_sse = resp
-                .headers()
-                .get(CONTENT_TYPE)
-                .and_then(|v| v.to_str().ok())
-                .is_some_and(|v| v.starts_with("text/event-stream"));
+        let is_sse = resp
+            .headers()
+            .get(CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| v.starts_with("text/event-stream"));
+        if req.stream && (is_sse || !req.accept_whole) {
             if !is_sse {
                 return Err(AttemptError::new(
                     Failure::BrokenBody,
@@ -244,13 +244,17 @@ fn decode_event(ev: &SseEvent) -> Result<StreamItem, AttemptError> {
     if let Some(raw) = RawChunk::check(data) {
         return Ok(StreamItem::Raw(raw));
     }
-    let v: Value = serde_json::from_str(data)
-        .map_err(|e| AttemptError::new(Failure::BrokenBody, format!("a stream event is not JSON: {e}")))?;
+    // An event that is not a JSON object is skipped (the runner counts it
+    // and fails the attempt only when there are too many).
+    let Ok(v) = serde_json::from_str::<Value>(data) else {
+        tracing::debug!(bytes = data.len(), "Skipping a stream event that is not JSON.");
+        return Ok(StreamItem::Skipped);
+    };
     if let Some(err) = in_band_error(&v) {
         return Err(err);
     }
     if !v.is_object() {
-        return Err(AttemptError::new(Failure::BrokenBody, "a stream event is not a JSON object"));
+        return Ok(StreamItem::Skipped);
     }
     Ok(StreamItem::Chunk(v))
 }
@@ -287,11 +291,16 @@ mod tests {
             "data: {\"object\":\"error\",\"message\":\"old vllm\"}\n\n",
             "data: {\"choices\":[],\"x_groq\":{\"error\":\"stopped\"}}\n\n",
             "data: {\"choices\":[{\"delta\":{\"content\":\"\"},\"finish_reason\":\"error\"}]}\n\n",
-            "data: not json\n\n",
         ] {
             let items = collect(vec![ev, "data: [DONE]\n\n"]).await;
             assert_eq!(items.len(), 1, "{ev}");
             assert!(items[0].is_err(), "{ev}");
         }
+    }
+
+    #[tokio::test]
+    async fn events_that_are_not_json_objects_are_skipped_not_fatal() {
+        let items = collect(vec!["data: not json\n\n", "data: [1, 2]\n\n", "data: [DONE]\n\n"]).await;
+        assert_eq!(items, vec![Ok(StreamItem::Skipped), Ok(StreamItem::Skipped), Ok(StreamItem::Done)]);
     }
 }

@@ -20,6 +20,11 @@ pub enum StreamItem {
     /// `message_stop`, a final status). A stream that closes without it is a
     /// broken body.
     Done,
+    /// An event the decoder could not read (not JSON, a broken shape): the
+    /// runner skips it and counts it, and fails the attempt as a broken
+    /// body only past `health.streams.max_skipped_events`. Never reaches
+    /// the client.
+    Skipped,
 }
 
 impl StreamItem {
@@ -28,7 +33,7 @@ impl StreamItem {
         match self {
             Self::Chunk(v) => Some(v),
             Self::Raw(r) => Some(r.into_value()),
-            Self::Done => None,
+            Self::Done | Self::Skipped => None,
         }
     }
 
@@ -37,7 +42,7 @@ impl StreamItem {
         match self {
             Self::Chunk(v) => crate::api::wire::chunk_has_token(v),
             Self::Raw(r) => r.has_token(),
-            Self::Done => false,
+            Self::Done | Self::Skipped => false,
         }
     }
 
@@ -46,7 +51,7 @@ impl StreamItem {
         match self {
             Self::Chunk(v) => crate::api::wire::chunk_finishes(v),
             Self::Raw(r) => r.finishes(),
-            Self::Done => false,
+            Self::Done | Self::Skipped => false,
         }
     }
 }
@@ -92,6 +97,18 @@ pub enum TranslateError {
         /// Which wire format was being read (`anthropic`, `gigachat`, …).
         format: &'static str,
         /// A short, secret-free description for the attempt log.
+        detail: String,
+    },
+    /// One stream event is not JSON (or not the JSON object it must be):
+    /// in a stream it is skipped and counted, and fails the attempt as a
+    /// broken body only when too many come (`health.streams.max_skipped_events`);
+    /// elsewhere it is [`Self::Malformed`]. Unlike `Malformed`, it leaves
+    /// the decoder's state as it was.
+    #[error("unreadable {format} stream event: {detail}")]
+    Unreadable {
+        /// Which wire format was being read.
+        format: &'static str,
+        /// A short, secret-free description.
         detail: String,
     },
     /// The upstream reported an error (inside a 2xx stream or body).

@@ -46,6 +46,9 @@ pub struct AttemptRequest<'a> {
     pub stream: bool,
     /// The client asked for a usage chunk.
     pub include_usage: bool,
+    /// The stream is asked for only to read a whole answer: an upstream
+    /// that answers with a whole body instead is fine.
+    pub accept_whole: bool,
     /// Where the adapter reports what the upstream's headers said about its
     /// limits (read by the runner after the call).
     pub hints: &'a UpstreamHints,

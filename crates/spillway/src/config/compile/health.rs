@@ -30,6 +30,13 @@ pub(super) fn compile_health(cx: &mut Ctx, h: RawHealth) -> HealthConfig {
             cx.err(format!("health.timeouts.{name}"), "must be greater than 0");
         }
     }
+    let mut on_status = 0u128;
+    for (i, status) in r.on_status.iter().flatten().enumerate() {
+        match status.checked_sub(500).filter(|bit| *bit < 100) {
+            Some(bit) => on_status |= 1u128 << bit,
+            None => cx.err(format!("health.retries.on_status[{i}]"), format!("{status} is not a 5xx status")),
+        }
+    }
     HealthConfig {
         dead_ttl: cx.duration("health.dead_ttl", h.dead_ttl.as_ref(), Duration::from_secs(3600)),
         breaker,
@@ -37,8 +44,15 @@ pub(super) fn compile_health(cx: &mut Ctx, h: RawHealth) -> HealthConfig {
             max: r.max.unwrap_or(1),
             backoff: cx.duration("health.retries.backoff", r.backoff.as_ref(), Duration::from_millis(50)),
             jitter: cx.share("health.retries.jitter", r.jitter, 0.5),
+            wait_retry_after_up_to: cx.duration(
+                "health.retries.wait_retry_after_up_to",
+                r.wait_retry_after_up_to.as_ref(),
+                Duration::ZERO,
+            ),
+            on_status,
         },
         timeouts,
+        streams: StreamRules { max_skipped_events: h.streams.and_then(|s| s.max_skipped_events).unwrap_or(3) },
     }
 }
 

@@ -58,6 +58,7 @@ impl AnthropicAdapter {
     }
 
     pub async fn call(&self, req: AttemptRequest<'_>) -> Result<Reply, AttemptError> {
+        let asked = native::Asked::of(&req);
         let openai = Value::Object(req.body.into_owned());
         let mut body =
             super::to_anthropic(&openai, req.model_id, self.default_max_tokens).map_err(translate_failure)?;
@@ -68,7 +69,7 @@ impl AnthropicAdapter {
                 obj.insert("stream".into(), Value::Bool(true));
             }
         }
-        self.upstream.call::<Messages>(&body, req.stream, req.include_usage).await
+        self.upstream.call::<Messages>(&body, asked).await
     }
 }
 

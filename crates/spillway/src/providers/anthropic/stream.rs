@@ -247,12 +247,20 @@ fn is_known(name: &str) -> bool {
     )
 }
 
+/// An event's data as a JSON object. Data that is not one is unreadable
+/// (skipped and counted by the runner) — except an `error` event's, which
+/// fails the stream whatever it says.
 fn parse(name: &str, data: &str) -> Result<Value, TranslateError> {
+    let unreadable = |detail: String| if name == "error" { malformed(detail) } else { unreadable(detail) };
     match serde_json::from_str::<Value>(data) {
         Ok(value @ Value::Object(_)) => Ok(value),
-        Ok(_) => Err(malformed(format!("{name} event data is not a JSON object"))),
-        Err(e) => Err(malformed(format!("{name} event data is not JSON: {e}"))),
+        Ok(_) => Err(unreadable(format!("{name} event data is not a JSON object"))),
+        Err(e) => Err(unreadable(format!("{name} event data is not JSON: {e}"))),
     }
+}
+
+fn unreadable(detail: String) -> TranslateError {
+    TranslateError::Unreadable { format: super::response::FORMAT, detail }
 }
 
 fn block_index(event: &Value) -> Result<u64, TranslateError> {

@@ -21,7 +21,7 @@ fn chunks(items: &[StreamItem]) -> Vec<&Value> {
         .iter()
         .filter_map(|i| match i {
             StreamItem::Chunk(c) => Some(c),
-            StreamItem::Done | StreamItem::Raw(_) => None,
+            StreamItem::Done | StreamItem::Raw(_) | StreamItem::Skipped => None,
         })
         .collect()
 }
@@ -133,11 +133,14 @@ fn unknown_events_and_deltas_are_ignored_but_known_garbage_is_malformed() {
             "content_block_start",
             r#"{"type":"content_block_start","index":1,"content_block":{"type":"tool_use","name":"f"}}"#,
         ),
-        ("error", "Overloaded"),
         ("ping", ""),
     ] {
         assert!(
-            matches!(decoder.on_event(Some(name), data), Err(TranslateError::Malformed { format: "anthropic", .. })),
+            matches!(
+                decoder.on_event(Some(name), data),
+                Err(TranslateError::Malformed { format: "anthropic", .. })
+                    | Err(TranslateError::Unreadable { format: "anthropic", .. })
+            ),
             "{name}: {data}"
         );
     }
@@ -233,4 +236,11 @@ fn json_deltas_of_server_tool_blocks_are_not_client_tool_calls() {
     let delta = r#"{"type":"content_block_delta","index":0,"delta":{"type":"input_json_delta","partial_json":"{\"query\":\"x\"}"}}"#;
     assert_eq!(decoder.on_event(Some("content_block_start"), start), Ok(vec![]));
     assert_eq!(decoder.on_event(Some("content_block_delta"), delta), Ok(vec![]));
+}
+
+#[test]
+fn unreadable_data_is_skippable_except_in_an_error_event() {
+    let mut decoder = StreamDecoder::new(false);
+    assert!(matches!(decoder.on_event(Some("content_block_delta"), "{oops"), Err(TranslateError::Unreadable { .. })));
+    assert!(matches!(decoder.on_event(Some("error"), "Overloaded"), Err(TranslateError::Malformed { .. })));
 }

@@ -48,6 +48,7 @@ impl GigaChatAdapter {
     }
 
     pub async fn call(&self, req: AttemptRequest<'_>) -> Result<Reply, AttemptError> {
+        let asked = native::Asked::of(&req);
         let openai = Value::Object(req.body.into_owned());
         let mut body = super::to_gigachat(&openai, req.model_id).map_err(translate_failure)?;
         if let Some(obj) = body.as_object_mut() {
@@ -61,7 +62,7 @@ impl GigaChatAdapter {
             self.tokens.invalidate(&resp.1);
             resp = self.send(&bytes, req.stream).await?;
         }
-        native::read::<Chat>(resp.0, req.stream, req.include_usage).await
+        native::read::<Chat>(resp.0, asked).await
     }
 
     /// One chat request with the current token; returns the token used, so

@@ -72,8 +72,15 @@ impl StreamDecoder {
         if data == "[DONE]" {
             return Ok(self.finish());
         }
-        let parsed: Value =
-            serde_json::from_str(data).map_err(|e| malformed(FORMAT, format!("stream event is not JSON: {e}")))?;
+        let parsed: Value = serde_json::from_str(data).map_err(|e| {
+            let detail = format!("stream event is not JSON: {e}");
+            // An error event fails the stream whatever its data says.
+            if event == Some("error") {
+                malformed(FORMAT, detail)
+            } else {
+                TranslateError::Unreadable { format: FORMAT, detail }
+            }
+        })?;
         let choices = parsed.get("choices").and_then(Value::as_array);
         let is_error = event == Some("error")
             || parsed.get("error").is_some()

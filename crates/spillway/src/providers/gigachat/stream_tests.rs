@@ -31,7 +31,7 @@ fn chunks(items: &[StreamItem]) -> Vec<&Value> {
         .iter()
         .filter_map(|item| match item {
             StreamItem::Chunk(c) => Some(c),
-            StreamItem::Done | StreamItem::Raw(_) => None,
+            StreamItem::Done | StreamItem::Raw(_) | StreamItem::Skipped => None,
         })
         .collect()
 }
@@ -139,7 +139,8 @@ fn error_events_and_garbage() {
     assert!(matches!(err, TranslateError::Upstream { class: ErrorClass::RateLimited, .. }));
     let err = d.on_event(Some("error"), r#"{"error":{"message":"boom"}}"#).unwrap_err();
     assert!(matches!(err, TranslateError::Upstream { class: ErrorClass::Upstream, .. }));
-    assert!(matches!(d.on_event(None, "{not json"), Err(TranslateError::Malformed { .. })));
+    assert!(matches!(d.on_event(None, "{not json"), Err(TranslateError::Unreadable { .. })));
+    assert!(matches!(d.on_event(Some("error"), "{not json"), Err(TranslateError::Malformed { .. })));
     assert_eq!(d.on_event(None, "  ").unwrap(), vec![]);
 }
 

@@ -68,8 +68,10 @@ impl StreamDecoder {
         if line == "[DONE]" {
             return Ok(self.end());
         }
-        let parsed: Value =
-            serde_json::from_str(line).map_err(|e| malformed(FORMAT, format!("stream line is not JSON: {e}")))?;
+        let parsed: Value = serde_json::from_str(line).map_err(|e| TranslateError::Unreadable {
+            format: FORMAT,
+            detail: format!("stream line is not JSON: {e}"),
+        })?;
         let result = result_of(&parsed, line.as_bytes())?;
         let alternatives = alternatives(result)?;
         if let Some(usage) = result.get("usage").and_then(map_usage) {

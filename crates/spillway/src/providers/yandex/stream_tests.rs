@@ -21,7 +21,7 @@ fn chunks(items: &[StreamItem]) -> Vec<&Value> {
         .iter()
         .filter_map(|item| match item {
             StreamItem::Chunk(c) => Some(c),
-            StreamItem::Done | StreamItem::Raw(_) => None,
+            StreamItem::Done | StreamItem::Raw(_) | StreamItem::Skipped => None,
         })
         .collect()
 }
@@ -117,7 +117,7 @@ fn content_filter_and_error_lines() {
         run("yandex/stream_error.ndjson", false),
         Err(TranslateError::Upstream { class: ErrorClass::Upstream, .. })
     ));
-    assert!(matches!(StreamDecoder::new(false).on_line("{oops"), Err(TranslateError::Malformed { .. })));
+    assert!(matches!(StreamDecoder::new(false).on_line("{oops"), Err(TranslateError::Unreadable { .. })));
 }
 
 #[test]
