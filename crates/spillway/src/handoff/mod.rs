@@ -82,6 +82,9 @@ pub struct Item {
     pub cascade: String,
     /// Which client key sent it ([`key_id::KeyIds`]); none when clients need no key.
     pub client_key_id: Option<String>,
+    /// The client request's id (`x-request-id`), to find its log lines.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request_id: Option<String>,
     /// The request's `messages`, as sent.
     pub messages: Value,
     /// Every attempt, in order.
@@ -235,6 +238,7 @@ pub async fn queue(
         status: Status::Open,
         cascade: plan.name.clone(),
         client_key_id: owner,
+        request_id: req.request_id.as_ref().map(|id| id.as_str().to_string()),
         messages: req.body().get("messages").cloned().unwrap_or(Value::Null),
         attempts: attempts.iter().map(|a| StoredAttempt { model: a.model.clone(), reason: a.reason.clone() }).collect(),
         created_ms: crate::health::clock::now_ms(),

@@ -208,6 +208,7 @@ pub(crate) mod tests {
             status: Status::Open,
             cascade: "support".into(),
             client_key_id: Some("k1".into()),
+            request_id: None,
             messages: json!([{"role": "user", "content": "help"}]),
             attempts: vec![super::super::StoredAttempt { model: "a/b".into(), reason: "rate_limited".into() }],
             created_ms,

@@ -288,6 +288,17 @@ impl ModelHealth {
         lock(&self.breaker).state()
     }
 
+    /// When the model may be tried again (ms): the later of its dead
+    /// mark's end and its open breaker's end; `now` when neither holds it.
+    pub fn back_at(&self, now: u64) -> u64 {
+        let dead = self.dead.get(now).map_or(now, |m| m.until_ms);
+        let open = match self.breaker_state() {
+            State::Open { until_ms, .. } => until_ms,
+            _ => now,
+        };
+        dead.max(open).max(now)
+    }
+
     /// Clears the dead mark and closes the breaker (admin revive).
     pub fn revive(&self) {
         self.dead.clear();

@@ -81,14 +81,23 @@ impl Upstream {
         self.client.post(&self.url).headers(self.headers.clone()).body(body)
     }
 
-    /// One attempt with nothing more to it: [`encode`], [`send`], [`read`].
+    /// One attempt with nothing more to it: [`encode`], [`send`] (with
+    /// the client request's id), [`read`]; the upstream's own id goes to
+    /// the attempt's hints.
     pub(crate) async fn call<W: Wire>(
         &self,
         body: &Value,
         stream: bool,
         include_usage: bool,
+        request_id: Option<&str>,
+        hints: &super::types::UpstreamHints,
     ) -> Result<Reply, AttemptError> {
-        let resp = send(self.post(encode(body)?)).await?;
+        let mut post = self.post(encode(body)?);
+        if let Some(id) = super::headers::request_id_value(request_id) {
+            post = post.header(super::headers::X_REQUEST_ID, id);
+        }
+        let resp = send(post).await?;
+        hints.set_upstream_id(super::headers::upstream_request_id(resp.headers()));
         read::<W>(resp, stream, include_usage).await
     }
 }

@@ -68,7 +68,7 @@ impl AnthropicAdapter {
                 obj.insert("stream".into(), Value::Bool(true));
             }
         }
-        self.upstream.call::<Messages>(&body, req.stream, req.include_usage).await
+        self.upstream.call::<Messages>(&body, req.stream, req.include_usage, req.request_id, req.hints).await
     }
 }
 

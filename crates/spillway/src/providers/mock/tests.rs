@@ -51,7 +51,7 @@ async fn call(p: &MockProvider, body: Value, stream: bool) -> Result<Reply, Atte
     body.insert("model".into(), json!("x"));
     let client = crate::api::ChatRequest::from_map(body).unwrap();
     let body = crate::api::request::Outgoing::new(&client);
-    p.call(AttemptRequest { model_id: "x", body, stream, include_usage: true, hints: &hints }).await
+    p.call(AttemptRequest { model_id: "x", body, stream, include_usage: true, hints: &hints, request_id: None }).await
 }
 
 fn hello() -> Value {

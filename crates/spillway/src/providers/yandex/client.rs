@@ -59,7 +59,7 @@ impl YandexAdapter {
             obj.insert("stream".into(), Value::Bool(req.stream));
         }
         let body = super::to_yandex(&openai, &self.folder_id, req.model_id).map_err(translate_failure)?;
-        self.upstream.call::<Completion>(&body, req.stream, req.include_usage).await
+        self.upstream.call::<Completion>(&body, req.stream, req.include_usage, req.request_id, req.hints).await
     }
 }
 
