@@ -320,3 +320,42 @@ async fn cors_any_origin_and_config_errors() {
         assert!(err.contains(path), "{path} in:\n{err}");
     }
 }
+
+#[tokio::test]
+async fn in_flight_attempts_are_counted_per_cascade_and_provider_whole_and_streamed() {
+    let (up, emb) = (FakeUpstream::start().await, FakeUpstream::start_at("/embeddings").await);
+    let gw = Arc::new(start(&yaml(&up, &emb, "")).await);
+    let series = "spillway_in_flight{cascade=\"chat\",provider=\"up\"}";
+    for stream in [false, true] {
+        // Whole: the body never ends; streamed: it stops after its first token.
+        up.push(if stream { Reply::stream(&["a", "b"]).hang_after(1) } else { Reply::hang() });
+        let g = gw.clone();
+        let request = tokio::spawn(async move {
+            let resp = g.post(&chat("chat", stream)).await;
+            resp.text().await
+        });
+        let mut seen = 0.0;
+        for _ in 0..400 {
+            seen = gw.metric(series).await;
+            if seen == 1.0 {
+                break;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+        }
+        assert_eq!(seen, 1.0, "stream {stream}: one attempt in flight");
+        request.abort();
+        let mut after = 1.0;
+        for _ in 0..400 {
+            after = gw.metric(series).await;
+            if after == 0.0 {
+                break;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+        }
+        assert_eq!(after, 0.0, "stream {stream}: the client left, the attempt ended");
+    }
+    let text = gw.get("/metrics").await.text().await.unwrap();
+    assert!(text.contains("# TYPE spillway_in_flight gauge"), "{text}");
+    assert!(text.contains("spillway_build_info{"), "{text}");
+    assert!(text.contains("process_resident_memory_bytes "), "{text}");
+}

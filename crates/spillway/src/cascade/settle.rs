@@ -66,6 +66,7 @@ fn ms(d: Duration) -> u64 {
 impl Ticket {
     /// A ticket for `plan.targets[index]`, holding the pass its gate gave.
     pub fn new(plan: &Arc<CascadePlan>, index: usize, health: &Arc<HealthRegistry>, rules: Rules, pass: Pass) -> Self {
+        plan.targets[index].metrics.in_flight.inc();
         Self {
             plan: plan.clone(),
             index,
@@ -119,6 +120,7 @@ impl Ticket {
             return;
         }
         let target = &self.plan.targets[self.index];
+        target.metrics.in_flight.dec();
         let health = &target.health;
         let now = now_ms();
         if let Some(ttft) = self.first_token {
