@@ -503,6 +503,17 @@ pub enum Strategy {
     CheapestFirst,
 }
 
+impl Strategy {
+    /// As written in the config.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::SpeedFirst => "speed_first",
+            Self::QualityFirst => "quality_first",
+            Self::CheapestFirst => "cheapest_first",
+        }
+    }
+}
+
 /// `cascades.*.filters`
 #[derive(Debug, Clone, Default)]
 pub struct Filters {
