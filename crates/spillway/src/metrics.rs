@@ -702,6 +702,29 @@ struct FailureHandles {
 
 impl TargetMetrics {
     /// Counts an answered attempt.
+    /// Attempts that reached the upstream (skips left out) and how many
+    /// of them failed, since start: the console's request and error rates.
+    pub fn attempt_counts(&self) -> (u64, u64) {
+        let skips = ["skipped_dead", "skipped_open", "saturated"];
+        let mut total = 0;
+        let mut failed = 0;
+        for (label, c) in crate::outcome::RESULT_LABELS.iter().zip(&self.attempts) {
+            if skips.contains(label) {
+                continue;
+            }
+            total += c.get();
+            if *label != crate::outcome::RESULT_LABELS[crate::outcome::OK_RESULT] {
+                failed += c.get();
+            }
+        }
+        (total, failed)
+    }
+
+    /// Answers this target served, since start.
+    pub fn served_count(&self) -> u64 {
+        self.served.iter().map(Counter::get).sum()
+    }
+
     pub fn attempt_ok(&self) {
         if let Some(c) = self.attempts.get(crate::outcome::OK_RESULT) {
             c.inc();

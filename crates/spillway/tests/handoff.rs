@@ -178,6 +178,7 @@ async fn owners_are_keyed_ids_and_items_under_the_old_id_stay_readable() {
         attempts: Vec::new(),
         created_ms: 1,
         answer: None,
+        closed: false,
         answered_ms: None,
     };
     SqliteQueue::open(dir.clone()).await.unwrap().push(old.clone()).await.unwrap();

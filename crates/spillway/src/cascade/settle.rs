@@ -140,6 +140,7 @@ impl Ticket {
             }
             Settled::Failed(error) => {
                 target.metrics.attempt_failed(&error.failure);
+                health.note_error(now, &error.to_string());
                 if self.judge(error, now) {
                     self.pass.settle();
                 }

@@ -27,6 +27,11 @@ pub enum Action {
         /// The answer the client will read.
         text: String,
     },
+    /// Close a queued request without answering it (the client reads `closed`).
+    Close {
+        /// The item id (`ho_…`).
+        id: String,
+    },
 }
 
 /// Runs the command.
@@ -56,6 +61,11 @@ pub fn run(config_path: &Path, url: Option<String>, action: Action) -> ExitCode 
                 let path = format!("/admin/handoff/{id}/answer");
                 call(&url, token.as_deref(), &path, Some(json!({"text": text}))).await?;
                 Ok(format!("Answered {id}.\n"))
+            }
+            Action::Close { id } => {
+                let path = format!("/admin/handoff/{id}/close");
+                call(&url, token.as_deref(), &path, Some(json!({}))).await?;
+                Ok(format!("Closed {id} without an answer.\n"))
             }
         }
     });
