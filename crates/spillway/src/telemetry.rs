@@ -49,9 +49,10 @@ impl RequestId {
         }
     }
 
-    /// A new random id: 32 hex digits.
+    /// A new random id: `req_` and 32 hex digits (the form Anthropic's
+    /// clients know from its `request-id`).
     pub fn generate() -> Self {
-        Self(format!("{:016x}{:016x}", fastrand::u64(..), fastrand::u64(..)).into())
+        Self(format!("req_{:016x}{:016x}", fastrand::u64(..), fastrand::u64(..)).into())
     }
 
     /// The id.
@@ -128,8 +129,9 @@ mod tests {
         assert_eq!(RequestId::from_client(Some(b"abc-123")).as_str(), "abc-123");
         for bad in [&b""[..], b"has space", b"\x01ctl", &[b'a'; 129]] {
             let id = RequestId::from_client(Some(bad));
-            assert_eq!(id.as_str().len(), 32, "{bad:?}");
-            assert!(id.as_str().bytes().all(|b| b.is_ascii_hexdigit()));
+            let hex = id.as_str().strip_prefix("req_").unwrap();
+            assert_eq!(hex.len(), 32, "{bad:?}");
+            assert!(hex.bytes().all(|b| b.is_ascii_hexdigit()));
         }
         assert_ne!(RequestId::generate(), RequestId::generate());
     }

@@ -4,6 +4,8 @@
 //! error per mistake with values as written, and `discover` says when no
 //! cascade uses discovery.
 
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::disallowed_methods)] // tests: fail loudly
+
 mod common;
 
 use common::*;

@@ -3,6 +3,8 @@
 //! returned), CORS, and the back-off hints of errors — on whole and
 //! streamed answers and on every entry point.
 
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::disallowed_methods)] // tests: fail loudly
+
 mod common;
 
 use common::*;
@@ -34,8 +36,11 @@ fn vectors() -> Reply {
     )
 }
 
-/// Every client entry point, whole and streamed, as (path, body, headers).
-fn entry_points() -> Vec<(&'static str, Value, Vec<(&'static str, &'static str)>)> {
+/// One entry point's request: path, body, extra headers.
+type Call = (&'static str, Value, Vec<(&'static str, &'static str)>);
+
+/// Every client entry point, whole and streamed.
+fn entry_points() -> Vec<Call> {
     let anthropic = vec![("anthropic-version", "2023-06-01")];
     vec![
         ("/v1/chat/completions", chat("chat", false), vec![]),
@@ -91,13 +96,14 @@ async fn a_request_id_is_made_when_the_client_sends_none_or_an_unusable_one() {
     let a = gw.post(&chat("chat", false)).await;
     let b = post(&gw, "/v1/chat/completions", &chat("chat", true), &[(X_ID, "has space")]).await;
     let (ida, idb) = (header(&a, X_ID).to_string(), header(&b, X_ID).to_string());
-    assert_eq!((ida.len(), idb.len()), (32, 32), "{ida} {idb}");
+    assert_eq!((ida.len(), idb.len()), (36, 36), "{ida} {idb}");
+    assert!(ida.starts_with("req_") && idb.starts_with("req_"), "{ida} {idb}");
     assert_ne!(ida, idb);
     let _ = b.text().await.unwrap();
     assert_eq!(up.request_headers()[1][X_ID], idb.as_str(), "the made id goes upstream too");
     // Routes outside the cascades: still an id.
     for path in ["/healthz", "/v1/models", "/no/such/route"] {
-        assert_eq!(header(&gw.get(path).await, X_ID).len(), 32, "{path}");
+        assert_eq!(header(&gw.get(path).await, X_ID).len(), 36, "{path}");
     }
 }
 

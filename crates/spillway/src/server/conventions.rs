@@ -43,12 +43,12 @@ pub(super) struct Entered {
 
 /// Names the request, answers a CORS preflight (`Err`: the response), and
 /// puts the notes into its extensions.
-pub(super) fn enter<B>(req: &mut http::Request<B>, cors: Option<&CorsConfig>) -> Result<Entered, Response> {
+pub(super) fn enter<B>(req: &mut http::Request<B>, cors: Option<&CorsConfig>) -> Result<Entered, Box<Response>> {
     let id = RequestId::from_client(req.headers().get(X_REQUEST_ID).map(HeaderValue::as_bytes));
     let notes = RequestNotes::new(id);
     let allowed_origin = cors.and_then(|c| allowed(c, req.headers()));
     if let Some(c) = cors.filter(|_| is_preflight(req)) {
-        return Err(preflight(c, req.headers(), allowed_origin, &notes));
+        return Err(Box::new(preflight(c, req.headers(), allowed_origin, &notes)));
     }
     let span = tracing::info_span!("request", request_id = %notes.id);
     req.extensions_mut().insert(notes.clone());

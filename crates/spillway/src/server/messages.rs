@@ -35,7 +35,7 @@ pub fn api_key(headers: &HeaderMap) -> Option<&str> {
 /// request's id, as `x-request-id` carries it).
 fn anthropic_error(e: &ApiError, id: &str) -> Response {
     let mut r = (e.status(), axum::Json(error::body(e, id))).into_response();
-    if let Ok(v) = HeaderValue::from_str(&id) {
+    if let Ok(v) = HeaderValue::from_str(id) {
         r.headers_mut().insert(REQUEST_ID, v);
     }
     if matches!(e, ApiError::Overloaded | ApiError::ShuttingDown) {

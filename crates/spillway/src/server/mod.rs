@@ -73,7 +73,7 @@ impl hyper::service::Service<http::Request<hyper::body::Incoming>> for Front {
         };
         let entered = match entered {
             Ok(e) => e,
-            Err(preflight) => return Box::pin(std::future::ready(Ok(preflight))),
+            Err(preflight) => return Box::pin(std::future::ready(Ok(*preflight))),
         };
         let span = entered.span.clone();
         if req.method() == http::Method::POST && req.uri().path() == "/v1/chat/completions" {
