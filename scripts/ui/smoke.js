@@ -18,6 +18,11 @@ async function main() {
   await page.waitForSelector("#handoff textarea", { timeout: 10000 });
   if (await page.$$eval("#handoff b", (els) => els.length)) throw new Error("a user's message was rendered as HTML");
   await page.screenshot({ path: shot, fullPage: true });
+  // Usable at 420 px: nothing wider than the window but the scrolling tables.
+  await page.setViewportSize({ width: 420, height: 900 });
+  const wide = await page.evaluate(() => document.documentElement.scrollWidth);
+  if (wide > 421) throw new Error("the page is " + wide + " px wide at a 420 px window");
+  await page.setViewportSize({ width: 1100, height: 900 });
   await page.fill("#handoff textarea", "A person is on it.");
   await page.click("#handoff button");
   await page.waitForFunction(() => document.getElementById("handoff").textContent.includes("empty"));

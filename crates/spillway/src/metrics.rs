@@ -8,6 +8,8 @@
 //! created once per cascade target ([`TargetMetrics`]) so an attempt only
 //! increments atomics — no label strings are built per request.
 
+mod process;
+
 use prometheus_client::encoding::text::encode;
 use prometheus_client::encoding::{EncodeLabel, EncodeLabelSet, EncodeLabelValue, LabelSetEncoder, LabelValueEncoder};
 use prometheus_client::metrics::counter::Counter;
@@ -62,7 +64,22 @@ pub mod names {
     pub const NORMALIZE: &str = "spillway_normalize";
     /// Attempts by prompt variant and version.
     pub const PROMPT_VARIANTS: &str = "spillway_prompt_variants";
+    /// Upstream attempts in flight by cascade and provider.
+    pub const IN_FLIGHT: &str = "spillway_in_flight";
+    /// 1, with the version and build as labels.
+    pub const BUILD_INFO: &str = "spillway_build_info";
 }
+
+/// The upper bounds of `spillway_request_duration_seconds`: from 5 ms to
+/// an hour, so a request that runs to `health.timeouts.total` (the config
+/// refuses one above [`REQUEST_DURATION_MAX_S`]) still lands below `+Inf`.
+pub const REQUEST_DURATION_BUCKETS: [f64; 21] = [
+    0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 20.0, 30.0, 60.0, 120.0, 180.0, 300.0, 600.0,
+    1200.0, 1800.0, 3600.0,
+];
+
+/// The largest finite bucket of the request duration, in seconds.
+pub const REQUEST_DURATION_MAX_S: u64 = 3600;
 
 /// OpenMetrics text (what the registry writes) as the Prometheus text
 /// format 0.0.4: a counter's `# HELP`/`# TYPE` name its `_total` samples,
@@ -151,6 +168,39 @@ label_sets! {
     ReasonLabels { cascade, provider, model, reason }
     PromptLabels { provider, model, variant, version }
     NormalizeLabels { provider, model, result }
+    InFlightLabels { cascade, provider }
+}
+
+/// `cascade`, `provider`
+#[derive(Clone, Debug, Hash, PartialEq, Eq)]
+pub struct InFlightLabels {
+    /// Cascade name.
+    pub cascade: String,
+    /// Provider name.
+    pub provider: String,
+}
+
+/// `version`, `commit` of `spillway_build_info`.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct BuildLabels {
+    /// The crate's version.
+    pub version: &'static str,
+    /// The git commit it was built from (`SPILLWAY_GIT_COMMIT` at build
+    /// time), or `unknown`.
+    pub commit: &'static str,
+    /// `debug` or `release`.
+    pub profile: &'static str,
+}
+
+impl BuildLabels {
+    /// This build's.
+    pub fn current() -> Self {
+        Self {
+            version: env!("CARGO_PKG_VERSION"),
+            commit: option_env!("SPILLWAY_GIT_COMMIT").unwrap_or("unknown"),
+            profile: if cfg!(debug_assertions) { "debug" } else { "release" },
+        }
+    }
 }
 
 /// `cascade`, `outcome`
@@ -275,6 +325,10 @@ pub struct EscalationLabels {
     pub reason: &'static str,
 }
 
+fn request_histogram() -> Histogram {
+    Histogram::new(REQUEST_DURATION_BUCKETS)
+}
+
 fn latency_histogram() -> Histogram {
     // 1 ms .. ~65 s
     Histogram::new(exponential_buckets(0.001, 2.0, 17))
@@ -338,6 +392,8 @@ pub struct Metrics {
     pub normalize: Family<NormalizeLabels, Counter>,
     /// `spillway_prompt_variants_total`
     pub prompt_variants: Family<PromptLabels, Counter>,
+    /// `spillway_in_flight`
+    pub in_flight: Family<InFlightLabels, Gauge>,
 }
 
 /// `cascade`, `from`, `to`, `mode`, `result`
@@ -402,7 +458,7 @@ impl Metrics {
         let attempts = Family::default();
         let attempt_failures = Family::default();
         let served = Family::default();
-        let request_duration = Family::new_with_constructor(latency_histogram as fn() -> Histogram);
+        let request_duration = Family::new_with_constructor(request_histogram as fn() -> Histogram);
         let ttft = Family::new_with_constructor(latency_histogram as fn() -> Histogram);
         let breaker_state = Family::default();
         let model_dead = Family::default();
@@ -419,6 +475,11 @@ impl Metrics {
         let continuations = Family::default();
         let normalize = Family::default();
         let prompt_variants = Family::default();
+        let in_flight = Family::default();
+        registry.register(names::IN_FLIGHT, "Upstream attempts in flight by cascade and provider", in_flight.clone());
+        let build_info: Family<BuildLabels, Gauge> = Family::default();
+        build_info.get_or_create(&BuildLabels::current()).set(1);
+        registry.register(names::BUILD_INFO, "1; the labels say which Spillway this is", build_info);
         registry.register(names::PROMPT_VARIANTS, "Attempts by prompt variant and version", prompt_variants.clone());
         registry.register(
             names::NORMALIZE,
@@ -495,14 +556,21 @@ impl Metrics {
             continuations,
             normalize,
             prompt_variants,
+            in_flight,
         }
     }
 
-    /// The Prometheus text exposition.
+    /// The OpenMetrics text exposition, the process's own metrics
+    /// (`process_*`, read from `/proc/self` on Linux) included.
     pub fn render(&self) -> String {
         let mut out = String::new();
         if encode(&mut out, &self.registry).is_err() {
             out.clear();
+        }
+        let process = process::render();
+        match out.rfind("# EOF") {
+            Some(at) => out.insert_str(at, &process),
+            None => out.push_str(&process),
         }
         out
     }
@@ -575,7 +643,19 @@ impl Metrics {
             model: model.into(),
             by_reason: std::array::from_fn(|_| std::sync::OnceLock::new()),
         };
-        Arc::new(TargetMetrics { attempts, failures, served, ttft, normalize, usage: UsageHandles::default() })
+        let in_flight = self
+            .in_flight
+            .get_or_create(&InFlightLabels { cascade: cascade.into(), provider: provider.into() })
+            .clone();
+        Arc::new(TargetMetrics {
+            attempts,
+            failures,
+            served,
+            ttft,
+            normalize,
+            usage: UsageHandles::default(),
+            in_flight,
+        })
     }
 
     /// Pre-built handles for one cascade.
@@ -613,6 +693,9 @@ pub struct TargetMetrics {
     normalize: Vec<Counter<u64, AtomicU64>>,
     /// Cost and token series, looked up once.
     pub usage: UsageHandles,
+    /// `spillway_in_flight{cascade, provider}` (shared by the provider's
+    /// models in the cascade): up while an attempt's ticket is unsettled.
+    pub in_flight: Gauge,
 }
 
 /// The usage series of one target, each created on first use (so a model
@@ -668,6 +751,29 @@ struct FailureHandles {
 
 impl TargetMetrics {
     /// Counts an answered attempt.
+    /// Attempts that reached the upstream (skips left out) and how many
+    /// of them failed, since start: the console's request and error rates.
+    pub fn attempt_counts(&self) -> (u64, u64) {
+        let skips = ["skipped_dead", "skipped_open", "saturated"];
+        let mut total = 0;
+        let mut failed = 0;
+        for (label, c) in crate::outcome::RESULT_LABELS.iter().zip(&self.attempts) {
+            if skips.contains(label) {
+                continue;
+            }
+            total += c.get();
+            if *label != crate::outcome::RESULT_LABELS[crate::outcome::OK_RESULT] {
+                failed += c.get();
+            }
+        }
+        (total, failed)
+    }
+
+    /// Answers this target served, since start.
+    pub fn served_count(&self) -> u64 {
+        self.served.iter().map(Counter::get).sum()
+    }
+
     pub fn attempt_ok(&self) {
         if let Some(c) = self.attempts.get(crate::outcome::OK_RESULT) {
             c.inc();

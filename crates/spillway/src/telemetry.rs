@@ -25,3 +25,114 @@ pub fn init_with_default(level: &str) {
     // Already installed (tests): keep the first.
     let _ = result;
 }
+
+/// The id of one client request: the client's `x-request-id` when it sent
+/// a usable one, else one made here. It names the request in every log
+/// line about it (the `request` span's `request_id` field), in its
+/// response headers, in the handoff item it may become, and in the calls
+/// made upstream for it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RequestId(std::sync::Arc<str>);
+
+impl RequestId {
+    /// The longest client id taken as is; a longer one is replaced.
+    pub const MAX_LEN: usize = 128;
+
+    /// The client's id when it is 1..=128 visible ASCII characters (what
+    /// can go back in a header and into logs unescaped), else a new one.
+    pub fn from_client(value: Option<&[u8]>) -> Self {
+        match value {
+            Some(v) if !v.is_empty() && v.len() <= Self::MAX_LEN && v.iter().all(|b| b.is_ascii_graphic()) => {
+                Self(String::from_utf8_lossy(v).into())
+            }
+            _ => Self::generate(),
+        }
+    }
+
+    /// A new random id: `req_` and 32 hex digits (the form Anthropic's
+    /// clients know from its `request-id`).
+    pub fn generate() -> Self {
+        Self(format!("req_{:016x}{:016x}", fastrand::u64(..), fastrand::u64(..)).into())
+    }
+
+    /// The id.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::fmt::Display for RequestId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// What a handler learned about a request that its error response
+/// carries, written where it is known and read by the server when the
+/// response goes out: the id, how many upstream calls were made, and when
+/// a model of the cascade will be let back (`Retry-After`). Travels in the
+/// request's extensions.
+#[derive(Debug)]
+pub struct RequestNotes {
+    /// The request's id.
+    pub id: RequestId,
+    /// Upstream calls made; `u32::MAX` while none were counted.
+    attempts: std::sync::atomic::AtomicU32,
+    /// Seconds until a model may answer again; 0 when unknown.
+    retry_after_s: std::sync::atomic::AtomicU64,
+}
+
+impl RequestNotes {
+    /// Notes of a request with this id.
+    pub fn new(id: RequestId) -> std::sync::Arc<Self> {
+        std::sync::Arc::new(Self {
+            id,
+            attempts: std::sync::atomic::AtomicU32::new(u32::MAX),
+            retry_after_s: std::sync::atomic::AtomicU64::new(0),
+        })
+    }
+
+    /// Records the upstream calls made.
+    pub fn set_attempts(&self, n: u32) {
+        self.attempts.store(n, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// The upstream calls recorded; 0 when none were.
+    pub fn attempts(&self) -> u32 {
+        match self.attempts.load(std::sync::atomic::Ordering::Relaxed) {
+            u32::MAX => 0,
+            n => n,
+        }
+    }
+
+    /// Records when a model will be let back, in whole seconds (at least 1).
+    pub fn set_retry_after(&self, d: std::time::Duration) {
+        let s = d.as_millis().div_ceil(1000).max(1);
+        self.retry_after_s.store(u64::try_from(s).unwrap_or(u64::MAX), std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// The `Retry-After` seconds recorded, if any.
+    pub fn retry_after_s(&self) -> Option<u64> {
+        match self.retry_after_s.load(std::sync::atomic::Ordering::Relaxed) {
+            0 => None,
+            s => Some(s),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::RequestId;
+
+    #[test]
+    fn a_usable_client_id_is_kept_and_others_replaced() {
+        assert_eq!(RequestId::from_client(Some(b"abc-123")).as_str(), "abc-123");
+        for bad in [&b""[..], b"has space", b"\x01ctl", &[b'a'; 129]] {
+            let id = RequestId::from_client(Some(bad));
+            let hex = id.as_str().strip_prefix("req_").unwrap();
+            assert_eq!(hex.len(), 32, "{bad:?}");
+            assert!(hex.bytes().all(|b| b.is_ascii_hexdigit()));
+        }
+        assert_ne!(RequestId::generate(), RequestId::generate());
+    }
+}

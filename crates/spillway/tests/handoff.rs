@@ -173,10 +173,12 @@ async fn owners_are_keyed_ids_and_items_under_the_old_id_stay_readable() {
         status: Status::Open,
         cascade: "support".into(),
         client_key_id: Some(key_id::legacy_id("key-a")),
+        request_id: None,
         messages: json!([{"role": "user", "content": "hi"}]),
         attempts: Vec::new(),
         created_ms: 1,
         answer: None,
+        closed: false,
         answered_ms: None,
     };
     SqliteQueue::open(dir.clone()).await.unwrap().push(old.clone()).await.unwrap();

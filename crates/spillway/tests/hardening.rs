@@ -15,7 +15,8 @@ fn one_provider(up: &FakeUpstream) -> String {
 }
 
 /// Every line of a page is a comment the formats define or a sample the
-/// load monitor's parser reads, and only `spillway_*` series exist.
+/// load monitor's parser reads, and only `spillway_*` series (and the
+/// process's own `process_*`) exist.
 fn assert_well_formed(page: &str) {
     for line in page.lines() {
         if let Some(rest) = line.strip_prefix("# ") {
@@ -24,7 +25,7 @@ fn assert_well_formed(page: &str) {
             continue;
         }
         for s in spillway::load::prometheus::parse(line).unwrap_or_else(|e| panic!("{e}: {line:?}")) {
-            assert!(s.name.starts_with("spillway_"), "forged series: {line:?}");
+            assert!(s.name.starts_with("spillway_") || s.name.starts_with("process_"), "forged series: {line:?}");
         }
     }
 }

@@ -126,3 +126,34 @@ cascades:
     assert_eq!(gw.plan("chat"), ["groq/llama-3.3-70b", "groq/small-8b"]);
     gw.stop().await;
 }
+
+#[tokio::test]
+async fn a_reload_reports_what_changed() {
+    let dir = TempDir::new("reload-changed");
+    let gw =
+        FileGateway::start(dir.path(), &mock_config("  chat: { models: [mock/a] }\n  other: { models: [mock/b] }"))
+            .await;
+    let (status, body) = gw.admin_post("/admin/config/reload").await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["changed"], json!([]), "the same file: {body}");
+    assert_eq!(body["message"], "nothing changed");
+    let next = mock_config("  chat: { models: [mock/b] }\n  fresh: { models: [mock/a] }")
+        .replace("max: 1, backoff: 1ms", "max: 2, backoff: 1ms");
+    std::fs::write(&gw.config_path, next).unwrap();
+    let (status, body) = gw.admin_post("/admin/config/reload").await;
+    assert_eq!(status, 200, "{body}");
+    let changed: Vec<&str> = body["changed"].as_array().unwrap().iter().map(|v| v.as_str().unwrap()).collect();
+    assert_eq!(
+        changed,
+        ["cascades.chat: changed", "cascades.fresh: added", "cascades.other: removed", "health: changed"],
+        "{body}"
+    );
+    assert!(body["message"].as_str().unwrap().contains("cascades.fresh: added"));
+    // A rotated admin token is a change, though it is never shown.
+    let rotated = std::fs::read_to_string(&gw.config_path).unwrap().replace(ADMIN, "rotated-token");
+    std::fs::write(&gw.config_path, rotated).unwrap();
+    let (_, body) = gw.admin_post("/admin/config/reload").await;
+    assert_eq!(body["changed"], json!(["server: changed"]), "{body}");
+    assert!(!body.to_string().contains("rotated-token"));
+    gw.stop().await;
+}

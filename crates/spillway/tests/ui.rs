@@ -27,7 +27,17 @@ async fn the_console_is_off_without_an_admin_token() {
     let gw = start(&config(false)).await;
     let r = gw.get("/ui").await;
     assert_eq!(r.status(), 404);
-    assert_valid("ErrorResponse", &r.json().await.unwrap());
+    assert_eq!(header(&r, "content-type"), "text/html; charset=utf-8");
+    let page = r.text().await.unwrap();
+    assert!(page.contains("The operator console is off"), "{page}");
+    assert!(
+        page.contains("no admin token configured") && page.contains("server.admin_token"),
+        "how to enable it: {page}"
+    );
+    // The admin API itself stays a plain 404.
+    let api = gw.get("/admin/state").await;
+    assert_eq!(api.status(), 404);
+    assert_valid("ErrorResponse", &api.json().await.unwrap());
 }
 
 #[tokio::test]
@@ -102,4 +112,74 @@ fn the_console_script_is_valid_javascript() {
         return;
     };
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+}
+
+#[tokio::test]
+async fn the_console_shows_rates_errors_shares_cost_and_closes_items() {
+    let gw = start(&config(true).replace("    handoff: true\n", "    handoff: true\n    budget: { daily_usd: 2.5 }\n"))
+        .await;
+    let page = gw.get("/ui").await.text().await.unwrap();
+    assert!(page.contains("the admin token was rejected"), "a wrong token is called the admin token");
+    assert!(page.contains("@media (max-width: 600px)") && page.contains("overflow-x: auto"), "narrow screens");
+    for column in ["\"requests\"", "\"errors\"", "\"error %\"", "\"share\"", "\"last error\""] {
+        assert!(page.contains(column), "the page shows {column}");
+    }
+    assert!(page.contains("Close without answering") && page.contains("/close\", {}"));
+    let queued = gw.post(&chat("helpdesk", false)).await;
+    let id = header(&queued, "x-spillway-handoff-id").to_string();
+    let state = gw.admin_get("/admin/state", ADMIN).await;
+    let cascade = &state["cascades"][0];
+    let model = &cascade["models"][0];
+    assert_eq!((model["attempts"].as_u64(), model["failures"].as_u64()), (Some(1), Some(1)), "{state}");
+    assert!(model["last_error"]["text"].as_str().unwrap().contains("upstream_error"), "{state}");
+    assert!(model["last_error"]["at_unix_ms"].as_u64().is_some());
+    assert_eq!(model["served"], 0);
+    assert!(model["share"].is_null(), "no answers yet: {state}");
+    assert_eq!(cascade["daily_budget_usd"], 2.5);
+    assert_eq!(cascade["spent_today_usd"], 0.0);
+    assert!(cascade["tier_shares"].is_object());
+    // Closing an item without an answer.
+    let closed = client()
+        .post(format!("{}/admin/handoff/{id}/close", gw.url))
+        .bearer_auth(ADMIN)
+        .json(&serde_json::json!({}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(closed.status(), 200);
+    let item: serde_json::Value = closed.json().await.unwrap();
+    assert_eq!(
+        (item["status"].as_str(), item["closed"].as_bool(), item["answer"].is_null()),
+        (Some("answered"), Some(true), true)
+    );
+    let open = gw.admin_get("/admin/handoff?status=open", ADMIN).await;
+    assert!(open["data"].as_array().unwrap().is_empty(), "{open}");
+    let client_view: serde_json::Value =
+        client().get(format!("{}/v1/handoff/{id}", gw.url)).send().await.unwrap().json().await.unwrap();
+    assert_eq!(client_view["status"], "closed");
+    let again = client().post(format!("{}/admin/handoff/{id}/close", gw.url)).bearer_auth(ADMIN).send().await.unwrap();
+    assert_eq!(again.status(), 409, "closed once");
+}
+
+#[tokio::test]
+async fn the_console_shares_add_up_by_model_and_tier() {
+    let dir = std::env::temp_dir().join(format!("spillway-ui-share-{}", spillway::handoff::new_id()));
+    let yaml = format!(
+        "server:\n  admin_token: {ADMIN}\nstate:\n  data_dir: {}\nproviders:\n  m:\n    kind: mock\n    models: [{{ id: a }}, {{ id: b }}]\ncascades:\n  c:\n    models: [m/a]\n    last_resort: m/b\n{FAST_HEALTH}",
+        dir.display()
+    );
+    let gw = start(&yaml).await;
+    for stream in [false, true, false] {
+        let r = gw.post(&chat("c", stream)).await;
+        let _ = r.text().await;
+    }
+    let state = gw.admin_get("/admin/state", ADMIN).await;
+    let c = &state["cascades"][0];
+    assert_eq!(c["served"], 3, "{state}");
+    assert_eq!(c["models"][0]["share"], 1.0, "{state}");
+    assert_eq!(c["models"][1]["share"], 0.0, "{state}");
+    assert_eq!(c["tier_shares"]["preferred"], 1.0, "{state}");
+    assert_eq!(c["tier_shares"]["last_resort"], 0.0, "{state}");
+    assert_eq!(c["models"][0]["attempts"], 3);
+    let _ = std::fs::remove_dir_all(dir);
 }

@@ -77,6 +77,8 @@ pub struct EmbeddingRequest {
     pub user: Option<String>,
     /// The client key that sent it, when clients have keys.
     pub caller: Option<crate::secret::Secret>,
+    /// The request's id, sent upstream as `x-request-id`.
+    pub request_id: Option<crate::telemetry::RequestId>,
 }
 
 fn invalid(param: &str, message: impl Into<String>) -> ApiError {
@@ -114,7 +116,7 @@ impl EmbeddingRequest {
             Some(Value::String(u)) => Some(u.clone()),
             Some(_) => return Err(invalid("user", "`user` must be a string")),
         };
-        Ok(Self { model, input, base64, dimensions, user, caller: None })
+        Ok(Self { model, input, base64, dimensions, user, caller: None, request_id: None })
     }
 
     /// The body sent to an OpenAI-compatible upstream for `model_id`.
@@ -192,6 +194,8 @@ pub struct Vectors {
     pub data: Vec<Vec<f32>>,
     /// `usage.prompt_tokens`, when the upstream gave it.
     pub prompt_tokens: Option<u64>,
+    /// The id the upstream gave its answer, when it sent one.
+    pub upstream_request_id: Option<String>,
 }
 
 /// Why an upstream's vectors cannot be served.
@@ -359,15 +363,15 @@ mod tests {
 
     #[test]
     fn fit_checks_and_shortens() {
-        let mut v = Vectors { data: vec![vec![3.0, 4.0, 12.0]], prompt_tokens: None };
+        let mut v = Vectors { data: vec![vec![3.0, 4.0, 12.0]], prompt_tokens: None, upstream_request_id: None };
         fit(&mut v, 1, Some(3), Some(2)).unwrap();
         assert_eq!(v.data, vec![vec![0.6, 0.8]]);
-        let mut v = Vectors { data: vec![vec![1.0, 0.0]], prompt_tokens: None };
+        let mut v = Vectors { data: vec![vec![1.0, 0.0]], prompt_tokens: None, upstream_request_id: None };
         assert!(matches!(fit(&mut v, 1, Some(3), None), Err(Unfit::WrongDimension(_))));
         assert!(matches!(fit(&mut v, 1, None, Some(3)), Err(Unfit::WrongDimension(_))));
         assert!(matches!(fit(&mut v, 2, None, None), Err(Unfit::Malformed(_))));
         // An upstream that honoured `dimensions` is not held to the full length.
-        let mut v = Vectors { data: vec![vec![1.0, 0.0]], prompt_tokens: None };
+        let mut v = Vectors { data: vec![vec![1.0, 0.0]], prompt_tokens: None, upstream_request_id: None };
         fit(&mut v, 1, Some(3), Some(2)).unwrap();
     }
 

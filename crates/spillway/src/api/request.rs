@@ -39,6 +39,9 @@ pub struct ChatRequest {
     /// The client key that sent it, when clients have keys: the handoff
     /// queue derives the item's owner from it ([`crate::handoff::key_id`]).
     pub caller: Option<crate::secret::Secret>,
+    /// The request's id (`x-request-id`): sent upstream with every attempt
+    /// and kept with a handoff item.
+    pub request_id: Option<crate::telemetry::RequestId>,
 }
 
 impl Clone for ChatRequest {
@@ -58,6 +61,7 @@ impl Clone for ChatRequest {
             shapes_output: self.shapes_output,
             wants_json: self.wants_json,
             caller: self.caller.clone(),
+            request_id: self.request_id.clone(),
         }
     }
 }
@@ -292,6 +296,7 @@ fn check<J: JsonView>(body: &J) -> Result<ChatRequest, ApiError> {
         shapes_output,
         wants_json,
         caller: None,
+        request_id: None,
     })
 }
 

@@ -40,6 +40,16 @@ pub struct Attempted<'a> {
     pub ticket: Ticket,
     /// The load profile applied to the request.
     pub load_profile: Option<String>,
+    /// The id the upstream gave its answer, when it sent one.
+    pub upstream_request_id: Option<String>,
+}
+
+/// What an attempt learned besides its answer.
+pub struct Learned {
+    /// The load profile applied to the request.
+    pub load_profile: Option<String>,
+    /// The upstream's own id of the call.
+    pub upstream_request_id: Option<String>,
 }
 
 /// The outcome of one attempt, or of a hedged pair. Failures are settled
@@ -64,8 +74,8 @@ pub async fn run<'a>(walk: &Walk<'a>, index: usize, pass: Pass) -> Outcome<'a> {
         tries += 1;
         walk.calls.fetch_add(1, Ordering::Relaxed);
         match once(walk, target, &mut ticket, None).await {
-            Ok((answer, load_profile)) => {
-                let win = Attempted { target, answer, ticket, load_profile };
+            Ok((answer, Learned { load_profile, upstream_request_id })) => {
+                let win = Attempted { target, answer, ticket, load_profile, upstream_request_id };
                 return Outcome { winner: Some(win), failures: Vec::new() };
             }
             Err(e) if e.failure.is_retryable() && tries <= retries.max && Instant::now() < walk.deadline => {
@@ -123,7 +133,7 @@ pub async fn once(
     target: &Target,
     ticket: &mut Ticket,
     continuing: Option<(&str, Mode)>,
-) -> Result<(Answer, Option<String>), AttemptError> {
+) -> Result<(Answer, Learned), AttemptError> {
     let started = Instant::now();
     let first_token = walk.ctx.rules.timeouts.first_token;
     let token_deadline = walk.deadline.min(started + first_token);
@@ -149,6 +159,7 @@ pub async fn once(
         include_usage: walk.req.include_usage || assemble,
         accept_whole: assemble,
         hints: &hints,
+        request_id: walk.req.request_id.as_ref().map(crate::telemetry::RequestId::as_str),
     };
     // Pinned here and awaited through a reference: handed to `timeout_at`
     // by value, the call's future would take its size twice in this state.
@@ -204,7 +215,8 @@ pub async fn once(
     if !marked {
         ticket.first_token(hints.exhausted_for());
     }
-    Ok((answer, prepared.load_profile))
+    let upstream_request_id = hints.upstream_id().map(str::to_string);
+    Ok((answer, Learned { load_profile: prepared.load_profile, upstream_request_id }))
 }
 
 /// Drops the events the adapter's decoder could not read

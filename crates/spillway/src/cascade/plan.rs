@@ -35,6 +35,25 @@ pub struct Target {
     pub breaker: Option<crate::config::BreakerConfig>,
 }
 
+impl CascadePlan {
+    /// How long until the soonest of its models is let back by its dead
+    /// marks (the model's, its provider's) and its breaker: a client's
+    /// `Retry-After` after every model failed. Zero when one is usable now
+    /// (it failed for another reason: try again soon).
+    pub fn back_in(&self, now: u64) -> std::time::Duration {
+        let soonest = self
+            .targets
+            .iter()
+            .map(|t| {
+                let provider = t.provider_health.dead.get(now).map_or(now, |m| m.until_ms);
+                t.health.back_at(now).max(provider)
+            })
+            .min()
+            .unwrap_or(now);
+        std::time::Duration::from_millis(soonest.saturating_sub(now))
+    }
+}
+
 impl Target {
     /// Builds the target at 1-based position `rank` of `cascade` with its
     /// health entries and metric handles.

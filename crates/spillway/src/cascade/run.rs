@@ -101,7 +101,7 @@ fn rejected(walk: &Walk<'_>, target: &super::plan::Target, error: AttemptError) 
 /// Turns the winning attempt into the client's response. A whole answer is
 /// settled here; a stream settles where it ends (see [`Forward`]).
 fn serve(walk: &Walk<'_>, win: Attempted<'_>, finish: Finish) -> Served {
-    let Attempted { target, answer, ticket, load_profile } = win;
+    let Attempted { target, answer, ticket, load_profile, upstream_request_id } = win;
     let body = match answer {
         Answer::Complete(c) => {
             // Stamped (our id, `model` = the model ref) and validated in the attempt.
@@ -134,6 +134,7 @@ fn serve(walk: &Walk<'_>, win: Attempted<'_>, finish: Finish) -> Served {
         rank: Some(target.rank),
         attempts: walk.calls.load(Ordering::Relaxed),
         load_profile,
+        upstream_request_id,
         handoff_id: None,
         escalated: false,
         body,

@@ -33,6 +33,8 @@ pub struct Served {
     pub attempts: u32,
     /// The load profile applied to the answering model, if monitored.
     pub load_profile: Option<String>,
+    /// The id the answering upstream gave its call, when it sent one.
+    pub upstream_request_id: Option<String>,
     /// The handoff item's id, when the request was queued for a person.
     pub handoff_id: Option<String>,
     /// Whether an escalation rule switched the cascade.

@@ -68,6 +68,7 @@ impl Ticket {
     /// The target's own breaker rules (`cascades.*.breakers`,
     /// `providers.*.breaker`) replace `rules.breaker` where it has them.
     pub fn new(plan: &Arc<CascadePlan>, index: usize, health: &Arc<HealthRegistry>, rules: Rules, pass: Pass) -> Self {
+        plan.targets[index].metrics.in_flight.inc();
         let mut rules = rules;
         if let Some(b) = plan.targets.get(index).and_then(|t| t.breaker) {
             rules.breaker = b;
@@ -125,6 +126,7 @@ impl Ticket {
             return;
         }
         let target = &self.plan.targets[self.index];
+        target.metrics.in_flight.dec();
         let health = &target.health;
         let now = now_ms();
         if let Some(ttft) = self.first_token {
@@ -144,6 +146,7 @@ impl Ticket {
             }
             Settled::Failed(error) => {
                 target.metrics.attempt_failed(&error.failure);
+                health.note_error(now, &error.to_string());
                 if self.judge(error, now) {
                     self.pass.settle();
                 }

@@ -118,8 +118,8 @@ pub fn render(c: &Config) -> String {
             CascadeSource::Discovered(spec) => {
                 let _ = writeln!(
                     out,
-                    "    discovered: strategy={:?} providers=[{}] size={} min_other_providers={}",
-                    spec.strategy,
+                    "    discovered: strategy={} providers=[{}] size={} min_other_providers={}",
+                    spec.strategy.as_str(),
                     spec.providers.join(", "),
                     spec.size,
                     spec.min_other_providers

@@ -31,6 +31,16 @@ pub fn run(path: &Path, as_json: bool) -> ExitCode {
             return ExitCode::from(1);
         }
     };
+    if !config.cascades.values().any(|c| matches!(c.source, crate::config::CascadeSource::Discovered(_))) {
+        let message = "No cascade uses discovery: every cascade lists its `models`, so there is nothing to discover. \
+(A cascade with `providers` or `preferred` instead of `models` is built from the listings.)";
+        if as_json {
+            println!("{}", json!({"cascades": [], "message": message}));
+        } else {
+            println!("{message}");
+        }
+        return ExitCode::SUCCESS;
+    }
     let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
         Ok(rt) => rt,
         Err(e) => {

@@ -27,11 +27,26 @@ pub enum Action {
         /// The answer the client will read.
         text: String,
     },
+    /// Close a queued request without answering it (the client reads `closed`).
+    Close {
+        /// The item id (`ho_…`).
+        id: String,
+    },
 }
 
 /// Runs the command.
 pub fn run(config_path: &Path, url: Option<String>, action: Action) -> ExitCode {
-    let super::AdminTarget { url, token } = super::AdminTarget::resolve(config_path, url);
+    let target = match super::AdminTarget::resolve(config_path, url).and_then(|t| {
+        let token = t.token()?.to_string();
+        Ok((t.url, token))
+    }) {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("{e}");
+            return ExitCode::from(1);
+        }
+    };
+    let (url, token) = (target.0, Some(target.1));
     let runtime = match super::client_runtime() {
         Ok(rt) => rt,
         Err(code) => return code,
@@ -46,6 +61,11 @@ pub fn run(config_path: &Path, url: Option<String>, action: Action) -> ExitCode 
                 let path = format!("/admin/handoff/{id}/answer");
                 call(&url, token.as_deref(), &path, Some(json!({"text": text}))).await?;
                 Ok(format!("Answered {id}.\n"))
+            }
+            Action::Close { id } => {
+                let path = format!("/admin/handoff/{id}/close");
+                call(&url, token.as_deref(), &path, Some(json!({}))).await?;
+                Ok(format!("Closed {id} without an answer.\n"))
             }
         }
     });
@@ -70,14 +90,15 @@ async fn call(url: &str, token: Option<&str>, path: &str, body: Option<Value>) -
     if let Some(t) = token {
         req = req.bearer_auth(t);
     }
-    let resp = req.send().await.map_err(|e| format!("cannot reach the gateway at {url}: {}", e.without_url()))?;
+    let resp = req.send().await.map_err(|e| super::reach_error(url, &e))?;
     let status = resp.status().as_u16();
     let v: Value = resp.json().await.unwrap_or(Value::Null);
     match status {
         200 => Ok(v),
-        401 => Err("the admin token was rejected (set SPILLWAY_ADMIN_TOKEN)".into()),
-        404 if body.is_none() => Err("the admin API is disabled on that gateway (no server.admin_token)".into()),
-        s => Err(format!("the gateway answered HTTP {s}: {}", v["error"]["message"].as_str().unwrap_or("no details"))),
+        404 if body.is_some() => {
+            Err(format!("the gateway answered HTTP 404: {}", v["error"]["message"].as_str().unwrap_or("no such item")))
+        }
+        s => Err(super::admin_status_error(s, &v)),
     }
 }
 

@@ -129,16 +129,84 @@ pub(crate) struct AdminTarget {
 }
 
 impl AdminTarget {
-    /// Resolves the target of `status` and `handoff`.
-    pub(crate) fn resolve(config_path: &std::path::Path, url: Option<String>) -> Self {
-        let config = load(config_path).ok();
+    /// Resolves the target of `status` and `handoff`. A config named with
+    /// `--config` (or `SPILLWAY_CONFIG`) must load: guessing an address
+    /// after a typo in its path would talk to the wrong gateway. With
+    /// `--url` and no config named, no config is read (the embedded demo
+    /// would only announce itself).
+    pub(crate) fn resolve(config_path: &std::path::Path, url: Option<String>) -> Result<Self, String> {
+        let config = if is_default_path(config_path) {
+            match url {
+                Some(_) => None,
+                None => load(config_path).ok(),
+            }
+        } else if !config_path.exists() {
+            return Err(format!(
+                "{}: no such config file (name the gateway with --url, or fix --config)",
+                config_path.display()
+            ));
+        } else {
+            Some(crate::config::load_file(config_path).map_err(|e| errors_text(config_path, &e))?)
+        };
         let url = url
             .or_else(|| config.as_ref().map(|c| format!("http://{}", c.server.listen)))
             .unwrap_or_else(|| "http://127.0.0.1:8080".to_string());
         let token = std::env::var("SPILLWAY_ADMIN_TOKEN")
             .ok()
+            .filter(|t| !t.trim().is_empty())
             .or_else(|| config.as_ref().and_then(|c| c.server.admin_token.as_ref().map(|t| t.expose().to_string())));
-        Self { url: url.trim_end_matches('/').to_string(), token }
+        Ok(Self { url: url.trim_end_matches('/').to_string(), token })
+    }
+
+    /// The token, or the error that says none is configured.
+    pub(crate) fn token(&self) -> Result<&str, String> {
+        self.token.as_deref().ok_or_else(|| {
+            "no admin token configured: set SPILLWAY_ADMIN_TOKEN, or server.admin_token in the config (--config)"
+                .to_string()
+        })
+    }
+}
+
+/// A failed call to a gateway, with its cause ("connection refused"), not
+/// only reqwest's "error sending request".
+pub(crate) fn reach_error(url: &str, e: &reqwest::Error) -> String {
+    let mut causes = Vec::new();
+    let mut source = std::error::Error::source(e);
+    while let Some(s) = source {
+        let text = s.to_string();
+        if !causes.iter().any(|c: &String| c.contains(&text) || text.contains(c.as_str())) {
+            causes.push(text);
+        }
+        source = s.source();
+    }
+    let what = if e.is_timeout() { "timed out".to_string() } else { e.without_url_text() };
+    match causes.last() {
+        Some(root) => format!("cannot reach the gateway at {url}: {what}: {root}"),
+        None => format!("cannot reach the gateway at {url}: {what}"),
+    }
+}
+
+/// The admin API's answer to a status that is not 200, in words.
+pub(crate) fn admin_status_error(status: u16, body: &serde_json::Value) -> String {
+    match status {
+        401 => "the admin token was rejected by the gateway (check SPILLWAY_ADMIN_TOKEN or server.admin_token)".into(),
+        404 => "the admin API is disabled on that gateway (it has no server.admin_token)".into(),
+        s => format!("the gateway answered HTTP {s}: {}", body["error"]["message"].as_str().unwrap_or("no details")),
+    }
+}
+
+/// `reqwest::Error`'s text without the URL (which the message names already).
+trait WithoutUrl {
+    fn without_url_text(&self) -> String;
+}
+
+impl WithoutUrl for reqwest::Error {
+    fn without_url_text(&self) -> String {
+        let mut text = self.to_string();
+        if let Some(u) = self.url() {
+            text = text.replace(&format!(" for url ({u})"), "");
+        }
+        text
     }
 }
 

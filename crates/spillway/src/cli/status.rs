@@ -12,12 +12,25 @@ use std::process::ExitCode;
 
 /// Runs the command.
 pub fn run(config_path: &Path, url: Option<String>) -> ExitCode {
-    let super::AdminTarget { url, token } = super::AdminTarget::resolve(config_path, url);
+    let target = match super::AdminTarget::resolve(config_path, url) {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("{e}");
+            return ExitCode::from(1);
+        }
+    };
+    let token = match target.token() {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("{e}");
+            return ExitCode::from(1);
+        }
+    };
     let runtime = match super::client_runtime() {
         Ok(rt) => rt,
         Err(code) => return code,
     };
-    let result = runtime.block_on(fetch(&url, token.as_deref()));
+    let result = runtime.block_on(fetch(&target.url, token));
     match result {
         Ok(state) => {
             print!("{}", render(&state));
@@ -30,18 +43,14 @@ pub fn run(config_path: &Path, url: Option<String>) -> ExitCode {
     }
 }
 
-async fn fetch(url: &str, token: Option<&str>) -> Result<Value, String> {
-    let client = reqwest::Client::new();
-    let mut req = client.get(format!("{}/admin/state", url.trim_end_matches('/')));
-    if let Some(t) = token {
-        req = req.bearer_auth(t);
-    }
-    let resp = req.send().await.map_err(|e| format!("cannot reach the gateway at {url}: {e}"))?;
+/// `GET /admin/state`.
+pub async fn fetch(url: &str, token: &str) -> Result<Value, String> {
+    let client = reqwest::Client::builder().no_proxy().build().map_err(|e| e.to_string())?;
+    let req = client.get(format!("{}/admin/state", url.trim_end_matches('/'))).bearer_auth(token);
+    let resp = req.send().await.map_err(|e| super::reach_error(url, &e))?;
     match resp.status().as_u16() {
         200 => resp.json().await.map_err(|e| format!("the gateway answered something that is not JSON: {e}")),
-        401 => Err("the admin token was rejected (set SPILLWAY_ADMIN_TOKEN)".into()),
-        404 => Err("the admin API is disabled on that gateway (no server.admin_token)".into()),
-        s => Err(format!("the gateway answered HTTP {s}")),
+        s => Err(super::admin_status_error(s, &resp.json().await.unwrap_or(Value::Null))),
     }
 }
 

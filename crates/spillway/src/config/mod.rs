@@ -115,6 +115,21 @@ pub struct ServerConfig {
     pub shutdown_grace: Duration,
     /// Serving threads (`spillway serve`).
     pub workers: usize,
+    /// Cross-origin requests (none: off).
+    pub cors: Option<CorsConfig>,
+}
+
+/// `server.cors`, compiled.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CorsConfig {
+    /// Allowed origins, exactly as browsers send them; empty with `any`.
+    pub allow_origins: Vec<String>,
+    /// `"*"` was listed: any origin.
+    pub any_origin: bool,
+    /// `Access-Control-Allow-Headers`, lower case, comma-separated.
+    pub allow_headers: String,
+    /// `Access-Control-Max-Age`.
+    pub max_age: Duration,
 }
 
 /// Where shared state lives.
@@ -526,6 +541,17 @@ pub enum Strategy {
     QualityFirst,
     /// Cheapest first.
     CheapestFirst,
+}
+
+impl Strategy {
+    /// As written in the config.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::SpeedFirst => "speed_first",
+            Self::QualityFirst => "quality_first",
+            Self::CheapestFirst => "cheapest_first",
+        }
+    }
 }
 
 /// `cascades.*.filters`

@@ -69,6 +69,24 @@ pub struct RawServer {
     /// Threads serving requests, each with its own event loop and upstream
     /// connections (default: one per CPU).
     pub workers: Option<u64>,
+    /// Cross-origin requests from browsers (off when absent): which
+    /// origins may call the API, and the preflight's answers.
+    pub cors: Option<RawCors>,
+}
+
+/// `server.cors:`
+#[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RawCors {
+    /// Origins allowed to call the API (`https://app.example.com`), or `"*"` for any.
+    pub allow_origins: Vec<String>,
+    /// Request headers a browser may send (default: `authorization`,
+    /// `content-type`, `x-api-key`, `x-request-id`, `anthropic-version`,
+    /// `anthropic-dangerous-direct-browser-access`, `openai-beta`,
+    /// `x-spillway-escalate`; `"*"` for any).
+    pub allow_headers: Option<Vec<String>>,
+    /// How long a browser may cache a preflight's answer (default `10m`).
+    pub max_age: Option<String>,
 }
 
 /// A byte size: an integer, or a string such as `4MiB`, `512KiB`, `1MB`.

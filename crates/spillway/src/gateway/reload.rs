@@ -32,6 +32,9 @@ pub struct Reloaded {
     pub changes: Vec<CascadeDiff>,
     /// Settings that changed but only apply after a restart.
     pub needs_restart: Vec<&'static str>,
+    /// What the new config changed: `providers.groq: changed`,
+    /// `cascades.chat: added`, `health: changed`, … (empty: nothing).
+    pub changed: Vec<String>,
 }
 
 /// Why a reload was rejected; the old config stays.
@@ -64,7 +67,7 @@ pub async fn reload(state: &Live) -> Result<Reloaded, ReloadError> {
     let result = reload_inner(state).await;
     match &result {
         Ok(r) => {
-            tracing::info!(path = %r.path.display(), changed = r.changes.len(), "Config reloaded.");
+            tracing::info!(path = %r.path.display(), changed = %r.changed.join(", "), "Config reloaded.");
             for setting in &r.needs_restart {
                 tracing::warn!(setting, "This setting changed but applies only after a restart.");
             }
@@ -93,6 +96,7 @@ async fn reload_inner(state: &Live) -> Result<Reloaded, ReloadError> {
     let _applying = discovery.apply.lock().await;
     let old_gw = state.load_full();
     let needs_restart = needs_restart(&old_gw.config, &config);
+    let changed = config_changes(&old_gw.config, &config);
     let old_round = discovery.current();
     let (round, changes) =
         build_round(&config, &old_gw.health, &discovery, &old_round, old_round.listings.clone(), old_round.at_ms);
@@ -113,7 +117,72 @@ async fn reload_inner(state: &Live) -> Result<Reloaded, ReloadError> {
     if missing_listing {
         discovery.request_refresh();
     }
-    Ok(Reloaded { path, changes, needs_restart })
+    Ok(Reloaded { path, changes, needs_restart, changed })
+}
+
+/// A setting's value for comparison: its `Debug` text (secrets show
+/// redacted there) and a hash of its secrets, so a rotated key counts as
+/// a change without being written anywhere.
+fn fingerprint<T: std::fmt::Debug>(value: &T, secrets: &[&crate::config::Secret]) -> (String, u64) {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    for s in secrets {
+        s.expose().hash(&mut h);
+    }
+    (format!("{value:?}"), h.finish())
+}
+
+fn provider_print(p: &crate::config::ProviderConfig) -> (String, u64) {
+    let mut secrets: Vec<&crate::config::Secret> =
+        [&p.api_key, &p.auth_key, &p.iam_token].into_iter().flatten().collect();
+    secrets.extend(p.headers.iter().map(|(_, v)| v));
+    fingerprint(p, &secrets)
+}
+
+/// What changed between two configs, by section and by named entry.
+fn config_changes(old: &Config, new: &Config) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut named = |section: &str, old: Vec<(&String, (String, u64))>, new: Vec<(&String, (String, u64))>| {
+        for (name, print) in &new {
+            match old.iter().find(|(n, _)| n == name) {
+                None => out.push(format!("{section}.{name}: added")),
+                Some((_, before)) if before != print => out.push(format!("{section}.{name}: changed")),
+                Some(_) => {}
+            }
+        }
+        for (name, _) in &old {
+            if !new.iter().any(|(n, _)| n == name) {
+                out.push(format!("{section}.{name}: removed"));
+            }
+        }
+    };
+    named(
+        "providers",
+        old.providers.iter().map(|(n, p)| (n, provider_print(p))).collect(),
+        new.providers.iter().map(|(n, p)| (n, provider_print(p))).collect(),
+    );
+    named(
+        "cascades",
+        old.cascades.iter().map(|(n, c)| (n, fingerprint(c, &[]))).collect(),
+        new.cascades.iter().map(|(n, c)| (n, fingerprint(c, &[]))).collect(),
+    );
+    let server = |c: &Config| {
+        let mut secrets: Vec<&crate::config::Secret> = c.server.api_keys.iter().collect();
+        secrets.extend(&c.server.admin_token);
+        fingerprint(&c.server, &secrets)
+    };
+    let sections = [
+        ("server", server(old) != server(new)),
+        ("state", fingerprint(&old.state, &[]) != fingerprint(&new.state, &[])),
+        ("health", fingerprint(&old.health, &[]) != fingerprint(&new.health, &[])),
+        ("discovery", fingerprint(&old.discovery, &[]) != fingerprint(&new.discovery, &[])),
+        ("prompts", fingerprint(&old.prompts, &[]) != fingerprint(&new.prompts, &[])),
+        ("escalation", fingerprint(&old.escalation, &[]) != fingerprint(&new.escalation, &[])),
+        ("alerts", fingerprint(&old.alerts, &[]) != fingerprint(&new.alerts, &[])),
+        ("handoff", fingerprint(&old.handoff, &[]) != fingerprint(&new.handoff, &[])),
+    ];
+    out.extend(sections.into_iter().filter(|(_, changed)| *changed).map(|(s, _)| format!("{s}: changed")));
+    out
 }
 
 /// Settings read once at start-up (the listener, the state store) that a

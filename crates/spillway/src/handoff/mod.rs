@@ -71,6 +71,11 @@ pub struct StoredAttempt {
     pub reason: String,
 }
 
+/// The "answer" that closes an item without answering it
+/// ([`Queue::answer`] with no text; the answer route refuses empty text,
+/// so only a close sends it).
+pub const CLOSE: &str = "";
+
 /// One queued request.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Item {
@@ -82,6 +87,9 @@ pub struct Item {
     pub cascade: String,
     /// Which client key sent it ([`key_id::KeyIds`]); none when clients need no key.
     pub client_key_id: Option<String>,
+    /// The client request's id (`x-request-id`), to find its log lines.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request_id: Option<String>,
     /// The request's `messages`, as sent.
     pub messages: Value,
     /// Every attempt, in order.
@@ -90,6 +98,10 @@ pub struct Item {
     pub created_ms: u64,
     /// The person's answer.
     pub answer: Option<String>,
+    /// Closed by a person without an answer (status `answered`, no
+    /// `answer`): the client is told it was closed.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub closed: bool,
     /// Unix milliseconds.
     pub answered_ms: Option<u64>,
 }
@@ -235,10 +247,12 @@ pub async fn queue(
         status: Status::Open,
         cascade: plan.name.clone(),
         client_key_id: owner,
+        request_id: req.request_id.as_ref().map(|id| id.as_str().to_string()),
         messages: req.body().get("messages").cloned().unwrap_or(Value::Null),
         attempts: attempts.iter().map(|a| StoredAttempt { model: a.model.clone(), reason: a.reason.clone() }).collect(),
         created_ms: crate::health::clock::now_ms(),
         answer: None,
+        closed: false,
         answered_ms: None,
     };
     q.push(item.clone()).await?;
@@ -288,7 +302,7 @@ pub fn client_view(item: &Item) -> Value {
     serde_json::json!({
         "id": item.id,
         "object": "spillway.handoff",
-        "status": item.status.as_str(),
+        "status": if item.closed { "closed" } else { item.status.as_str() },
         "created": item.created_ms / 1000,
         "answer": item.answer,
         "answered_at": item.answered_ms.map(|ms| ms / 1000),

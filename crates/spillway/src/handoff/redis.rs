@@ -174,7 +174,8 @@ impl RedisQueue {
                 .map_err(|e| HandoffError::Store(format!("a stored item is not readable: {e}")))?;
             if let Some(a) = answer.as_deref().and_then(|a| serde_json::from_str::<StoredAnswer>(a).ok()) {
                 item.status = Status::Answered;
-                item.answer = Some(a.text);
+                item.closed = a.text == super::CLOSE;
+                item.answer = (!item.closed).then_some(a.text);
                 item.answered_ms = Some(a.answered_ms);
             }
             out.push(item);

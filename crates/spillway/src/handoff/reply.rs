@@ -52,6 +52,7 @@ pub fn served(plan: &CascadePlan, req: &ChatRequest, reply: &str, id: String, ca
         rank: None,
         attempts: calls,
         load_profile: None,
+        upstream_request_id: None,
         handoff_id: Some(id),
         escalated: false,
         prompt_tokens: 0,

@@ -167,7 +167,8 @@ impl Queue for SqliteQueue {
                 return Ok(Answered::AlreadyAnswered(item));
             }
             item.status = Status::Answered;
-            item.answer = Some(text);
+            item.closed = text == super::CLOSE;
+            item.answer = (!item.closed).then_some(text);
             item.answered_ms = Some(now_ms);
             tx.execute(
                 "UPDATE handoff SET status = ?2, item = ?3 WHERE id = ?1",
@@ -207,7 +208,9 @@ pub(crate) mod tests {
             id: id.into(),
             status: Status::Open,
             cascade: "support".into(),
+            closed: false,
             client_key_id: Some("k1".into()),
+            request_id: None,
             messages: json!([{"role": "user", "content": "help"}]),
             attempts: vec![super::super::StoredAttempt { model: "a/b".into(), reason: "rate_limited".into() }],
             created_ms,

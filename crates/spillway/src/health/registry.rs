@@ -209,6 +209,8 @@ pub struct ModelHealth {
     /// The most recent times to first token (ms), at most
     /// [`crate::health::stats::TTFT_WINDOW`], oldest first.
     ttft: Mutex<std::collections::VecDeque<f64>>,
+    /// The last failure's text and when (unix ms), for the console.
+    last_error: Mutex<Option<(u64, String)>>,
     observer: Arc<Observer>,
 }
 
@@ -219,6 +221,7 @@ impl ModelHealth {
             dead: DeadSlot::default(),
             breaker: Mutex::new(Breaker::new()),
             ttft: Mutex::new(std::collections::VecDeque::with_capacity(crate::health::stats::TTFT_WINDOW)),
+            last_error: Mutex::new(None),
             observer,
         }
     }
@@ -286,6 +289,28 @@ impl ModelHealth {
     /// The breaker state.
     pub fn breaker_state(&self) -> State {
         lock(&self.breaker).state()
+    }
+
+    /// Keeps a failure's text (redacted already, at most 300 characters)
+    /// as the model's last error.
+    pub fn note_error(&self, now: u64, text: &str) {
+        *lock(&self.last_error) = Some((now, text.chars().take(300).collect()));
+    }
+
+    /// The last failure: when (unix ms) and its text.
+    pub fn last_error(&self) -> Option<(u64, String)> {
+        lock(&self.last_error).clone()
+    }
+
+    /// When the model may be tried again (ms): the later of its dead
+    /// mark's end and its open breaker's end; `now` when neither holds it.
+    pub fn back_at(&self, now: u64) -> u64 {
+        let dead = self.dead.get(now).map_or(now, |m| m.until_ms);
+        let open = match self.breaker_state() {
+            State::Open { until_ms, .. } => until_ms,
+            _ => now,
+        };
+        dead.max(open).max(now)
     }
 
     /// Clears the dead mark and closes the breaker (admin revive).

@@ -93,7 +93,9 @@ struct UpUsage {
 async fn openai(endpoint: &Endpoint, model_id: &str, req: &EmbeddingRequest) -> Result<Vectors, AttemptError> {
     let body = serde_json::to_vec(&req.upstream_body(model_id))
         .map_err(|e| AttemptError::new(Failure::BrokenBody, e.to_string()))?;
-    let resp = endpoint.post(body.into()).await.map_err(|e| super::openai_compat::request_error(&e))?;
+    let id = super::headers::request_id_value(req.request_id.as_ref().map(crate::telemetry::RequestId::as_str));
+    let resp = endpoint.post_as(body.into(), id).await.map_err(|e| super::openai_compat::request_error(&e))?;
+    let upstream_request_id = super::headers::upstream_request_id(resp.headers());
     let status = resp.status().as_u16();
     if !(200..300).contains(&status) {
         let retry = crate::health::ratelimit::rate_limit_reset(resp.headers(), std::time::SystemTime::now());
@@ -102,7 +104,9 @@ async fn openai(endpoint: &Endpoint, model_id: &str, req: &EmbeddingRequest) -> 
         return Err(AttemptError::new(failure, format!("HTTP {status}{}", super::openai_compat::short_message(&body))));
     }
     let body = resp.into_body().bytes().await.map_err(|e| super::openai_compat::body_error(&e))?;
-    decode(&body)
+    let mut vectors = decode(&body)?;
+    vectors.upstream_request_id = upstream_request_id;
+    Ok(vectors)
 }
 
 /// Reads an upstream's `CreateEmbeddingResponse` into vectors in input order.
@@ -133,7 +137,7 @@ fn decode(body: &[u8]) -> Result<Vectors, AttemptError> {
         .into_iter()
         .collect::<Option<Vec<_>>>()
         .ok_or_else(|| AttemptError::new(Failure::BrokenBody, "indices of the embeddings have gaps"))?;
-    Ok(Vectors { data, prompt_tokens: parsed.usage.and_then(|u| u.prompt_tokens) })
+    Ok(Vectors { data, prompt_tokens: parsed.usage.and_then(|u| u.prompt_tokens), upstream_request_id: None })
 }
 
 /// The mock's embedding models: dimension and behaviour by id.
@@ -191,7 +195,7 @@ impl MockEmbedder {
                 })
                 .collect(),
         };
-        Ok(Vectors { data, prompt_tokens: Some(req.input.tokens()) })
+        Ok(Vectors { data, prompt_tokens: Some(req.input.tokens()), upstream_request_id: None })
     }
 }
 

@@ -9,6 +9,25 @@ use super::types::BuildError;
 use crate::config::{ProviderConfig, Secret};
 use http::header::{HeaderMap, HeaderName, HeaderValue, CONTENT_TYPE};
 
+/// The request id a call carries upstream (the client's request's id),
+/// and the header most upstreams name their own call's id with.
+pub(crate) const X_REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
+
+/// The id an upstream gave its answer: `x-request-id` (OpenAI and most
+/// compatible APIs) or `request-id` (Anthropic), when it is a short
+/// printable value (it goes back to the client as a header).
+pub(crate) fn upstream_request_id(headers: &HeaderMap) -> Option<String> {
+    let v = headers.get(X_REQUEST_ID).or_else(|| headers.get("request-id"))?;
+    let b = v.as_bytes();
+    (!b.is_empty() && b.len() <= 200 && b.iter().all(u8::is_ascii_graphic))
+        .then(|| String::from_utf8_lossy(b).into_owned())
+}
+
+/// `x-request-id: <id>` for an upstream call, when the id is a valid value.
+pub(crate) fn request_id_value(id: Option<&str>) -> Option<HeaderValue> {
+    id.and_then(|id| HeaderValue::from_str(id).ok())
+}
+
 /// `content-type: application/json` plus the configured extra headers.
 pub(crate) fn base_headers(config: &ProviderConfig) -> Result<HeaderMap, BuildError> {
     let mut headers = HeaderMap::new();

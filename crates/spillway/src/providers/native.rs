@@ -81,9 +81,22 @@ impl Upstream {
         self.client.post(&self.url).headers(self.headers.clone()).body(body)
     }
 
-    /// One attempt with nothing more to it: [`encode`], [`send`], [`read`].
-    pub(crate) async fn call<W: Wire>(&self, body: &Value, asked: Asked) -> Result<Reply, AttemptError> {
-        let resp = send(self.post(encode(body)?)).await?;
+    /// One attempt with nothing more to it: [`encode`], [`send`] (with
+    /// the client request's id), [`read`]; the upstream's own id goes to
+    /// the attempt's hints.
+    pub(crate) async fn call<W: Wire>(
+        &self,
+        body: &Value,
+        asked: Asked,
+        request_id: Option<&str>,
+        hints: &super::types::UpstreamHints,
+    ) -> Result<Reply, AttemptError> {
+        let mut post = self.post(encode(body)?);
+        if let Some(id) = super::headers::request_id_value(request_id) {
+            post = post.header(super::headers::X_REQUEST_ID, id);
+        }
+        let resp = send(post).await?;
+        hints.set_upstream_id(super::headers::upstream_request_id(resp.headers()));
         read::<W>(resp, asked).await
     }
 }

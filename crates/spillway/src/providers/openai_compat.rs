@@ -65,7 +65,9 @@ impl OpenAiCompat {
             .body
             .encode_with_model(req.model_id)
             .map_err(|e| AttemptError::new(Failure::BrokenBody, e.to_string()))?;
-        let resp = self.endpoint.post(bytes.into()).await.map_err(|e| request_error(&e))?;
+        let id = super::headers::request_id_value(req.request_id);
+        let resp = self.endpoint.post_as(bytes.into(), id).await.map_err(|e| request_error(&e))?;
+        req.hints.set_upstream_id(super::headers::upstream_request_id(resp.headers()));
         let status = resp.status().as_u16();
         if !(200..300).contains(&status) {
             let retry = crate::health::ratelimit::rate_limit_reset(resp.headers(), std::time::SystemTime::now());

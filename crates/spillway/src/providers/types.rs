@@ -52,6 +52,8 @@ pub struct AttemptRequest<'a> {
     /// Where the adapter reports what the upstream's headers said about its
     /// limits (read by the runner after the call).
     pub hints: &'a UpstreamHints,
+    /// The client request's id, sent upstream as `x-request-id`.
+    pub request_id: Option<&'a str>,
 }
 
 /// What an upstream's answer said about its limits, beyond the answer.
@@ -60,6 +62,8 @@ pub struct UpstreamHints {
     /// Milliseconds until the quota resets, when an answer said it is used
     /// up (`x-ratelimit-remaining-*: 0`); 0 when not.
     exhausted_ms: AtomicU64,
+    /// The id the upstream gave this call (its `x-request-id`).
+    upstream_id: std::sync::OnceLock<String>,
 }
 
 impl UpstreamHints {
@@ -67,6 +71,18 @@ impl UpstreamHints {
     pub fn set_exhausted_for(&self, d: Duration) {
         let ms = u64::try_from(d.as_millis()).unwrap_or(u64::MAX).max(1);
         self.exhausted_ms.store(ms, Ordering::Release);
+    }
+
+    /// Records the id the upstream gave its answer, if it sent one.
+    pub fn set_upstream_id(&self, id: Option<String>) {
+        if let Some(id) = id {
+            let _ = self.upstream_id.set(id);
+        }
+    }
+
+    /// The id the upstream gave its answer.
+    pub fn upstream_id(&self) -> Option<&str> {
+        self.upstream_id.get().map(String::as_str)
     }
 
     /// The quota reset recorded for this attempt, if any.

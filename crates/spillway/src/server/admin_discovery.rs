@@ -38,6 +38,12 @@ async fn reload(State(state): State<Arc<AppState>>) -> Response {
                 "status": "reloaded",
                 "path": r.path.display().to_string(),
                 "changes": changes,
+                "changed": r.changed,
+                "message": if r.changed.is_empty() {
+                    "nothing changed".to_string()
+                } else {
+                    format!("changed: {}", r.changed.join("; "))
+                },
                 "needs_restart": r.needs_restart,
             }))
             .into_response()

@@ -79,8 +79,38 @@ async fn state(AxumState(state): AxumState<Arc<AppState>>) -> Json<Value> {
                         v["reason"] = json!(e.reason.to_string());
                     }
                     v["in_flight"] = json!(t.provider.in_flight());
+                    let (attempts, failures) = t.metrics.attempt_counts();
+                    v["attempts"] = json!(attempts);
+                    v["failures"] = json!(failures);
+                    v["served"] = json!(t.metrics.served_count());
                     v["rank"] = json!(t.rank);
+                    v["last_error"] =
+                        t.health.last_error().map_or(Value::Null, |(at, text)| json!({"at_unix_ms": at, "text": text}));
                     v
+                })
+                .collect();
+            // Shares of the answers since start, by model and by tier.
+            let served: u64 = models.iter().filter_map(|m| m["served"].as_u64()).sum();
+            let share = |n: u64| {
+                if served == 0 {
+                    Value::Null
+                } else {
+                    json!((n as f64 / served as f64 * 1000.0).round() / 1000.0)
+                }
+            };
+            let mut tiers = serde_json::Map::new();
+            for (t, m) in plan.targets.iter().zip(&models) {
+                let n = m["served"].as_u64().unwrap_or(0);
+                let entry = tiers.entry(t.tier.as_str()).or_insert(json!(0u64));
+                *entry = json!(entry.as_u64().unwrap_or(0) + n);
+            }
+            let tier_shares: serde_json::Map<String, Value> =
+                tiers.into_iter().map(|(k, v)| (k, share(v.as_u64().unwrap_or(0)))).collect();
+            let models: Vec<Value> = models
+                .into_iter()
+                .map(|mut m| {
+                    m["share"] = share(m["served"].as_u64().unwrap_or(0));
+                    m
                 })
                 .collect();
             // Models discovery left out that the operator may have meant in:
@@ -97,7 +127,18 @@ async fn state(AxumState(state): AxumState<Arc<AppState>>) -> Json<Value> {
                 })
                 .collect();
             let notes = built.map(|b| b.notes.clone()).unwrap_or_default();
-            json!({"name": plan.name, "models": models, "left_out": left_out, "notes": notes})
+            let budget = gw.config.cascades.get(&plan.name).and_then(|c| c.daily_budget_usd);
+            let spent = gw.shared.usage.spent_today(&plan.name, now_ms());
+            json!({
+                "name": plan.name,
+                "models": models,
+                "served": served,
+                "tier_shares": tier_shares,
+                "spent_today_usd": (spent * 1e6).round() / 1e6,
+                "daily_budget_usd": budget,
+                "left_out": left_out,
+                "notes": notes,
+            })
         })
         .collect();
     let depth = gw.handoff_depth().await;

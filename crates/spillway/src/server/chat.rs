@@ -19,6 +19,7 @@ use super::AppState;
 use crate::api::{ApiError, ChatRequest};
 use crate::cascade::{self, CascadePlan, NoAnswer, RequestOutcome, Served, ServedBody, Unanswered};
 use crate::gateway::Gateway;
+use crate::telemetry::RequestNotes;
 use axum::body::{Body, Bytes};
 use axum::http::{header, HeaderName, HeaderValue};
 use axum::response::{IntoResponse, Response};
@@ -51,6 +52,8 @@ pub(super) struct Admitted {
     /// `x-spillway-escalate: true`.
     pub escalate: bool,
     pub permit: Permit,
+    /// The request's id and what its error response will carry.
+    pub notes: Arc<RequestNotes>,
 }
 
 /// `POST /v1/chat/completions`. The server calls it directly, without the
@@ -72,10 +75,10 @@ where
     B: hyper::body::Body<Data = Bytes> + Send + 'static,
     B::Error: std::error::Error + Send + Sync + 'static,
 {
-    let Admitted { gw, body, caller, escalate, permit } = admit(state, request, auth::bearer).await?;
+    let Admitted { gw, body, caller, escalate, permit, notes } = admit(state, request, auth::bearer).await?;
     let mut req = ChatRequest::parse(body)?;
     req.caller = caller;
-    let served = serve(&gw, req, escalate).await?;
+    let served = serve(&gw, req, escalate, &notes).await?;
     Ok(respond(served, permit))
 }
 
@@ -99,6 +102,7 @@ where
         caller = Some(auth::find(&server.api_keys, key).ok_or(ApiError::Unauthorized)?.clone());
     }
     let escalate = crate::escalation::rules::forced(request.headers());
+    let notes = super::conventions::notes(&request);
     // The body first, bounded in size and time, and only then a slot: a
     // client trickling its body must not hold one of
     // `max_concurrent_requests` while others wait.
@@ -123,14 +127,22 @@ where
         return Err(ApiError::Overloaded);
     }
     let permit = Permit(state.clone());
-    Ok(Admitted { gw, body, caller, escalate, permit })
+    Ok(Admitted { gw, body, caller, escalate, permit, notes })
 }
 
 /// The chat core every chat-shaped entry point runs once it has a
 /// [`ChatRequest`] (chat completions, and the Responses and Messages APIs
 /// translated to it): the cascade, escalation, the daily budget, the
-/// runner, and after it the handoff, cost and fallback share.
-pub(super) async fn serve(gw: &Arc<Gateway>, req: ChatRequest, escalate: bool) -> Result<Served, ApiError> {
+/// runner, and after it the handoff, cost and fallback share. An error
+/// leaves in `notes` the upstream calls made and, when every model failed,
+/// when the soonest of them will be let back.
+pub(super) async fn serve(
+    gw: &Arc<Gateway>,
+    mut req: ChatRequest,
+    escalate: bool,
+    notes: &RequestNotes,
+) -> Result<Served, ApiError> {
+    req.request_id = Some(notes.id.clone());
     let plan = gw.resolve(&req.model).ok_or_else(|| ApiError::ModelNotFound(req.model.clone()))?;
     let (plan, escalated) =
         crate::escalation::rules::choose(&gw.config.escalation, &gw.cascades, &gw.metrics, plan, &req, escalate);
@@ -138,7 +150,7 @@ pub(super) async fn serve(gw: &Arc<Gateway>, req: ChatRequest, escalate: bool) -
     let plan = gw.shared.usage.budget_plan(&gw.config, &gw.shared.discovery, plan, now);
     let mut served = match cascade::run(gw.runner(), &plan, &req).await {
         Ok(served) => served,
-        Err(unanswered) => Box::pin(unanswered_request(gw, &plan, &req, unanswered)).await?,
+        Err(unanswered) => Box::pin(unanswered_request(gw, &plan, &req, unanswered, notes)).await?,
     };
     served.escalated = escalated;
     crate::usage::observe((&**gw).into(), &gw.shared.usage, &plan, &served);
@@ -158,8 +170,10 @@ async fn unanswered_request(
     plan: &CascadePlan,
     req: &ChatRequest,
     un: Unanswered,
+    notes: &RequestNotes,
 ) -> Result<Served, ApiError> {
     let Unanswered { why, attempts, calls, finish } = un;
+    notes.set_attempts(calls);
     let timed_out = match why {
         NoAnswer::Rejected(e) | NoAnswer::Invalid(e) => {
             finish.settle(RequestOutcome::Error);
@@ -182,6 +196,7 @@ async fn unanswered_request(
             Err(e) => {
                 tracing::error!(cascade = %plan.name, error = %e, "Cannot queue a request for a person; answering 503.");
                 finish.settle(RequestOutcome::Error);
+                notes.set_retry_after(plan.back_in(crate::health::clock::now_ms()));
                 return Err(ApiError::AllModelsFailed { cascade: plan.name.clone(), attempts });
             }
         }
@@ -190,6 +205,7 @@ async fn unanswered_request(
     if timed_out {
         return Err(ApiError::Timeout);
     }
+    notes.set_retry_after(plan.back_in(crate::health::clock::now_ms()));
     Err(ApiError::AllModelsFailed { cascade: plan.name.clone(), attempts })
 }
 
@@ -237,7 +253,25 @@ fn respond(served: Served, permit: Permit) -> Response {
 /// the chat SSE stream (chunks, the error event, `[DONE]`) into that
 /// format's event stream, as it passes. The headers are the same for all.
 pub(super) fn respond_with(served: Served, permit: Permit, translate: impl FnOnce(Answer) -> Answer) -> Response {
-    let Served { cascade, model, tier, rank, attempts, load_profile, handoff_id, escalated, body, .. } = served;
+    let Served {
+        cascade,
+        model,
+        tier,
+        rank,
+        attempts,
+        load_profile,
+        handoff_id,
+        escalated,
+        body,
+        upstream_request_id,
+        ..
+    } = served;
+    let upstream_id = |mut r: Response| {
+        if let Some(v) = upstream_request_id.as_deref().and_then(|id| HeaderValue::from_str(id).ok()) {
+            r.headers_mut().insert(super::conventions::X_UPSTREAM_REQUEST_ID, v);
+        }
+        r
+    };
     let stream = match body {
         ServedBody::Complete(c) => {
             drop(permit);
@@ -248,7 +282,17 @@ pub(super) fn respond_with(served: Served, permit: Permit, translate: impl FnOnc
             };
             let mut r = Response::new(Body::from(bytes));
             r.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
-            return headers(r, &cascade, &model, tier, rank, attempts, load_profile, handoff_id, escalated);
+            return upstream_id(headers(
+                r,
+                &cascade,
+                &model,
+                tier,
+                rank,
+                attempts,
+                load_profile,
+                handoff_id,
+                escalated,
+            ));
         }
         ServedBody::Forward(f) => f.into_stream(),
         ServedBody::Canned(s) => s,
@@ -267,7 +311,7 @@ pub(super) fn respond_with(served: Served, permit: Permit, translate: impl FnOnc
     h.insert(header::CONTENT_TYPE, HeaderValue::from_static("text/event-stream"));
     h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
     h.insert(X_ACCEL_BUFFERING, HeaderValue::from_static("no"));
-    headers(r, &cascade, &model, tier, rank, attempts, load_profile, handoff_id, escalated)
+    upstream_id(headers(r, &cascade, &model, tier, rank, attempts, load_profile, handoff_id, escalated))
 }
 
 /// The `x-spillway-*` headers of an answer.

@@ -32,9 +32,10 @@ pub async fn embeddings(State(state): State<Arc<AppState>>, request: Request) ->
 }
 
 async fn embed(state: Arc<AppState>, request: Request) -> Result<Response, ApiError> {
-    let Admitted { gw, body, caller, permit, .. } = admit(state, request, bearer).await?;
+    let Admitted { gw, body, caller, permit, notes, .. } = admit(state, request, bearer).await?;
     let mut req = EmbeddingRequest::parse(&body)?;
     req.caller = caller;
+    req.request_id = Some(notes.id.clone());
     let plan = gw.resolve_embedding(&req.model).ok_or_else(|| ApiError::ModelNotFound(req.model.clone()))?;
     if let (Some(asked), Some(most)) = (req.dimensions, cascade::embed::known_dimension(&plan)) {
         if asked > most {
@@ -53,11 +54,13 @@ async fn embed(state: Arc<AppState>, request: Request) -> Result<Response, ApiEr
         Ok(done) => done,
         Err(un) => {
             un.finish.settle(RequestOutcome::Error);
+            notes.set_attempts(un.calls);
             return Err(match un.why {
                 NoAnswer::Rejected(e) | NoAnswer::Invalid(e) => e,
                 NoAnswer::TimedOut => ApiError::Timeout,
                 NoAnswer::AllFailed => {
                     gw.shared.alerts.publish(crate::alerts::Event::CascadeDead { cascade: plan.name.clone() });
+                    notes.set_retry_after(plan.back_in(now));
                     ApiError::AllModelsFailed { cascade: plan.name.clone(), attempts: un.attempts }
                 }
             });
@@ -76,5 +79,8 @@ async fn embed(state: Arc<AppState>, request: Request) -> Result<Response, ApiEr
     let bytes = encode(&target.name, &done.vectors.data, req.base64, prompt_tokens);
     let mut r = Response::new(Body::from(bytes));
     r.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    if let Some(v) = done.vectors.upstream_request_id.as_deref().and_then(|id| HeaderValue::from_str(id).ok()) {
+        r.headers_mut().insert(super::conventions::X_UPSTREAM_REQUEST_ID, v);
+    }
     Ok(headers(r, &plan.name, &target.name, target.tier, Some(target.rank), done.calls, None, None, false))
 }

@@ -27,7 +27,10 @@ pub fn client_routes() -> Router<Arc<AppState>> {
 
 /// The admin routes (mounted behind the admin token).
 pub fn admin_routes() -> Router<Arc<AppState>> {
-    Router::new().route("/admin/handoff", get(list)).route("/admin/handoff/{id}/answer", post(answer))
+    Router::new()
+        .route("/admin/handoff", get(list))
+        .route("/admin/handoff/{id}/answer", post(answer))
+        .route("/admin/handoff/{id}/close", post(close))
 }
 
 fn error(status: StatusCode, code: &str, message: impl Into<String>) -> Response {
@@ -109,6 +112,12 @@ async fn list(State(state): State<Arc<AppState>>, Query(query): Query<ListQuery>
     }
 }
 
+/// `POST /admin/handoff/{id}/close`: done without an answer (spam, a
+/// duplicate, solved elsewhere); the client's poll says `closed`.
+async fn close(State(state): State<Arc<AppState>>, Path(id): Path<String>) -> Response {
+    settle(&state, &id, handoff::CLOSE).await
+}
+
 async fn answer(State(state): State<Arc<AppState>>, Path(id): Path<String>, body: Bytes) -> Response {
     let text = match serde_json::from_slice::<Value>(&body) {
         Ok(v) => match v.get("text").and_then(Value::as_str).map(str::trim) {
@@ -123,21 +132,27 @@ async fn answer(State(state): State<Arc<AppState>>, Path(id): Path<String>, body
         },
         Err(e) => return ApiError::InvalidJson(e.to_string()).into_response(),
     };
+    settle(&state, &id, &text).await
+}
+
+/// Answers (or, with [`handoff::CLOSE`], closes) an item once.
+async fn settle(state: &AppState, id: &str, text: &str) -> Response {
     let gw = state.gateway.load_full();
     let q = match gw.shared.handoff.queue(&gw.config.state).await {
         Ok(q) => q,
         Err(e) => return unavailable(&e),
     };
-    match q.answer(&id, &text, crate::health::clock::now_ms()).await {
+    match q.answer(id, text, crate::health::clock::now_ms()).await {
         Ok(Answered::Done(item)) => {
             handoff::refresh_depth(&gw.metrics, q.as_ref()).await;
-            tracing::info!(id = %item.id, "A handoff item was answered.");
+            let how = if item.closed { "closed without an answer" } else { "answered" };
+            tracing::info!(id = %item.id, "A handoff item was {how}.");
             Json(item).into_response()
         }
         Ok(Answered::AlreadyAnswered(_)) => {
             error(StatusCode::CONFLICT, "already_answered", format!("handoff item `{id}` is already answered"))
         }
-        Ok(Answered::Missing) => not_found(&id),
+        Ok(Answered::Missing) => not_found(id),
         Err(e) => unavailable(&e),
     }
 }

@@ -16,7 +16,7 @@ use super::auth::bearer;
 use super::chat::{self, admit, respond_with, Admitted, Answer};
 use super::AppState;
 use crate::api::messages::{error, from_completion, to_chat, Events};
-use crate::api::reframe::{new_id, reframe};
+use crate::api::reframe::reframe;
 use crate::api::{ApiError, ChatRequest};
 use axum::body::Bytes;
 use axum::extract::{Request, State};
@@ -31,11 +31,11 @@ pub fn api_key(headers: &HeaderMap) -> Option<&str> {
     headers.get("x-api-key").and_then(|v| v.to_str().ok()).map(str::trim).or_else(|| bearer(headers))
 }
 
-/// An error as Anthropic clients expect it, with a `request-id`.
-fn anthropic_error(e: &ApiError) -> Response {
-    let id = new_id("req_");
-    let mut r = (e.status(), axum::Json(error::body(e, &id))).into_response();
-    if let Ok(v) = HeaderValue::from_str(&id) {
+/// An error as Anthropic clients expect it, with a `request-id` (the
+/// request's id, as `x-request-id` carries it).
+fn anthropic_error(e: &ApiError, id: &str) -> Response {
+    let mut r = (e.status(), axum::Json(error::body(e, id))).into_response();
+    if let Ok(v) = HeaderValue::from_str(id) {
         r.headers_mut().insert(REQUEST_ID, v);
     }
     if matches!(e, ApiError::Overloaded | ApiError::ShuttingDown) {
@@ -56,19 +56,20 @@ fn check_version(headers: &HeaderMap) -> Result<(), ApiError> {
 
 /// The route.
 pub async fn messages(State(state): State<Arc<AppState>>, request: Request) -> Response {
+    let id = super::conventions::notes(&request).id.clone();
     match respond(state, request).await {
         Ok(r) => r,
-        Err(e) => anthropic_error(&e),
+        Err(e) => anthropic_error(&e, id.as_str()),
     }
 }
 
 async fn respond(state: Arc<AppState>, request: Request) -> Result<Response, ApiError> {
     check_version(request.headers())?;
-    let Admitted { gw, body, caller, escalate, permit } = admit(state, request, api_key).await?;
+    let Admitted { gw, body, caller, escalate, permit, notes } = admit(state, request, api_key).await?;
     let mut req = ChatRequest::from_map(to_chat(&body, false)?)?;
     req.caller = caller;
     let input_tokens = req.prompt_tokens;
-    let served = chat::serve(&gw, req, escalate).await?;
+    let served = chat::serve(&gw, req, escalate, &notes).await?;
     let model = served.model.clone();
     let mut r = respond_with(served, permit, move |answer| match answer {
         Answer::Whole(bytes) => {
@@ -77,7 +78,7 @@ async fn respond(state: Arc<AppState>, request: Request) -> Result<Response, Api
         }
         Answer::Events(events) => Answer::Events(reframe(events, Events::new(&model, input_tokens))),
     });
-    if let Ok(v) = HeaderValue::from_str(&new_id("req_")) {
+    if let Ok(v) = HeaderValue::from_str(notes.id.as_str()) {
         r.headers_mut().insert(REQUEST_ID, v);
     }
     Ok(r)
@@ -87,6 +88,7 @@ async fn respond(state: Arc<AppState>, request: Request) -> Result<Response, Api
 /// estimates it (four characters a token: the answering model is not known
 /// before the cascade runs, nor is its tokenizer).
 pub async fn count_tokens(State(state): State<Arc<AppState>>, request: Request) -> Response {
+    let id = super::conventions::notes(&request).id.clone();
     let counted = async {
         check_version(request.headers())?;
         let Admitted { body, .. } = admit(state, request, api_key).await?;
@@ -95,6 +97,6 @@ pub async fn count_tokens(State(state): State<Arc<AppState>>, request: Request) 
     };
     match counted.await {
         Ok(r) => r,
-        Err(e) => anthropic_error(&e),
+        Err(e) => anthropic_error(&e, id.as_str()),
     }
 }

@@ -12,6 +12,7 @@ pub mod admin_load;
 pub mod admin_state;
 pub mod auth;
 pub mod chat;
+pub mod conventions;
 pub mod embeddings;
 pub mod handoff_routes;
 pub mod messages;
@@ -65,12 +66,29 @@ impl hyper::service::Service<http::Request<hyper::body::Incoming>> for Front {
     type Error = std::convert::Infallible;
     type Future = std::pin::Pin<Box<dyn std::future::Future<Output = Result<Self::Response, Self::Error>> + Send>>;
 
-    fn call(&self, req: http::Request<hyper::body::Incoming>) -> Self::Future {
+    fn call(&self, mut req: http::Request<hyper::body::Incoming>) -> Self::Future {
+        let entered = {
+            let gw = self.state.gateway.load();
+            conventions::enter(&mut req, gw.config.server.cors.as_ref())
+        };
+        let entered = match entered {
+            Ok(e) => e,
+            Err(preflight) => return Box::pin(std::future::ready(Ok(*preflight))),
+        };
+        let span = entered.span.clone();
         if req.method() == http::Method::POST && req.uri().path() == "/v1/chat/completions" {
             let state = self.state.clone();
-            Box::pin(async move { Ok(chat::chat(state, req).await) })
+            let served = tracing::Instrument::instrument(chat::chat(state, req), span);
+            Box::pin(async move { Ok(conventions::leave(served.await, entered)) })
         } else {
-            Box::pin(self.router.call(req))
+            let routed = tracing::Instrument::instrument(self.router.call(req), span);
+            Box::pin(async move {
+                let resp = match routed.await {
+                    Ok(r) => r,
+                    Err(never) => match never {},
+                };
+                Ok(conventions::leave(resp, entered))
+            })
         }
     }
 }

@@ -28,11 +28,11 @@ pub async fn responses(State(state): State<Arc<AppState>>, request: Request) -> 
 }
 
 async fn respond(state: Arc<AppState>, request: Request) -> Result<Response, ApiError> {
-    let Admitted { gw, body, caller, escalate, permit } = admit(state, request, bearer).await?;
+    let Admitted { gw, body, caller, escalate, permit, notes } = admit(state, request, bearer).await?;
     let (chat_body, echo) = to_chat(&body)?;
     let mut req = ChatRequest::from_map(chat_body)?;
     req.caller = caller;
-    let served = chat::serve(&gw, req, escalate).await?;
+    let served = chat::serve(&gw, req, escalate, &notes).await?;
     let shell = Shell::new(&served.model, echo, crate::api::wire::now_unix());
     Ok(respond_with(served, permit, move |answer| match answer {
         Answer::Whole(bytes) => {

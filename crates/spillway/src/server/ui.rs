@@ -5,13 +5,13 @@
 //! The page holds no data: its script asks for the admin token and calls
 //! the admin API with it, so the page itself needs no credentials (a
 //! browser cannot send a bearer token when navigating). Like the admin
-//! API, it is off (404) when `server.admin_token` is not set.
+//! API, it is off when `server.admin_token` is not set: then `/ui` is a
+//! 404 whose HTML page says how to turn it on.
 
 use super::AppState;
-use crate::api::ApiError;
 use axum::extract::State;
 use axum::http::{header, HeaderValue};
-use axum::response::{IntoResponse, Response};
+use axum::response::Response;
 use std::sync::Arc;
 
 /// The page, embedded in the binary.
@@ -22,10 +22,28 @@ const PAGE: &str = include_str!("ui.html");
 const CSP: &str = "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; connect-src 'self'; \
                    img-src 'self' data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
 
-/// Serves the console, or 404 when the admin API is off.
+/// What `/ui` shows when the admin API is off.
+const OFF_PAGE: &str = "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
+<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\"><title>Spillway console: off</title>\
+<style>body{font:15px/1.5 system-ui,sans-serif;max-width:40em;margin:2em auto;padding:0 1em}\
+pre{background:#f3f4f6;padding:8px;overflow-x:auto}</style></head><body>\
+<h1>The operator console is off</h1>\
+<p>This gateway has no admin token configured, so the console and the admin API are disabled.</p>\
+<p>To turn them on, set <code>server.admin_token</code> in the config (from a variable, so it is not in the file), \
+then restart the gateway or reload its config:</p>\
+<pre>server:\n  admin_token: ${SPILLWAY_ADMIN_TOKEN}</pre>\
+<p>Then open <code>/ui</code> again and enter that token.</p></body></html>\n";
+
+/// Serves the console, or the page that says it is off (404).
 pub async fn page(State(state): State<Arc<AppState>>) -> Response {
     if state.gateway.load().config.server.admin_token.is_none() {
-        return ApiError::NotFound.into_response();
+        let mut r = Response::new(axum::body::Body::from(OFF_PAGE));
+        *r.status_mut() = axum::http::StatusCode::NOT_FOUND;
+        let h = r.headers_mut();
+        h.insert(header::CONTENT_TYPE, HeaderValue::from_static("text/html; charset=utf-8"));
+        h.insert(header::CONTENT_SECURITY_POLICY, HeaderValue::from_static(CSP));
+        h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+        return r;
     }
     let mut r = Response::new(axum::body::Body::from(PAGE));
     let h = r.headers_mut();

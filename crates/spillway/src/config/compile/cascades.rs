@@ -13,6 +13,8 @@ pub(super) fn model_ref(
         return None;
     };
     match providers.get(&r.provider) {
+        // Its error is reported where it is declared.
+        None if cx.failed_providers.contains(&r.provider) => None,
         None => {
             cx.err(path, format!("unknown provider `{}` in `{text}`", r.provider));
             None
@@ -105,7 +107,7 @@ pub(super) fn compile_cascade(
             .collect();
         let source_providers = c.providers.unwrap_or_default();
         for (i, p) in source_providers.iter().enumerate() {
-            if !providers.contains_key(p) {
+            if !providers.contains_key(p) && !cx.failed_providers.contains(p) {
                 cx.err(format!("{path}.providers[{i}]"), format!("unknown provider `{p}`"));
             }
         }

@@ -2,6 +2,9 @@
 
 use super::*;
 
+/// The longest `health.timeouts.total`.
+pub(crate) const MAX_TOTAL: Duration = Duration::from_secs(3600);
+
 pub(super) fn compile_health(cx: &mut Ctx, h: RawHealth) -> HealthConfig {
     let r = h.retries.unwrap_or_default();
     let t = h.timeouts.unwrap_or_default();
@@ -29,6 +32,12 @@ pub(super) fn compile_health(cx: &mut Ctx, h: RawHealth) -> HealthConfig {
         if d.is_zero() {
             cx.err(format!("health.timeouts.{name}"), "must be greater than 0");
         }
+    }
+    // `spillway_request_duration_seconds` has buckets up to an hour
+    // (`metrics::REQUEST_DURATION_BUCKETS`): a longer request would only
+    // show as `+Inf`.
+    if timeouts.total > MAX_TOTAL {
+        cx.err("health.timeouts.total", "must be at most 1h (the request-duration histogram reaches an hour)");
     }
     let mut on_status = 0u128;
     for (i, status) in r.on_status.iter().flatten().enumerate() {

@@ -30,6 +30,9 @@ use server::{compile_server, compile_state};
 /// Collects errors while compiling.
 struct Ctx {
     errors: Vec<ConfigError>,
+    /// Providers declared but not compiled (their error is reported):
+    /// refs to them report nothing more, so one mistake is one error.
+    failed_providers: HashSet<String>,
 }
 
 impl Ctx {
@@ -62,19 +65,25 @@ impl Ctx {
 /// Compiles shape-checked raw config (plus the shape errors already found).
 pub fn compile(input: (RawConfig, Vec<ConfigError>), source: Option<&Path>) -> Result<Config, ConfigErrors> {
     let (raw, shape_errors) = input;
-    let mut cx = Ctx { errors: shape_errors };
+    let mut cx = Ctx { errors: shape_errors, failed_providers: HashSet::new() };
     let base_dir = source.and_then(Path::parent).map(Path::to_path_buf).unwrap_or_default();
 
     let server = compile_server(&mut cx, raw.server.unwrap_or_default());
     let state = compile_state(&mut cx, raw.state.unwrap_or_default());
     let health = compile_health(&mut cx, raw.health.unwrap_or_default());
     let mut providers = IndexMap::new();
+    let declared = raw.providers.len();
     for (name, p) in raw.providers {
-        if let Some(p) = compile_provider(&mut cx, &name, p, &base_dir, &health.breaker) {
-            providers.insert(name, p);
+        match compile_provider(&mut cx, &name, p, &base_dir, &health.breaker) {
+            Some(p) => {
+                providers.insert(name, p);
+            }
+            None => {
+                cx.failed_providers.insert(name);
+            }
         }
     }
-    if providers.is_empty() {
+    if declared == 0 {
         cx.err("providers", "at least one provider is required");
     }
     let d = raw.discovery.unwrap_or_default();
@@ -83,12 +92,13 @@ pub fn compile(input: (RawConfig, Vec<ConfigError>), source: Option<&Path>) -> R
         cache_ttl: cx.duration("discovery.cache_ttl", d.cache_ttl.as_ref(), Duration::from_secs(24 * 3600)),
     };
     let mut cascades = IndexMap::new();
+    let raw_cascades = raw.cascades.len();
     for (name, c) in raw.cascades {
         if let Some(c) = compile_cascade(&mut cx, &name, c, &providers, &health.breaker) {
             cascades.insert(name, c);
         }
     }
-    if cascades.is_empty() {
+    if cascades.is_empty() && raw_cascades == 0 {
         cx.err("cascades", "at least one cascade is required");
     }
     for c in cascades.values().filter(|c| c.kind == CascadeKind::Embedding) {

@@ -74,7 +74,50 @@ pub(super) fn compile_server(cx: &mut Ctx, s: RawServer) -> ServerConfig {
             Duration::from_secs(10),
         ),
         shutdown_grace: cx.duration("server.shutdown_grace", s.shutdown_grace.as_ref(), Duration::from_secs(30)),
+        cors: s.cors.map(|c| compile_cors(cx, c)),
     }
+}
+
+/// The request headers browsers may send when `allow_headers` is not given.
+pub(crate) const CORS_DEFAULT_HEADERS: &str = "authorization, content-type, x-api-key, x-request-id, \
+anthropic-version, anthropic-dangerous-direct-browser-access, openai-beta, x-spillway-escalate";
+
+fn compile_cors(cx: &mut Ctx, c: RawCors) -> CorsConfig {
+    if c.allow_origins.is_empty() {
+        cx.err("server.cors.allow_origins", "list at least one origin (or leave `cors` out to keep it off)");
+    }
+    let mut allow_origins = Vec::new();
+    let mut any_origin = false;
+    for (i, o) in c.allow_origins.into_iter().enumerate() {
+        let o = o.trim().trim_end_matches('/').to_string();
+        if o == "*" {
+            any_origin = true;
+        } else if !o
+            .strip_prefix("https://")
+            .or_else(|| o.strip_prefix("http://"))
+            .is_some_and(|host| !host.is_empty() && !host.contains('/'))
+        {
+            cx.err(
+                format!("server.cors.allow_origins[{i}]"),
+                format!("expected an origin such as https://app.example.com (scheme and host, no path), or \"*\"; got `{o}`"),
+            );
+        } else {
+            allow_origins.push(o);
+        }
+    }
+    let allow_headers = match c.allow_headers {
+        None => CORS_DEFAULT_HEADERS.to_string(),
+        Some(list) => {
+            for (i, h) in list.iter().enumerate() {
+                if h != "*" && http::HeaderName::from_bytes(h.as_bytes()).is_err() {
+                    cx.err(format!("server.cors.allow_headers[{i}]"), format!("`{h}` is not a header name"));
+                }
+            }
+            list.iter().map(|h| h.to_ascii_lowercase()).collect::<Vec<_>>().join(", ")
+        }
+    };
+    let max_age = cx.duration("server.cors.max_age", c.max_age.as_ref(), Duration::from_secs(600));
+    CorsConfig { allow_origins, any_origin, allow_headers, max_age }
 }
 
 pub(super) fn compile_state(cx: &mut Ctx, s: RawState) -> StateConfig {

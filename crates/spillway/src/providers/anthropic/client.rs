@@ -69,7 +69,7 @@ impl AnthropicAdapter {
                 obj.insert("stream".into(), Value::Bool(true));
             }
         }
-        self.upstream.call::<Messages>(&body, asked).await
+        self.upstream.call::<Messages>(&body, asked, req.request_id, req.hints).await
     }
 }
 

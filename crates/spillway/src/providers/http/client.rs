@@ -111,11 +111,16 @@ impl Endpoint {
 
     /// Posts `body` and returns the response head with its body to read.
     pub async fn post(&self, body: Bytes) -> Result<Response<Body>, HttpError> {
+        self.post_as(body, None).await
+    }
+
+    /// [`Self::post`] with the client request's id as `x-request-id`.
+    pub async fn post_as(&self, body: Bytes, request_id: Option<HeaderValue>) -> Result<Response<Body>, HttpError> {
         let slot = pool::slot() % SLOTS;
         if let Some(mut sender) = self.pool.take(slot) {
             // Usually ready at once: it came back after its last body ended.
             if sender.ready().await.is_ok() {
-                match sender.try_send_request(self.request(body.clone())).await {
+                match sender.try_send_request(self.request(body.clone(), request_id.clone())).await {
                     Ok(resp) => return Ok(self.wrap(resp, sender, slot)),
                     // Not written at all: the upstream had closed this idle
                     // connection. Once more on a new one.
@@ -127,15 +132,18 @@ impl Endpoint {
         // Boxed: the TCP and TLS handshakes would otherwise make every
         // request's future larger (it is moved whole), pooled or not.
         let mut sender = Box::pin(self.connector.connect()).await?;
-        let resp = sender.send_request(self.request(body)).await.map_err(HttpError::Send)?;
+        let resp = sender.send_request(self.request(body, request_id)).await.map_err(HttpError::Send)?;
         Ok(self.wrap(resp, sender, slot))
     }
 
-    fn request(&self, body: Bytes) -> Request<Full<Bytes>> {
+    fn request(&self, body: Bytes, request_id: Option<HeaderValue>) -> Request<Full<Bytes>> {
         let mut req = Request::new(Full::new(body));
         *req.method_mut() = http::Method::POST;
         *req.uri_mut() = self.uri.clone();
         *req.headers_mut() = self.headers.clone();
+        if let Some(id) = request_id {
+            req.headers_mut().insert(crate::providers::headers::X_REQUEST_ID, id);
+        }
         req
     }
 

@@ -54,8 +54,16 @@ async fn call(p: &MockProvider, body: Value, stream: bool) -> Result<Reply, Atte
     body.insert("model".into(), json!("x"));
     let client = crate::api::ChatRequest::from_map(body).unwrap();
     let body = crate::api::request::Outgoing::new(&client);
-    p.call(AttemptRequest { model_id: "x", body, stream, include_usage: true, accept_whole: false, hints: &hints })
-        .await
+    p.call(AttemptRequest {
+        model_id: "x",
+        body,
+        stream,
+        include_usage: true,
+        accept_whole: false,
+        hints: &hints,
+        request_id: None,
+    })
+    .await
 }
 
 fn hello() -> Value {

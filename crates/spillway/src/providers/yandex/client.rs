@@ -60,7 +60,7 @@ impl YandexAdapter {
             obj.insert("stream".into(), Value::Bool(req.stream));
         }
         let body = super::to_yandex(&openai, &self.folder_id, req.model_id).map_err(translate_failure)?;
-        self.upstream.call::<Completion>(&body, asked).await
+        self.upstream.call::<Completion>(&body, asked, req.request_id, req.hints).await
     }
 }
 
