@@ -8,6 +8,7 @@
 #   bench/instructions.sh                 # prints instructions per request
 #   KEEP=1 bench/instructions.sh          # keeps the callgrind profile for callgrind_annotate
 #   BARE=1 bench/instructions.sh          # the same for bare-proxy (the floor, see overhead.sh)
+#   WHOLE_AS_STREAM=false bench/instructions.sh  # whole answers passed through, not read as a stream
 #
 # The last line subtracts an idle window of the same length (the process's
 # own timers and jobs), so the figure holds on a loaded machine too; the
@@ -32,7 +33,7 @@ GW=$(free_port)
 cat >"$work/gw.yaml" <<YAML
 server: { listen: 127.0.0.1:$GW, max_concurrent_requests: 100000, workers: 1 }
 providers:
-  fast: { kind: openai, base_url: "http://127.0.0.1:$UP/v1" }
+  fast: { kind: openai, base_url: "http://127.0.0.1:$UP/v1", whole_as_stream: ${WHOLE_AS_STREAM:-true} }
 cascades:
   fast: { models: [fast/bench] }
 YAML

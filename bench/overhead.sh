@@ -5,6 +5,7 @@
 #   bench/overhead.sh            # writes the results table into docs/PERFORMANCE.md
 #   DURATION=5 bench/overhead.sh # shorter runs
 #   ROUNDS=7 bench/overhead.sh   # more rounds at one connection
+#   WHOLE_AS_STREAM=false OUT=/tmp/x.md bench/overhead.sh  # whole answers passed through, not assembled
 #
 # One connection is the measure most at the mercy of the machine's
 # drift, so it runs ROUNDS rounds (default 5) of direct → bare proxy →
@@ -54,8 +55,8 @@ GW=$(free_port)
 cat >"$work/gw.yaml" <<YAML
 server: { listen: 127.0.0.1:$GW, max_concurrent_requests: 100000 }
 providers:
-  fast: { kind: openai, base_url: "http://127.0.0.1:$UP_FAST/v1" }
-  slow: { kind: openai, base_url: "http://127.0.0.1:$UP_SLOW/v1" }
+  fast: { kind: openai, base_url: "http://127.0.0.1:$UP_FAST/v1", whole_as_stream: ${WHOLE_AS_STREAM:-true} }
+  slow: { kind: openai, base_url: "http://127.0.0.1:$UP_SLOW/v1", whole_as_stream: ${WHOLE_AS_STREAM:-true} }
   hold: { kind: openai, base_url: "http://127.0.0.1:$UP_HOLD/v1" }
 health: { timeouts: { first_token: 30s, idle: 30s, total: 700s } }
 cascades:

@@ -444,6 +444,27 @@ async fn a_60s_whole_generation_completes_with_first_token_2s() {
     assert!(t.elapsed() < Duration::from_secs(3), "{:?}", t.elapsed());
 }
 
+/// `whole_as_stream: false` keeps the whole-body pass-through for a
+/// provider (cheaper for the gateway), and `first_token` then bounds the
+/// whole answer again.
+#[tokio::test(start_paused = true)]
+async fn whole_as_stream_false_sends_whole_requests_whole() {
+    let wall = FaultWall::start().await;
+    let health = "health:\n  timeouts: { first_token: 2s, idle: 5s }\n";
+    let mut yaml = format!(
+        "providers:\n  wall:\n    kind: openai\n    base_url: {}\n    api_key: k\n    whole_as_stream: false\n    models: [{{ id: healthy }}, {{ id: slow-60s }}]\n",
+        wall.base_url()
+    );
+    yaml.push_str(health);
+    yaml.push_str("cascades:\n  chat:\n    models: [wall/slow-60s, wall/healthy]\n");
+    let gw = start(&yaml).await;
+    let got = ask(&gw, false).await;
+    got.complete();
+    assert_eq!(got.model, "wall/healthy", "the 60 s answer, sent whole, ran past first_token");
+    assert_eq!(wall.calls_of("healthy").last().unwrap().body["stream"], false, "sent whole");
+    assert_eq!(wall.calls_of("slow-60s").last().unwrap().body["stream"], false, "sent whole");
+}
+
 /// §3 for a native kind: an Anthropic whole answer is read as a stream too.
 #[tokio::test(start_paused = true)]
 async fn an_anthropic_whole_answer_is_read_as_a_stream() {

@@ -54,23 +54,25 @@ impl SseParser {
     /// error the parser has dropped what it held; the stream is broken.
     pub fn feed(&mut self, chunk: &[u8], out: &mut Vec<SseEvent>) -> Result<(), EventTooLarge> {
         let mut start = 0;
-        for (i, &b) in chunk.iter().enumerate() {
+        while start < chunk.len() {
             if self.after_cr {
                 self.after_cr = false;
-                if b == b'\n' {
-                    start = i + 1;
+                if chunk.get(start) == Some(&b'\n') {
+                    start += 1;
                     continue;
                 }
             }
-            if b == b'\n' || b == b'\r' {
-                self.line.extend_from_slice(&chunk[start..i]);
-                self.end_line(out);
-                self.bounded()?;
-                self.after_cr = b == b'\r';
-                start = i + 1;
-            }
+            // Line ends found with SIMD (`memchr2`), not byte by byte.
+            let Some(end) = memchr::memchr2(b'\n', b'\r', &chunk[start..]).map(|off| start + off) else {
+                break;
+            };
+            self.line.extend_from_slice(&chunk[start..end]);
+            self.end_line(out);
+            self.bounded()?;
+            self.after_cr = chunk.get(end) == Some(&b'\r');
+            start = end + 1;
         }
-        self.line.extend_from_slice(&chunk[start..]);
+        self.line.extend_from_slice(chunk.get(start..).unwrap_or_default());
         self.bounded()
     }
 
@@ -101,7 +103,12 @@ impl SseParser {
         if line[0] == b':' {
             return; // a comment / keep-alive
         }
-        let text = String::from_utf8_lossy(&line);
+        // Valid UTF-8 (every real stream) is checked by `from_utf8`'s fast
+        // path; only a broken line pays for the lossy copy.
+        let text = match std::str::from_utf8(&line) {
+            Ok(t) => std::borrow::Cow::Borrowed(t),
+            Err(_) => String::from_utf8_lossy(&line),
+        };
         let (field, value) = match text.find(':') {
             Some(i) => {
                 let v = &text[i + 1..];

@@ -6,8 +6,8 @@
 //! still left at `first_token`.
 //!
 //! Which requests take it ([`reads_as_stream`]): those to `kind: openai`,
-//! `anthropic` and `gigachat` providers with one choice and no log
-//! probabilities. The pass-through path (the upstream's whole body, kept
+//! `anthropic` and `gigachat` providers (unless the provider sets
+//! `whole_as_stream: false`) with one choice and no log probabilities. The pass-through path (the upstream's whole body, kept
 //! as bytes for `openai`) still serves the rest: `kind: mock` (in process,
 //! nothing to wait for), `kind: yandex` (its line stream cannot be told
 //! from a whole body), and requests with `n > 1` or `logprobs`, which the
@@ -35,7 +35,7 @@ pub fn reads_as_stream(target: &Target, req: &ChatRequest) -> bool {
     // agreed on, so a whole body could not be told from it: sent whole.
     let streams =
         matches!(target.provider.config.kind, ProviderKind::OpenAi | ProviderKind::Anthropic | ProviderKind::GigaChat);
-    if req.stream || !streams {
+    if req.stream || !streams || !target.provider.config.whole_as_stream {
         return false;
     }
     let body = req.body();

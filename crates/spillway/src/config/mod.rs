@@ -228,6 +228,9 @@ pub struct ProviderConfig {
     /// the listing knows (`provider/anything`); their per-model state is
     /// capped (see `gateway::build`).
     pub allow_any_model: bool,
+    /// Whole requests are read from this provider as streams
+    /// (`cascade::whole`); false keeps the whole-body pass-through.
+    pub whole_as_stream: bool,
     /// Load monitoring.
     pub load: Option<LoadConfig>,
     /// `price_per_1m`: the price of models nothing else prices.

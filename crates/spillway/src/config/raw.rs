@@ -161,6 +161,12 @@ pub struct RawProvider {
     /// Let clients name any model of this provider as `provider/model`
     /// (default false: only models the config names or the listing has).
     pub allow_any_model: Option<bool>,
+    /// Read a request without `stream: true` from this provider as a
+    /// stream and assemble it, so `timeouts.first_token` bounds only the
+    /// first token (default true for `openai`, `anthropic` and `gigachat`;
+    /// false sends it whole: cheaper for the gateway, but the whole answer
+    /// must then arrive within `first_token`).
+    pub whole_as_stream: Option<bool>,
     /// Price of every model of this provider whose listing and static
     /// `models:` hint give none, USD per 1M tokens (Groq's free plan:
     /// `{ input: 0, output: 0 }`). A static hint wins over it, a listed

@@ -183,6 +183,7 @@ pub(super) fn compile_provider(
         load,
         continuation: continuation_mode(cx, &format!("{path}.continuation"), p.continuation.as_deref()),
         allow_any_model: p.allow_any_model.unwrap_or(false),
+        whole_as_stream: p.whole_as_stream.unwrap_or(true),
         price,
         breaker,
         listing,

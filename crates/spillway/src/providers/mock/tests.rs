@@ -41,6 +41,7 @@ fn provider_with_load(b: MockBehavior, load: Option<LoadConfig>) -> MockProvider
         load,
         continuation: None,
         allow_any_model: false,
+        whole_as_stream: true,
         price: None,
         breaker: None,
         listing: None,
