@@ -535,14 +535,17 @@ impl fmt::Display for ModelRef {
     }
 }
 
-/// Discovery strategy of a cascade.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// Discovery strategy of a cascade: how its non-preferred models are
+/// ordered (after free before paid). Serialized as written in the config.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum Strategy {
-    /// Lowest measured TTFT first.
+    /// Measured median time-to-first-token, then provider order.
     SpeedFirst,
-    /// Best quality first.
+    /// `quality` hint, else parameter count from the id, larger first, then
+    /// context.
     QualityFirst,
-    /// Cheapest first.
+    /// Input plus output price, cheaper first, then larger context.
     CheapestFirst,
 }
 

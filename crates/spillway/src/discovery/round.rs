@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 use indexmap::IndexMap;
 use serde::{Deserialize, Serialize};
 
-use super::build::{build_cascade, BuiltCascade, CascadeSpec, Filters, Strategy};
+use super::build::{build_cascade, BuiltCascade, CascadeSpec, Filters};
 use super::model::{apply_hints, apply_provider_price, ModelMeta, StaticHint};
 use crate::config::{self, CascadeSource, Config, ProviderConfig};
 
@@ -50,11 +50,7 @@ impl Round {
 pub fn cascade_spec(name: &str, spec: &config::DiscoverySpec) -> CascadeSpec {
     CascadeSpec {
         name: name.to_owned(),
-        strategy: match spec.strategy {
-            config::Strategy::SpeedFirst => Strategy::SpeedFirst,
-            config::Strategy::QualityFirst => Strategy::QualityFirst,
-            config::Strategy::CheapestFirst => Strategy::CheapestFirst,
-        },
+        strategy: spec.strategy,
         providers: spec.providers.clone(),
         preferred: spec.preferred.iter().map(ToString::to_string).collect(),
         filters: Filters {

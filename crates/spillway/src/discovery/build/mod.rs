@@ -25,29 +25,8 @@ pub use rank::{RankKey, Reason};
 use super::model::ModelMeta;
 
 /// How the non-preferred models of a cascade are ordered (after free
-/// before paid).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Strategy {
-    /// Measured median time-to-first-token, then provider order.
-    SpeedFirst,
-    /// `quality` hint, else parameter count from the id, larger first, then
-    /// context.
-    QualityFirst,
-    /// Input plus output price, cheaper first, then larger context.
-    CheapestFirst,
-}
-
-impl Strategy {
-    /// The config spelling.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::SpeedFirst => "speed_first",
-            Self::QualityFirst => "quality_first",
-            Self::CheapestFirst => "cheapest_first",
-        }
-    }
-}
+/// before paid): the config's own type.
+pub use crate::config::Strategy;
 
 impl fmt::Display for Strategy {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
