@@ -457,11 +457,22 @@ pub struct BreakerConfig {
 
 impl BreakerConfig {
     /// How long the breaker stays open after `reopens` failed probes in a
-    /// row: `open_min` doubled that often, never past `open_for` (nor
-    /// `open_min` past it: an `open_for` below the default `open_min`
-    /// means that fixed period).
-    pub fn open_period(&self, reopens: u32) -> Duration {
-        self.open_min.saturating_mul(1 << reopens.min(20)).min(self.open_for)
+    /// row, for a model that has been failing for `failing_for` (since its
+    /// last answer): `open_min` doubled that often, never past `open_for`,
+    /// and never past half of `failing_for` (nor below `open_min`: an
+    /// `open_for` below the default `open_min` means that fixed period).
+    ///
+    /// The half bound is what keeps a short outage short: an open period is
+    /// a bet that the outage outlasts it, and (on the heavy-tailed view of
+    /// outages) one that has lasted `T` so far is as likely as not to end
+    /// within another `T`; waiting
+    /// longer than `T / 2` overshoots the recovery of short outages by
+    /// tens of seconds to save a probe or two on long ones (a 60 s outage
+    /// is noticed within ~10 s of its end instead of ~30 s; a 38-minute one
+    /// costs 26 probes instead of 22).
+    pub fn open_period(&self, reopens: u32, failing_for: Duration) -> Duration {
+        let doubled = self.open_min.saturating_mul(1 << reopens.min(20));
+        doubled.min(self.open_for).min((failing_for / 2).max(self.open_min))
     }
 }
 

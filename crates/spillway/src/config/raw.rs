@@ -411,7 +411,8 @@ pub struct RawBreaker {
     /// The longest it stays open before one probe (default `120s`).
     pub open_for: Option<String>,
     /// How long the first open lasts (default `10s`); each failed probe
-    /// doubles it, up to `open_for`; an answered probe resets it.
+    /// doubles it, up to `open_for` and up to half as long as the model has
+    /// been failing; an answered probe resets it.
     pub open_min: Option<String>,
 }
 

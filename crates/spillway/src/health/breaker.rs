@@ -3,9 +3,11 @@
 //! It opens on `consecutive_failures` failures in a row, or when the
 //! failure share over the rolling `window` reaches `failure_rate` with at
 //! least `min_requests` requests; it stays open for `open_min` at first,
-//! twice as long after each failed probe, at most `open_for`, and back to
-//! `open_min` once a probe answers (so a long outage costs a few probes and
-//! a short one delays recovery by seconds, not minutes); then exactly
+//! twice as long after each failed probe, at most `open_for` and at most
+//! half as long as the model has been failing, and back to `open_min` once
+//! a probe answers (so a long outage costs a few probes and a short one
+//! delays recovery by seconds, not minutes; see
+//! `BreakerConfig::open_period`); then exactly
 //! one probe is let through — whatever the concurrency, because admission
 //! and the state change happen under one lock — and its result closes or
 //! reopens it. The [`TripReason`] says which rule opened it.
@@ -127,6 +129,9 @@ pub struct Breaker {
     /// Probes that failed in a row since the breaker last closed: each
     /// doubles the next open period (`BreakerConfig::open_period`).
     reopens: u32,
+    /// When the model last started failing (its first failure since its
+    /// last answer): bounds the open period (`BreakerConfig::open_period`).
+    failing_since_ms: Option<u64>,
     /// Per-second counts over the window (bounded by its length in seconds).
     buckets: VecDeque<Bucket>,
 }
@@ -140,7 +145,7 @@ impl Default for Breaker {
 impl Breaker {
     /// A closed breaker.
     pub fn new() -> Self {
-        Self { state: State::Closed, consecutive: 0, reopens: 0, buckets: VecDeque::new() }
+        Self { state: State::Closed, consecutive: 0, reopens: 0, failing_since_ms: None, buckets: VecDeque::new() }
     }
 
     /// Its state.
@@ -176,6 +181,7 @@ impl Breaker {
     /// Records an answered request.
     pub fn on_success(&mut self, now_ms: u64, cfg: &BreakerConfig) -> Option<Transition> {
         self.consecutive = 0;
+        self.failing_since_ms = None;
         self.count(now_ms, cfg, false);
         match self.state {
             State::HalfOpen { .. } => {
@@ -191,6 +197,7 @@ impl Breaker {
     /// Records an upstream failure.
     pub fn on_failure(&mut self, now_ms: u64, cfg: &BreakerConfig) -> Option<Transition> {
         self.consecutive = self.consecutive.saturating_add(1);
+        self.failing_since_ms.get_or_insert(now_ms);
         self.count(now_ms, cfg, true);
         match self.state {
             State::HalfOpen { .. } => Some(self.open(now_ms, cfg, TripReason::ProbeFailed)),
@@ -216,7 +223,8 @@ impl Breaker {
         if reason == TripReason::ProbeFailed {
             self.reopens = self.reopens.saturating_add(1);
         }
-        let period = cfg.open_period(self.reopens);
+        let failing_for = now_ms.saturating_sub(self.failing_since_ms.unwrap_or(now_ms));
+        let period = cfg.open_period(self.reopens, std::time::Duration::from_millis(failing_for));
         self.state = State::Open { until_ms: now_ms + period.as_millis() as u64, reason };
         self.consecutive = 0;
         self.buckets.clear();
@@ -275,34 +283,68 @@ mod tests {
         }
     }
 
-    #[test]
-    fn failed_probes_double_the_open_period_up_to_open_for_and_an_answer_resets_it() {
-        let c = BreakerConfig { open_min: Duration::from_secs(10), open_for: Duration::from_secs(120), ..cfg() };
-        let mut b = Breaker::new();
-        let open_until = |b: &Breaker| match b.state() {
+    fn open_until(b: &Breaker) -> u64 {
+        match b.state() {
             State::Open { until_ms, .. } => until_ms,
             other => panic!("not open: {other:?}"),
-        };
+        }
+    }
+
+    /// Probes a breaker that opened at `now` until `outage_ms` has passed;
+    /// returns each open period (ms) and the time of the first probe after
+    /// the outage (which answers).
+    fn probe_through(b: &mut Breaker, c: &BreakerConfig, mut now: u64, outage_ms: u64) -> (Vec<u64>, u64) {
+        let mut periods = Vec::new();
+        loop {
+            let until = open_until(b);
+            periods.push(until - now);
+            now = until;
+            assert_eq!(b.admit(now).0, Admission::Probe);
+            if now >= outage_ms {
+                assert_eq!(b.on_success(now, c), Some(Transition::Closed));
+                return (periods, now);
+            }
+            b.on_failure(now, c);
+        }
+    }
+
+    #[test]
+    fn failed_probes_double_the_open_period_up_to_half_the_outage_and_open_for() {
+        let c = BreakerConfig { open_min: Duration::from_secs(10), open_for: Duration::from_secs(120), ..cfg() };
+        // The model failed for 5 minutes before the breaker tripped (rare
+        // traffic): doubling alone sets the pace, up to open_for.
+        let mut b = Breaker::new();
+        b.on_failure(0, &c);
+        b.on_failure(150_000, &c);
+        b.on_failure(300_000, &c);
+        let (periods, _) = probe_through(&mut b, &c, 300_000, 300_000 + 400_000);
+        assert_eq!(periods, [10_000, 20_000, 40_000, 80_000, 120_000, 120_000, 120_000]);
+
+        // It trips as the outage starts: each period at most half the
+        // outage so far, so a 60 s outage is noticed 7.5 s after its end.
+        let mut b = Breaker::new();
         for t in 0..3 {
             b.on_failure(t, &c);
         }
-        let mut now = 2;
-        let mut periods = Vec::new();
-        for _ in 0..6 {
-            let until = open_until(&b);
-            periods.push((until - now) / 1000);
-            now = until;
-            assert_eq!(b.admit(now).0, Admission::Probe);
-            b.on_failure(now, &c);
-        }
-        assert_eq!(periods, [10, 20, 40, 80, 120, 120]);
-        let until = open_until(&b);
-        assert_eq!(b.admit(until).0, Admission::Probe);
-        assert_eq!(b.on_success(until, &c), Some(Transition::Closed));
+        let (periods, back) = probe_through(&mut b, &c, 2, 60_000);
+        assert_eq!(periods, [10_000, 10_000, 10_001, 15_001, 22_502]);
+        assert!(back - 60_000 <= 10_000, "back at {back} ms");
+
+        // A 38-minute outage still costs a few probes (one every 2 minutes
+        // once open_for is reached).
+        let mut b = Breaker::new();
         for t in 0..3 {
-            b.on_failure(until + t, &c);
+            b.on_failure(t, &c);
         }
-        assert_eq!(open_until(&b) - (until + 2), 10_000, "an answered probe resets the period");
+        let (periods, back) = probe_through(&mut b, &c, 2, 38 * 60_000);
+        assert_eq!(periods.len(), 26, "{periods:?}");
+        assert!(back - 38 * 60_000 <= 120_000);
+
+        // An answered probe resets the period.
+        for t in 0..3 {
+            b.on_failure(back + t, &c);
+        }
+        assert_eq!(open_until(&b) - (back + 2), 10_000, "an answered probe resets the period");
     }
 
     #[test]

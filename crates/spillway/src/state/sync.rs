@@ -100,7 +100,7 @@ fn to_rules(c: &BreakerConfig) -> BreakerRules {
         window: c.window,
         // A shared trip lasts the first open period: after it, each
         // instance's own half-open probe decides (and backs off by itself).
-        open_for: c.open_period(0),
+        open_for: c.open_period(0, std::time::Duration::ZERO),
     }
 }
 
