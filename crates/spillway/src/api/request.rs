@@ -31,6 +31,13 @@ pub struct ChatRequest {
     pub stream: bool,
     /// `stream_options.include_usage: true`.
     pub include_usage: bool,
+    /// `n` above 1: several choices asked for.
+    pub several_choices: bool,
+    /// `logprobs: true`.
+    pub logprobs: bool,
+    /// The body names `stream` or `stream_options` (so they cannot be put
+    /// in front of the client's bytes without a duplicate key).
+    stream_keys: bool,
     /// The prompt's estimated size in tokens.
     pub prompt_tokens: u64,
     /// `response_format` or `tools` is given (JSON checks may apply).
@@ -57,6 +64,9 @@ impl Clone for ChatRequest {
             model: self.model.clone(),
             stream: self.stream,
             include_usage: self.include_usage,
+            several_choices: self.several_choices,
+            logprobs: self.logprobs,
+            stream_keys: self.stream_keys,
             prompt_tokens: self.prompt_tokens,
             shapes_output: self.shapes_output,
             wants_json: self.wants_json,
@@ -118,16 +128,29 @@ impl ChatRequest {
 
     /// The client's body with `model` set to `model_id`, as bytes: the
     /// client's own bytes with one string replaced when possible.
-    pub fn encode_with_model(&self, model_id: &str) -> Result<Vec<u8>, serde_json::Error> {
-        match self.model_at.as_ref().and_then(|at| Some((self.raw.get(..at.start)?, self.raw.get(at.end..)?))) {
-            Some((before, after)) => {
-                let mut out = Vec::with_capacity(self.raw.len() + model_id.len());
+    ///
+    /// `as_stream`: also with `"stream": true` and
+    /// `stream_options.include_usage` (a whole answer read as a stream),
+    /// written in front of the client's fields when it named neither.
+    pub fn encode_with_model(&self, model_id: &str, as_stream: bool) -> Result<Vec<u8>, serde_json::Error> {
+        // Where the client's first field starts (after its `{`).
+        let open = self.raw.iter().position(|b| !b.is_ascii_whitespace()).map(|at| at + 1);
+        let spliced = self.model_at.as_ref().zip(open).filter(|_| !(as_stream && self.stream_keys));
+        match spliced.and_then(|(at, open)| {
+            Some((self.raw.get(..open)?, self.raw.get(open..at.start)?, self.raw.get(at.end..)?))
+        }) {
+            Some((head, before, after)) => {
+                let mut out = Vec::with_capacity(self.raw.len() + model_id.len() + STREAM_FIELDS.len());
+                out.extend_from_slice(head);
+                if as_stream {
+                    out.extend_from_slice(STREAM_FIELDS.as_bytes());
+                }
                 out.extend_from_slice(before);
                 serde_json::to_writer(&mut out, model_id)?;
                 out.extend_from_slice(after);
                 Ok(out)
             }
-            None => serde_json::to_vec(&WithModel { body: self.body(), model: model_id }),
+            None => serde_json::to_vec(&WithModel { body: self.body(), model: model_id, as_stream }),
         }
     }
 
@@ -137,25 +160,42 @@ impl ChatRequest {
     }
 }
 
+/// What a whole request read as a stream adds (`cascade::whole`), as the
+/// first fields of its body.
+const STREAM_FIELDS: &str = r#""stream":true,"stream_options":{"include_usage":true},"#;
+
 /// A request body with `model` replaced, serialized without copying it.
 pub struct WithModel<'a> {
     /// The body.
     pub body: &'a Map<String, Value>,
     /// The model id to send.
     pub model: &'a str,
+    /// With `"stream": true` and `stream_options.include_usage`, in place
+    /// of the body's own.
+    pub as_stream: bool,
 }
 
 impl serde::Serialize for WithModel<'_> {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         use serde::ser::SerializeMap;
-        let others = self.body.iter().filter(|(k, _)| k.as_str() != "model");
+        let replaced = |k: &str| k == "model" || (self.as_stream && matches!(k, "stream" | "stream_options"));
+        let others = self.body.iter().filter(|(k, _)| !replaced(k));
         let mut map = s.serialize_map(None)?;
         map.serialize_entry("model", self.model)?;
+        if self.as_stream {
+            map.serialize_entry("stream", &true)?;
+            map.serialize_entry("stream_options", &StreamOptions { include_usage: true })?;
+        }
         for (k, v) in others {
             map.serialize_entry(k, v)?;
         }
         map.end()
     }
+}
+
+#[derive(serde::Serialize)]
+struct StreamOptions {
+    include_usage: bool,
 }
 
 /// The body one attempt sends: the client's own, or a rewritten copy (a
@@ -165,12 +205,23 @@ impl serde::Serialize for WithModel<'_> {
 pub struct Outgoing<'a> {
     client: &'a ChatRequest,
     rewritten: Option<Map<String, Value>>,
+    /// Sent as a stream with a usage chunk ([`Outgoing::as_stream`]).
+    as_stream: bool,
 }
 
 impl<'a> Outgoing<'a> {
     /// The client's body, unchanged.
     pub fn new(client: &'a ChatRequest) -> Self {
-        Self { client, rewritten: None }
+        Self { client, rewritten: None, as_stream: false }
+    }
+
+    /// Asks for the answer as a stream with a usage chunk (a whole answer
+    /// read as a stream, `cascade::whole`): `"stream": true` and
+    /// `stream_options.include_usage` go into the encoded and the owned
+    /// body, without copying the client's (the map read through `Deref`
+    /// does not show them).
+    pub fn as_stream(&mut self) {
+        self.as_stream = true;
     }
 
     /// The body to change (copied from the client's on first use).
@@ -181,14 +232,19 @@ impl<'a> Outgoing<'a> {
 
     /// The body, owned.
     pub fn into_owned(self) -> Map<String, Value> {
-        self.rewritten.unwrap_or_else(|| self.client.body().clone())
+        let mut body = self.rewritten.unwrap_or_else(|| self.client.body().clone());
+        if self.as_stream {
+            body.insert("stream".into(), Value::Bool(true));
+            body.insert("stream_options".into(), serde_json::json!({"include_usage": true}));
+        }
+        body
     }
 
     /// The body as bytes with `model` set to `model_id`.
     pub fn encode_with_model(&self, model_id: &str) -> Result<Vec<u8>, serde_json::Error> {
         match &self.rewritten {
-            None => self.client.encode_with_model(model_id),
-            Some(body) => serde_json::to_vec(&WithModel { body, model: model_id }),
+            None => self.client.encode_with_model(model_id, self.as_stream),
+            Some(body) => serde_json::to_vec(&WithModel { body, model: model_id, as_stream: self.as_stream }),
         }
     }
 }
@@ -282,6 +338,9 @@ fn check<J: JsonView>(body: &J) -> Result<ChatRequest, ApiError> {
             Some(_) => return Err(invalid(field, format!("`{field}` must be a number between {lo} and {hi}"))),
         }
     }
+    let several_choices = body.get("n").and_then(J::as_u64).is_some_and(|n| n > 1);
+    let logprobs = matches!(body.get("logprobs").map(J::kind), Some(Kind::Bool(true)));
+    let stream_keys = body.get("stream").is_some() || body.get("stream_options").is_some();
     let has_tools = check_tools(body)?;
     let wants_json = check_response_format(body)?;
     let shapes_output = has_tools || body.get("response_format").is_some_and(|r| !r.is_null());
@@ -292,6 +351,9 @@ fn check<J: JsonView>(body: &J) -> Result<ChatRequest, ApiError> {
         model,
         stream,
         include_usage,
+        several_choices,
+        logprobs,
+        stream_keys,
         prompt_tokens: 0,
         shapes_output,
         wants_json,
@@ -473,7 +535,7 @@ mod tests {
             "model" : "chat", "x_vendor": {"keep": [1, 2.50]} }"#;
         let r = ChatRequest::parse(Bytes::from_static(body)).unwrap();
         assert!(r.body.get().is_none(), "no map was built");
-        let sent = r.encode_with_model("gpt-\"4\"").unwrap();
+        let sent = r.encode_with_model("gpt-\"4\"", false).unwrap();
         let expected = String::from_utf8_lossy(body).replace(r#""chat""#, r#""gpt-\"4\"""#);
         assert_eq!(String::from_utf8(sent).unwrap(), expected);
         assert!(r.body.get().is_none(), "still no map");
@@ -487,10 +549,55 @@ mod tests {
         ] {
             let r = ChatRequest::parse(Bytes::copy_from_slice(body)).unwrap();
             assert_eq!(r.model, "chat");
-            let sent: Value = serde_json::from_slice(&r.encode_with_model("m").unwrap()).unwrap();
+            let sent: Value = serde_json::from_slice(&r.encode_with_model("m", false).unwrap()).unwrap();
             assert_eq!(sent["model"], "m");
             assert_eq!(sent["messages"][0]["content"], "x");
         }
+    }
+
+    #[test]
+    fn a_whole_request_read_as_a_stream_asks_for_a_stream_with_usage_without_a_copy() {
+        let stream_fields = serde_json::json!({"stream": true, "stream_options": {"include_usage": true}});
+        let body = br#" {"model":"chat","messages":[{"role":"user","content":"x"}],"n":1}"#;
+        let r = ChatRequest::parse(Bytes::from_static(body)).unwrap();
+        assert!(!r.several_choices && !r.logprobs);
+        let mut out = Outgoing::new(&r);
+        out.as_stream();
+        let sent = out.encode_with_model("m").unwrap();
+        assert!(r.body.get().is_none(), "no map was built");
+        let text = String::from_utf8(sent).unwrap();
+        assert_eq!(
+            text,
+            r#" {"stream":true,"stream_options":{"include_usage":true},"model":"m","messages":[{"role":"user","content":"x"}],"n":1}"#
+        );
+        // The client's own `stream: false` and `stream_options` are replaced,
+        // not duplicated; so is a rewritten body's; the owned body has them.
+        for body in [
+            &br#"{"model":"c","stream":false,"stream_options":{"include_usage":false},"messages":[{"role":"user","content":"x"}]}"#[..],
+            br#"{"model":"c","stream":null,"messages":[{"role":"user","content":"x"}]}"#,
+        ] {
+            let r = ChatRequest::parse(Bytes::copy_from_slice(body)).unwrap();
+            let mut out = Outgoing::new(&r);
+            out.as_stream();
+            let plain: Value = serde_json::from_slice(&out.encode_with_model("m").unwrap()).unwrap();
+            out.to_mut().insert("max_tokens".into(), 5.into());
+            let rewritten = out.encode_with_model("m").unwrap();
+            for sent in [plain, serde_json::from_slice(&rewritten).unwrap()] {
+                assert_eq!(sent["stream"], stream_fields["stream"]);
+                assert_eq!(sent["stream_options"], stream_fields["stream_options"]);
+                assert_eq!(sent["model"], "m");
+            }
+            let text = String::from_utf8(rewritten).unwrap();
+            assert_eq!(text.matches("\"stream\"").count(), 1, "{text}");
+            let owned = out.into_owned();
+            assert_eq!(owned["stream"], true);
+            assert_eq!(owned["stream_options"]["include_usage"], true);
+        }
+        let r = ChatRequest::parse(Bytes::from_static(
+            br#"{"model":"c","messages":[{"role":"user","content":"x"}],"n":2,"logprobs":true}"#,
+        ))
+        .unwrap();
+        assert!(r.several_choices && r.logprobs);
     }
 
     #[test]

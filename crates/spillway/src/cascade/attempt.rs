@@ -149,7 +149,7 @@ pub async fn once(
     // A whole answer read as a stream (`cascade::whole`).
     let assemble = super::whole::reads_as_stream(target, walk.req);
     if assemble {
-        super::whole::stream_body(prepared.body.to_mut());
+        prepared.body.as_stream();
     }
     let hints = UpstreamHints::default();
     let request = AttemptRequest {
@@ -177,7 +177,7 @@ pub async fn once(
             ticket.first_token(hints.exhausted_for());
             marked = true;
             let idle = walk.ctx.rules.timeouts.idle;
-            Reply::Complete(super::whole::assemble(head, rest, idle, walk.deadline).await?.into())
+            Reply::Complete(super::whole::assemble(head, rest, idle, walk.deadline).await?)
         }
         Reply::Stream(s) => Reply::Stream(skipping(s, walk, target)),
         whole => whole,
@@ -202,7 +202,6 @@ pub async fn once(
             match walk.json.as_ref().filter(|p| p.buffers_streams()) {
                 // Validate first, then stream (SPEC §7).
                 Some(plan) => {
-                    let head = head.into_iter().filter_map(StreamItem::into_value).collect();
                     let chunks = super::json::buffered(head, rest, walk.deadline, plan, target).await?;
                     let chunks = chunks.into_iter().map(StreamItem::Chunk).collect();
                     let done: ChunkStream = futures_util::stream::iter([Ok(StreamItem::Done)]).boxed();

@@ -12,6 +12,7 @@
 //! a short stream. Streams without `response_format` are never buffered.
 
 use super::plan::Target;
+use crate::api::completion::{Completion, RawCompletion, Tokens};
 use crate::api::{ApiError, ChatRequest};
 use crate::metrics::NormalizeLabels;
 use crate::normalize::{self, Expected, NormalizeResult, SchemaCache};
@@ -171,12 +172,49 @@ pub(super) struct Assembled {
     /// id, name, arguments — by tool-call index.
     calls: Vec<(String, String, String)>,
     pub(super) finish: Option<Value>,
-    usage: Option<Value>,
+    usage: Option<Usage>,
+}
+
+/// A stream's `usage` object: a tree from a translated chunk, or the bytes
+/// of a checked one (with its counts).
+enum Usage {
+    Tree(Value),
+    Raw(Vec<u8>, Tokens),
+}
+
+impl Usage {
+    fn into_value(self) -> Option<Value> {
+        match self {
+            Self::Tree(v) => Some(v),
+            Self::Raw(json, _) => serde_json::from_slice(&json).ok(),
+        }
+    }
 }
 
 impl Assembled {
-    /// The answer as a whole `chat.completion` (choice 0), not yet stamped.
-    pub(super) fn into_completion(self) -> Value {
+    /// The answer as a whole `chat.completion` (choice 0), not yet stamped:
+    /// written as bytes (as the fast path keeps an upstream's), or as a
+    /// tree when it has tool calls or a finish reason the schema does not
+    /// know (the stamp completes and fixes those).
+    pub(super) fn into_completion(self) -> Completion {
+        let finish = match &self.finish {
+            None => Some("stop"),
+            Some(f) => f.as_str(),
+        };
+        let usage = match &self.usage {
+            Some(Usage::Raw(json, tokens)) => Some((json.clone(), *tokens)),
+            Some(Usage::Tree(v)) if v.is_object() => serde_json::to_vec(v).ok().map(|json| (json, Tokens::of(v))),
+            Some(Usage::Tree(_)) | None => None,
+        };
+        if self.calls.is_empty() {
+            let raw = finish.and_then(|finish| {
+                let usage = usage.as_ref().map(|(json, tokens)| (json.as_slice(), *tokens));
+                RawCompletion::assembled(&self.content, self.refusal.as_deref(), finish, usage)
+            });
+            if let Some(raw) = raw {
+                return Completion::Raw(raw);
+            }
+        }
         let Self { content, refusal, calls, finish, usage } = self;
         let tool_calls: Vec<Value> = calls
             .into_iter()
@@ -194,15 +232,37 @@ impl Assembled {
             "object": "chat.completion",
             "choices": [{"index": 0, "message": message, "logprobs": null, "finish_reason": finish}],
         });
-        if let Some(u) = usage {
+        if let Some(u) = usage.and_then(Usage::into_value) {
             whole["usage"] = u;
         }
-        whole
+        Completion::Value(whole)
     }
 
-    pub(super) fn absorb(&mut self, chunk: &Value) {
+    /// Takes in one stream item. A checked chunk ([`StreamItem::Raw`]) is
+    /// read from what its check found, without a tree; the rest (tool
+    /// calls, refusals, translated chunks) as trees.
+    pub(super) fn absorb_item(&mut self, item: StreamItem) {
+        match item {
+            StreamItem::Raw(r) if !r.has_refusal() && !r.other_choice() => {
+                self.content.push_str(r.content());
+                if let Some(finish) = r.finish_reason() {
+                    self.finish = Some(Value::String(finish.into()));
+                }
+                if let (Some(json), Some(tokens)) = (r.usage_json(), r.tokens()) {
+                    self.usage = Some(Usage::Raw(json.to_vec(), tokens));
+                }
+            }
+            other => {
+                if let Some(v) = other.into_value() {
+                    self.absorb(&v);
+                }
+            }
+        }
+    }
+
+    fn absorb(&mut self, chunk: &Value) {
         if let Some(u) = chunk.get("usage").filter(|u| u.is_object()) {
-            self.usage = Some(u.clone());
+            self.usage = Some(Usage::Tree(u.clone()));
         }
         let Some(choice) = chunk.get("choices").and_then(|c| c.get(0)) else { return };
         if let Some(fr) = choice.get("finish_reason").filter(|f| !f.is_null()) {
@@ -239,14 +299,14 @@ impl Assembled {
 /// the chunks to send: the clean JSON as one content chunk (or the checked
 /// tool calls), the finish chunk, the usage chunk if any.
 pub async fn buffered(
-    head: Vec<Value>,
+    head: Vec<StreamItem>,
     mut rest: ChunkStream,
     deadline: Instant,
     plan: &JsonPlan,
     target: &Target,
 ) -> Result<Vec<Value>, AttemptError> {
     let mut acc = Assembled::default();
-    head.iter().for_each(|c| acc.absorb(c));
+    head.into_iter().for_each(|c| acc.absorb_item(c));
     let mut done = false;
     while !done {
         match timeout_at(deadline, rest.next()).await {
@@ -257,9 +317,8 @@ pub async fn buffered(
             Ok(None) => return Err(AttemptError::new(Failure::BrokenBody, "the stream ended without a finish signal")),
             Ok(Some(Err(e))) => return Err(e),
             Ok(Some(Ok(StreamItem::Done))) => done = true,
-            Ok(Some(Ok(StreamItem::Chunk(c)))) => acc.absorb(&c),
-            Ok(Some(Ok(StreamItem::Raw(r)))) => acc.absorb(&r.into_value()),
             Ok(Some(Ok(StreamItem::Skipped))) => {}
+            Ok(Some(Ok(item))) => acc.absorb_item(item),
         }
     }
     let Assembled { content, calls, finish, usage, .. } = acc;
@@ -287,7 +346,7 @@ pub async fn buffered(
     }
     let chunk = |delta: Value, finish: Value| json!({"object": "chat.completion.chunk", "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]});
     let mut out = vec![chunk(delta, Value::Null), chunk(json!({}), finish.unwrap_or_else(|| json!("stop")))];
-    if let Some(u) = usage {
+    if let Some(u) = usage.and_then(Usage::into_value) {
         out.push(json!({"object": "chat.completion.chunk", "choices": [], "usage": u}));
     }
     Ok(out)
@@ -333,5 +392,57 @@ mod tests {
         let en = system_after("You are a bank assistant.");
         assert!(en.contains(normalize::OBJECT_INSTRUCTION_START), "{en}");
         assert!(!en.contains(normalize::OBJECT_INSTRUCTION_START_RU));
+    }
+
+    fn raw(data: &str) -> StreamItem {
+        StreamItem::Raw(crate::api::completion::RawChunk::check(data).expect("a checked chunk"))
+    }
+
+    fn assembled(items: Vec<StreamItem>) -> Completion {
+        let mut acc = Assembled::default();
+        items.into_iter().for_each(|i| acc.absorb_item(i));
+        acc.into_completion()
+    }
+
+    #[test]
+    fn checked_chunks_are_assembled_as_bytes_with_the_upstreams_usage() {
+        let usage =
+            r#"{"prompt_tokens":5,"completion_tokens":3,"total_tokens":8,"prompt_tokens_details":{"cached_tokens":2}}"#;
+        let c = assembled(vec![
+            raw(
+                r#"{"id":"x","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"role":"assistant","content":""},"finish_reason":null}]}"#,
+            ),
+            raw(
+                r#"{"id":"x","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"content":"Hi \"you\""},"finish_reason":null}]}"#,
+            ),
+            raw(
+                r#"{"id":"x","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"content":"!"},"finish_reason":"length"}]}"#,
+            ),
+            raw(&format!(
+                r#"{{"id":"x","object":"chat.completion.chunk","created":1,"model":"m","choices":[],"usage" : {usage}}}"#
+            )),
+        ]);
+        let Completion::Raw(raw) = &c else { panic!("not the bytes path: {c:?}") };
+        assert!(raw.has_answer());
+        assert_eq!(c.tokens(), Some(Tokens { input: 5, output: 3 }));
+        let v: Value = serde_json::from_slice(&c.to_bytes()).unwrap();
+        assert_eq!(v["choices"][0]["message"], json!({"role": "assistant", "content": "Hi \"you\"!", "refusal": null}));
+        assert_eq!(v["choices"][0]["finish_reason"], "length");
+        assert_eq!(v["usage"], serde_json::from_str::<Value>(usage).unwrap(), "the usage object as sent");
+    }
+
+    #[test]
+    fn refusals_and_tool_calls_are_assembled_from_trees() {
+        let c = assembled(vec![raw(
+            r#"{"id":"x","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"refusal":"I can't"},"finish_reason":"stop"}]}"#,
+        )]);
+        assert!(c.has_answer());
+        let v: Value = serde_json::from_slice(&c.to_bytes()).unwrap();
+        assert_eq!(v["choices"][0]["message"]["refusal"], "I can't");
+        let call = json!({"choices": [{"index": 0, "delta": {"tool_calls": [{"index": 0, "id": "c1", "function": {"name": "f", "arguments": "{}"}}]}, "finish_reason": "tool_calls"}]});
+        let c = assembled(vec![StreamItem::Chunk(call)]);
+        let Completion::Value(v) = c else { panic!("tool calls take the tree") };
+        assert_eq!(v["choices"][0]["message"]["tool_calls"][0]["function"]["name"], "f");
+        assert_eq!(v["choices"][0]["finish_reason"], "tool_calls");
     }
 }

@@ -16,12 +16,12 @@
 
 use super::json::Assembled;
 use super::plan::Target;
+use crate::api::completion::Completion;
 use crate::api::ChatRequest;
 use crate::config::ProviderKind;
 use crate::outcome::{AttemptError, Failure};
 use crate::providers::{ChunkStream, StreamItem};
 use futures_util::StreamExt;
-use serde_json::{json, Map, Value};
 use tokio::time::{timeout_at, Duration, Instant};
 
 /// After a finish reason, how long to wait for the usage chunk and
@@ -35,19 +35,7 @@ pub fn reads_as_stream(target: &Target, req: &ChatRequest) -> bool {
     // agreed on, so a whole body could not be told from it: sent whole.
     let streams =
         matches!(target.provider.config.kind, ProviderKind::OpenAi | ProviderKind::Anthropic | ProviderKind::GigaChat);
-    if req.stream || !streams || !target.provider.config.whole_as_stream {
-        return false;
-    }
-    let body = req.body();
-    let one_choice = body.get("n").and_then(Value::as_u64).is_none_or(|n| n <= 1);
-    let logprobs = body.get("logprobs").and_then(Value::as_bool).unwrap_or(false);
-    one_choice && !logprobs
-}
-
-/// Sets the body of a whole request up to stream, with a usage chunk.
-pub fn stream_body(body: &mut Map<String, Value>) {
-    body.insert("stream".into(), Value::Bool(true));
-    body.insert("stream_options".into(), json!({"include_usage": true}));
+    streams && target.provider.config.whole_as_stream && !req.stream && !req.several_choices && !req.logprobs
 }
 
 /// Reads the rest of a peeked stream (`head` holds its first token) and
@@ -59,12 +47,10 @@ pub async fn assemble(
     mut rest: ChunkStream,
     idle: Duration,
     deadline: Instant,
-) -> Result<Value, AttemptError> {
+) -> Result<Completion, AttemptError> {
     let mut acc = Assembled::default();
     for item in head {
-        if let Some(v) = item.into_value() {
-            acc.absorb(&v);
-        }
+        acc.absorb_item(item);
     }
     loop {
         let quiet = if acc.finish.is_some() { idle.min(FINISH_GRACE) } else { idle };
@@ -84,11 +70,7 @@ pub async fn assemble(
             Some(Err(_)) if acc.finish.is_some() => break,
             Some(Err(e)) => return Err(e),
             Some(Ok(StreamItem::Skipped)) => {}
-            Some(Ok(chunk)) => {
-                if let Some(v) = chunk.into_value() {
-                    acc.absorb(&v);
-                }
-            }
+            Some(Ok(chunk)) => acc.absorb_item(chunk),
         }
     }
     Ok(acc.into_completion())

@@ -8,12 +8,13 @@
 //! needs of it (an answer at all, a first token, usage) from what the check
 //! found.
 
-use super::scan::split;
+use super::scan::{split, FINISH_REASONS};
 use crate::api::tokens::{estimate_tokens, Tokens};
 use crate::api::wire::{self, Stamp};
 use bytes::Bytes;
 use serde_json::Value;
 use std::fmt;
+use std::ops::Range;
 
 /// An upstream completion that already has every field the schema
 /// requires, kept as bytes.
@@ -39,6 +40,47 @@ impl fmt::Debug for RawCompletion {
 }
 
 impl RawCompletion {
+    /// A completion put together from a stream's parts (one choice, no tool
+    /// calls; `cascade::whole`): `content`, `refusal`, `finish_reason` (one
+    /// of the schema's) and `usage` (a checked object's JSON).
+    /// `None` for a finish reason the schema does not know.
+    pub fn assembled(
+        content: &str,
+        refusal: Option<&str>,
+        finish_reason: &str,
+        usage: Option<(&[u8], Tokens)>,
+    ) -> Option<Self> {
+        if !FINISH_REASONS.contains(&finish_reason) {
+            return None;
+        }
+        let mut tail = Vec::with_capacity(content.len() + 192);
+        tail.extend_from_slice(br#","choices":[{"index":0,"message":{"role":"assistant","content":"#);
+        // Strings always serialize.
+        let _ = serde_json::to_writer(&mut tail, content);
+        tail.extend_from_slice(br#","refusal":"#);
+        let _ = serde_json::to_writer(&mut tail, &refusal);
+        tail.extend_from_slice(br#"},"logprobs":null,"finish_reason":"#);
+        let _ = serde_json::to_writer(&mut tail, finish_reason);
+        tail.extend_from_slice(b"}]");
+        if let Some((json, _)) = usage {
+            tail.extend_from_slice(br#","usage":"#);
+            tail.extend_from_slice(json);
+        }
+        let mut bytes = Vec::with_capacity(tail.len() + 32);
+        bytes.extend_from_slice(br#"{"object":"chat.completion""#);
+        bytes.extend_from_slice(&tail);
+        bytes.push(b'}');
+        Some(Self {
+            bytes: Bytes::from(bytes),
+            tail,
+            stamp: None,
+            has_answer: !content.trim().is_empty() || refusal.is_some_and(|r| !r.is_empty()),
+            usage: usage.map(|(_, t)| t),
+            usage_counted: usage.is_some(),
+            content_chars: content.chars().count(),
+        })
+    }
+
     /// Checks an upstream body; `None` when it needs the general path
     /// (something to complete or fix, tool calls, an in-band error, not a
     /// completion at all).
@@ -129,6 +171,10 @@ pub struct RawChunk {
     content_chars: usize,
     content: Box<str>,
     other_choice: bool,
+    finish_reason: Option<&'static str>,
+    refusal: bool,
+    /// Where the `usage` object is in `tail`, when it has one.
+    usage_at: Option<Range<usize>>,
 }
 
 impl fmt::Debug for RawChunk {
@@ -152,7 +198,25 @@ impl RawChunk {
             content_chars: checked.content_chars,
             content: checked.content,
             other_choice: checked.other_choice,
+            finish_reason: checked.finish_reason,
+            refusal: checked.refusal,
+            usage_at: top.usage_in_tail.filter(|_| top.usage_counted),
         })
+    }
+
+    /// Choice 0's `finish_reason`, when this chunk sets it.
+    pub fn finish_reason(&self) -> Option<&'static str> {
+        self.finish_reason
+    }
+
+    /// A delta carries refusal text (only the tree has it).
+    pub fn has_refusal(&self) -> bool {
+        self.refusal
+    }
+
+    /// The `usage` object as the upstream wrote it, when it has one.
+    pub fn usage_json(&self) -> Option<&[u8]> {
+        self.usage_at.clone().and_then(|at| self.tail.get(at))
     }
 
     /// The content of choice 0's delta ("" when none).

@@ -13,8 +13,9 @@ use serde::de::{DeserializeSeed, Deserializer, Error as _, IgnoredAny, MapAccess
 use serde::Deserialize;
 use std::borrow::Cow;
 use std::fmt;
+use std::ops::Range;
 
-const FINISH_REASONS: [&str; 5] = ["stop", "length", "tool_calls", "content_filter", "function_call"];
+pub(super) const FINISH_REASONS: [&str; 5] = ["stop", "length", "tool_calls", "content_filter", "function_call"];
 
 /// What the check found in the choices.
 pub(super) struct Checked {
@@ -194,6 +195,10 @@ pub(super) struct ChunkChecked {
     pub(super) content: Box<str>,
     /// A choice other than 0 (`n > 1`): such streams are not continued.
     pub(super) other_choice: bool,
+    /// Choice 0's `finish_reason`, when set.
+    pub(super) finish_reason: Option<&'static str>,
+    /// Some choice's delta carries refusal text.
+    pub(super) refusal: bool,
 }
 
 fn check_deltas(choices: &[ChoiceCheck<'_>]) -> Option<ChunkChecked> {
@@ -202,11 +207,12 @@ fn check_deltas(choices: &[ChoiceCheck<'_>]) -> Option<ChunkChecked> {
         if !matches!(c.index, Shape::Int(_)) || !matches!(c.logprobs, Shape::Absent | Shape::Null) {
             return None;
         }
-        match &c.finish_reason {
-            Shape::Null => {}
-            Shape::Str(r) if FINISH_REASONS.contains(&r.as_ref()) => out.finishes = true,
+        let finish_reason = match &c.finish_reason {
+            Shape::Null => None,
+            Shape::Str(r) => Some(*FINISH_REASONS.iter().find(|known| **known == r.as_ref())?),
             _ => return None,
-        }
+        };
+        out.finishes |= finish_reason.is_some();
         let d = c.delta.as_ref()?;
         let role_ok = match &d.role {
             Shape::Absent => true,
@@ -224,10 +230,13 @@ fn check_deltas(choices: &[ChoiceCheck<'_>]) -> Option<ChunkChecked> {
                 if let Some(t) = d.content.as_str().filter(|t| !t.is_empty()) {
                     out.content = t.into();
                 }
+                out.finish_reason = finish_reason;
             }
             _ => out.other_choice = true,
         }
-        out.has_token |= d.refusal.as_str().is_some_and(|t| !t.is_empty());
+        let refusal = d.refusal.as_str().is_some_and(|t| !t.is_empty());
+        out.has_token |= refusal;
+        out.refusal |= refusal;
     }
     Some(out)
 }
@@ -244,6 +253,10 @@ pub(super) struct Top {
     pub(super) usage: Option<Tokens>,
     /// `usage` was an object (not `null`): its `completion_tokens` counts.
     pub(super) usage_counted: bool,
+    /// Which of `keys` is `usage`.
+    usage_key: Option<usize>,
+    /// Where `usage`'s value is in the tail `split` returns.
+    pub(super) usage_in_tail: Option<Range<usize>>,
 }
 
 /// Reads the top level of `text` in one pass: the fields the check needs
@@ -320,6 +333,7 @@ impl<'de> Visitor<'de> for TopSeed<'de> {
                     true
                 }
                 "usage" => {
+                    top.usage_key = Some(top.keys.len());
                     match map.next_value::<Option<UsageCheck<'_>>>()? {
                         // `null` stays, and counts as no tokens.
                         None => top.usage = Some(Tokens::default()),
@@ -352,7 +366,7 @@ impl<'de> Visitor<'de> for TopSeed<'de> {
 /// written after the gateway's stamp.
 pub(super) fn split(text: &str, chunk: bool) -> Option<(Top, Vec<u8>)> {
     let mut de = serde_json::Deserializer::from_str(text);
-    let top = TopSeed { text, chunk }.deserialize(&mut de).ok()?;
+    let mut top = TopSeed { text, chunk }.deserialize(&mut de).ok()?;
     de.end().ok()?;
     // Each entry runs from its key's quote to the next key's quote (or the
     // closing brace); written out without its separating comma.
@@ -366,6 +380,12 @@ pub(super) fn split(text: &str, chunk: bool) -> Option<(Top, Vec<u8>)> {
         let entry = text.get(start..end)?.trim_end();
         let entry = entry.strip_suffix(',').unwrap_or(entry).trim_end();
         tail.push(b',');
+        if top.usage_key == Some(i) {
+            // `"usage"`, maybe blanks, `:`, maybe blanks, the value.
+            let value = entry.split_once(':').map(|(_, v)| v.trim_start())?;
+            let at = tail.len() + (entry.len() - value.len());
+            top.usage_in_tail = Some(at..at + value.len());
+        }
         tail.extend_from_slice(entry.as_bytes());
     }
     Some((top, tail))
