@@ -255,8 +255,9 @@ fn skipping(s: ChunkStream, walk: &Walk<'_>, target: &Target) -> ChunkStream {
 pub async fn peek(mut s: ChunkStream, deadline: Instant) -> Result<(Vec<StreamItem>, ChunkStream), AttemptError> {
     let mut head = Vec::new();
     let mut finished = false;
+    let mut gap = super::gap::Gap::new();
     loop {
-        match timeout_at(deadline, s.next()).await {
+        match gap.next(&mut s, || deadline).await {
             Err(_) => return Err(AttemptError::new(Failure::Timeout, "no first token before the deadline")),
             Ok(None) if finished => {
                 return Err(AttemptError::new(Failure::Empty, "the stream finished without content"))

@@ -25,6 +25,7 @@ pub mod attempt;
 pub mod context;
 pub mod continuation;
 pub mod embed;
+pub mod gap;
 pub mod gate;
 pub mod json;
 pub mod pass;

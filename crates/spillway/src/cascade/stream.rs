@@ -31,6 +31,7 @@
 use super::continuation::{Continuation, Mode};
 use super::plan::Target;
 use super::settle::{Finish, RequestOutcome, Ticket};
+use super::gap::Gap;
 use super::whole::FINISH_GRACE;
 use crate::api::completion::Tokens;
 use crate::api::sse;
@@ -43,7 +44,7 @@ use futures_util::StreamExt;
 use serde_json::{json, Value};
 use std::collections::VecDeque;
 use std::convert::Infallible;
-use tokio::time::{timeout_at, Duration, Instant};
+use tokio::time::{Duration, Instant};
 
 /// Told each attempt's token counts once: from its usage chunk when one
 /// passes, else an estimate when the attempt ends (so cost and budgets see
@@ -64,6 +65,8 @@ pub struct Forward {
 struct State {
     head: VecDeque<StreamItem>,
     rest: ChunkStream,
+    /// The timer of the gaps between `rest`'s items.
+    gap: Gap,
     stamp: Stamp,
     idle: Duration,
     /// `timeouts.total` from the request's start: it bounds the whole
@@ -305,6 +308,7 @@ impl Forward {
             continuable: true,
             continuation: None,
             continued: None,
+            gap: Gap::new(),
         };
         Self { state }
     }
@@ -328,7 +332,8 @@ impl Forward {
 
     /// The client's SSE bytes.
     pub fn into_stream(self) -> BoxStream<'static, Result<Bytes, Infallible>> {
-        futures_util::stream::unfold(self.state, |mut st| async move {
+        // Boxed: the unfold moves its state into each item's future.
+        futures_util::stream::unfold(Box::new(self.state), |mut st| async move {
             if st.done {
                 return None;
             }
@@ -342,9 +347,10 @@ impl Forward {
 /// The next bytes for the client; settles the stream when it ends.
 async fn next_event(st: &mut State) -> Bytes {
     loop {
+        let (deadline, quiet) = (st.deadline, st.quiet());
         let next = match st.head.pop_front() {
             Some(item) => Some(Ok(item)),
-            None => match timeout_at(st.deadline.min(Instant::now() + st.quiet()), st.rest.next()).await {
+            None => match st.gap.next(&mut st.rest, || deadline.min(Instant::now() + quiet)).await {
                 Ok(item) => item,
                 // Finished but no [DONE]: the answer is complete.
                 Err(_) if st.saw_finish => None,

@@ -14,6 +14,7 @@
 //! assembler does not rebuild. An upstream that answers the stream request
 //! with a whole body anyway is taken as it is.
 
+use super::gap::Gap;
 use super::json::Assembled;
 use super::plan::Target;
 use crate::api::completion::Completion;
@@ -21,8 +22,7 @@ use crate::api::ChatRequest;
 use crate::config::ProviderKind;
 use crate::outcome::{AttemptError, Failure};
 use crate::providers::{ChunkStream, StreamItem};
-use futures_util::StreamExt;
-use tokio::time::{timeout_at, Duration, Instant};
+use tokio::time::{Duration, Instant};
 
 /// After a finish reason, how long to wait for the usage chunk and
 /// `[DONE]` before the answer is finalised without them (here and in
@@ -52,9 +52,10 @@ pub async fn assemble(
     for item in head {
         acc.absorb_item(item);
     }
+    let mut gap = Gap::new();
     loop {
         let quiet = if acc.finish.is_some() { idle.min(FINISH_GRACE) } else { idle };
-        let item = match timeout_at(deadline.min(Instant::now() + quiet), rest.next()).await {
+        let item = match gap.next(&mut rest, || deadline.min(Instant::now() + quiet)).await {
             Ok(item) => item,
             Err(_) if acc.finish.is_some() => None,
             Err(_) if Instant::now() >= deadline => {

@@ -173,20 +173,9 @@ pub fn sse_chunks_until<S, E, F>(bytes: S, on_done: F) -> ChunkStream
 where
     S: futures_util::Stream<Item = Result<Bytes, E>> + Send + 'static,
     E: Into<AttemptErrorSource>,
-    F: FnOnce() + Send + 'static,
+    F: FnOnce() + Send + Unpin + 'static,
 {
-    struct State<S, F> {
-        bytes: S,
-        on_done: Option<F>,
-        parser: SseParser,
-        events: Vec<SseEvent>,
-        pending: VecDeque<Result<StreamItem, AttemptError>>,
-        /// The byte stream ended.
-        eof: bool,
-        /// A terminal item (`Done` or an error) went out: nothing follows it.
-        finished: bool,
-    }
-    let state = State {
+    SseChunks {
         bytes: Box::pin(bytes),
         on_done: Some(on_done),
         parser: SseParser::new(),
@@ -194,11 +183,42 @@ where
         pending: VecDeque::new(),
         eof: false,
         finished: false,
-    };
-    futures_util::stream::unfold(state, |mut st| async move {
+    }
+    .boxed()
+}
+
+/// The decoding stream of [`sse_chunks_until`]: written as a `Stream`
+/// (polled in place), not an `unfold` that moves its state in and out of a
+/// new future for every chunk.
+struct SseChunks<S, F> {
+    bytes: std::pin::Pin<Box<S>>,
+    on_done: Option<F>,
+    parser: SseParser,
+    events: Vec<SseEvent>,
+    pending: VecDeque<Result<StreamItem, AttemptError>>,
+    /// The byte stream ended.
+    eof: bool,
+    /// A terminal item (`Done` or an error) went out: nothing follows it.
+    finished: bool,
+}
+
+impl<S, E, F> futures_util::Stream for SseChunks<S, F>
+where
+    S: futures_util::Stream<Item = Result<Bytes, E>>,
+    E: Into<AttemptErrorSource>,
+    F: FnOnce() + Unpin,
+{
+    type Item = Result<StreamItem, AttemptError>;
+
+    fn poll_next(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Self::Item>> {
+        use std::task::Poll;
+        let st = self.get_mut();
         loop {
             if st.finished {
-                return None;
+                return Poll::Ready(None);
             }
             if let Some(item) = st.pending.pop_front() {
                 if item.is_err() {
@@ -209,12 +229,12 @@ where
                         done();
                     }
                 }
-                return Some((item, st));
+                return Poll::Ready(Some(item));
             }
             if st.eof {
-                return None;
+                return Poll::Ready(None);
             }
-            match st.bytes.next().await {
+            match std::task::ready!(st.bytes.as_mut().poll_next(cx)) {
                 Some(Ok(chunk)) => {
                     if st.parser.feed(&chunk, &mut st.events).is_err() {
                         st.pending.push_back(Err(AttemptError::new(Failure::BrokenBody, "an SSE event was too large")));
@@ -233,8 +253,7 @@ where
                 st.pending.push_back(decode_event(&ev));
             }
         }
-    })
-    .boxed()
+    }
 }
 
 fn decode_event(ev: &SseEvent) -> Result<StreamItem, AttemptError> {

@@ -244,8 +244,11 @@ fn check_deltas(choices: &[ChoiceCheck<'_>]) -> Option<ChunkChecked> {
 /// What one pass over the top level of a body finds.
 #[derive(Default)]
 pub(super) struct Top {
-    /// Where each key's opening quote is, and whether its entry is kept.
-    keys: Vec<(usize, bool)>,
+    /// Where each key's opening quote is, its length (the repeat check
+    /// compares lengths before bytes: most keys differ in length, and a
+    /// byte comparison with each earlier key was a `memcmp` call), and
+    /// whether its entry is kept.
+    keys: Vec<(usize, usize, bool)>,
     /// A completion's choices, when they passed.
     pub(super) checked: Option<Checked>,
     /// A chunk's choices, when they passed.
@@ -286,11 +289,8 @@ impl<'de> Visitor<'de> for TopSeed<'de> {
         let mut top = Top { keys: Vec::with_capacity(8), ..Top::default() };
         // Keys without escapes are borrowed from the text itself.
         while let Some(key) = map.next_key::<&'de str>()? {
-            let seen = |&(at, _): &(usize, bool)| {
-                self.text
-                    .get(at + 1..)
-                    .is_some_and(|t| t.starts_with(key) && t.as_bytes().get(key.len()) == Some(&b'"'))
-            };
+            let seen =
+                |&(at, len, _): &(usize, usize, bool)| len == key.len() && self.text.get(at + 1..at + 1 + len) == Some(key);
             if top.keys.iter().any(seen) {
                 return Err(general());
             }
@@ -355,7 +355,7 @@ impl<'de> Visitor<'de> for TopSeed<'de> {
                     true
                 }
             };
-            top.keys.push((start, keep));
+            top.keys.push((start, key.len(), keep));
         }
         Ok(top)
     }
@@ -372,11 +372,11 @@ pub(super) fn split(text: &str, chunk: bool) -> Option<(Top, Vec<u8>)> {
     // closing brace); written out without its separating comma.
     let close = text.trim_end().len().checked_sub(1)?;
     let mut tail = Vec::with_capacity(text.len());
-    for (i, &(start, keep)) in top.keys.iter().enumerate() {
+    for (i, &(start, _, keep)) in top.keys.iter().enumerate() {
         if !keep {
             continue;
         }
-        let end = top.keys.get(i + 1).map_or(close, |&(next, _)| next);
+        let end = top.keys.get(i + 1).map_or(close, |&(next, _, _)| next);
         let entry = text.get(start..end)?.trim_end();
         let entry = entry.strip_suffix(',').unwrap_or(entry).trim_end();
         tail.push(b',');
