@@ -58,11 +58,15 @@ providers:
   fast: { kind: openai, base_url: "http://127.0.0.1:$UP_FAST/v1", whole_as_stream: ${WHOLE_AS_STREAM:-true} }
   slow: { kind: openai, base_url: "http://127.0.0.1:$UP_SLOW/v1", whole_as_stream: ${WHOLE_AS_STREAM:-true} }
   hold: { kind: openai, base_url: "http://127.0.0.1:$UP_HOLD/v1" }
+  # The same upstream with whole answers passed through, not read as a
+  # stream and assembled: the assembling path's cost is measured against it.
+  whole: { kind: openai, base_url: "http://127.0.0.1:$UP_FAST/v1", whole_as_stream: false }
 health: { timeouts: { first_token: 30s, idle: 30s, total: 700s } }
 cascades:
   fast: { models: [fast/bench] }
   slow: { models: [slow/bench] }
   hold: { models: [hold/bench] }
+  whole: { models: [whole/bench] }
 YAML
 SPILLWAY_LOG=warn "$BIN/spillway" serve --config "$work/gw.yaml" >"$work/gw.log" 2>&1 &
 GW_PID=$!; pids+=($GW_PID)
@@ -76,7 +80,7 @@ wrk.body = '{"model":"$1","messages":[{"role":"user","content":"Hello, how are y
 LUA
   echo "$work/$1.lua"
 }
-LUA_FAST=$(lua fast); LUA_SLOW=$(lua slow)
+LUA_FAST=$(lua fast); LUA_SLOW=$(lua slow); LUA_WHOLE=$(lua whole)
 cpu_ticks() { awk '{print $14+$15}' "/proc/${CPU_OF:-$GW_PID}/stat"; }
 rss_kib() { awk '/VmRSS/{print $2}' "/proc/$GW_PID/status"; }
 run_wrk() { # label conns threads url script [secs] -> $work/label.wrk and label.cpu
@@ -90,6 +94,7 @@ run_wrk() { # label conns threads url script [secs] -> $work/label.wrk and label
 
 # Warm both paths (connection pools, page cache).
 wrk -t1 -c8 -d2s -s "$LUA_FAST" "http://127.0.0.1:$GW/v1/chat/completions" >/dev/null
+wrk -t1 -c8 -d2s -s "$LUA_WHOLE" "http://127.0.0.1:$GW/v1/chat/completions" >/dev/null
 wrk -t1 -c8 -d2s -s "$LUA_FAST" "http://127.0.0.1:$UP_FAST/v1/chat/completions" >/dev/null
 wrk -t1 -c8 -d2s -s "$LUA_FAST" "http://127.0.0.1:$BARE/v1/chat/completions" >/dev/null
 RSS_IDLE=$(rss_kib)
@@ -102,6 +107,7 @@ done
 run_wrk direct_c64 64 2 "http://127.0.0.1:$UP_FAST/v1/chat/completions" "$LUA_FAST"
 CPU_OF=$BARE_PID run_wrk bare_c64 64 2 "http://127.0.0.1:$BARE/v1/chat/completions" "$LUA_FAST"
 run_wrk gw_c64 64 2 "http://127.0.0.1:$GW/v1/chat/completions" "$LUA_FAST"
+run_wrk gw_whole_c64 64 2 "http://127.0.0.1:$GW/v1/chat/completions" "$LUA_WHOLE"
 # Warm 256 connections on both paths first: the gateway's upstream pool
 # opens its connections on demand, and the steady state is what is measured.
 wrk -t2 -c256 -d2s -s "$LUA_SLOW" "http://127.0.0.1:$UP_SLOW/v1/chat/completions" >/dev/null

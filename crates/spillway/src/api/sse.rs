@@ -109,7 +109,7 @@ impl SseParser {
             Ok(t) => std::borrow::Cow::Borrowed(t),
             Err(_) => String::from_utf8_lossy(&line),
         };
-        let (field, value) = match text.find(':') {
+        let (field, value) = match memchr::memchr(b':', text.as_bytes()) {
             Some(i) => {
                 let v = &text[i + 1..];
                 (&text[..i], v.strip_prefix(' ').unwrap_or(v))

@@ -29,9 +29,9 @@
 //! appended to one string as it passes.
 
 use super::continuation::{Continuation, Mode};
+use super::gap::Gap;
 use super::plan::Target;
 use super::settle::{Finish, RequestOutcome, Ticket};
-use super::gap::Gap;
 use super::whole::FINISH_GRACE;
 use crate::api::completion::Tokens;
 use crate::api::sse;

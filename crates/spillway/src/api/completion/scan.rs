@@ -289,8 +289,9 @@ impl<'de> Visitor<'de> for TopSeed<'de> {
         let mut top = Top { keys: Vec::with_capacity(8), ..Top::default() };
         // Keys without escapes are borrowed from the text itself.
         while let Some(key) = map.next_key::<&'de str>()? {
-            let seen =
-                |&(at, len, _): &(usize, usize, bool)| len == key.len() && self.text.get(at + 1..at + 1 + len) == Some(key);
+            let seen = |&(at, len, _): &(usize, usize, bool)| {
+                len == key.len() && self.text.get(at + 1..at + 1 + len) == Some(key)
+            };
             if top.keys.iter().any(seen) {
                 return Err(general());
             }
