@@ -9,13 +9,14 @@
 #   KEEP=1 bench/instructions.sh          # keeps the callgrind profile for callgrind_annotate
 #   BARE=1 bench/instructions.sh          # the same for bare-proxy (the floor, see overhead.sh)
 #   WHOLE_AS_STREAM=false bench/instructions.sh  # whole answers passed through, not read as a stream
+#   STREAM=1 bench/instructions.sh        # streamed requests (the upstream's 8-event stream forwarded)
 #
 # The last line subtracts an idle window of the same length (the process's
 # own timers and jobs), so the figure holds on a loaded machine too; the
 # line before it is the older window-divided-by-requests figure.
 #
 # One serving thread (`server.workers: 1`), 4 connections, non-streamed
-# requests to an instant local upstream. Installs valgrind and wrk (Debian)
+# requests (streamed with STREAM=1) to an instant local upstream. Installs valgrind and wrk (Debian)
 # when missing; listens on 127.0.0.1 only.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -37,10 +38,12 @@ providers:
 cascades:
   fast: { models: [fast/bench] }
 YAML
+STREAM_FIELD=""
+[ -n "${STREAM:-}" ] && STREAM_FIELD='"stream":true,'
 cat >"$work/fast.lua" <<LUA
 wrk.method = "POST"
 wrk.headers["Content-Type"] = "application/json"
-wrk.body = '{"model":"fast","messages":[{"role":"user","content":"Hello, how are you today?"}]}'
+wrk.body = '{"model":"fast",$STREAM_FIELD"messages":[{"role":"user","content":"Hello, how are you today?"}]}'
 LUA
 if [ -n "${BARE:-}" ]; then
   valgrind --tool=callgrind --instr-atstart=no --callgrind-out-file="$work/cg.out" \
