@@ -201,17 +201,18 @@ impl Assembled {
             None => Some("stop"),
             Some(f) => f.as_str(),
         };
-        let usage = match &self.usage {
-            Some(Usage::Raw(json, tokens)) => Some((json.clone(), *tokens)),
-            Some(Usage::Tree(v)) if v.is_object() => serde_json::to_vec(v).ok().map(|json| (json, Tokens::of(v))),
-            Some(Usage::Tree(_)) | None => None,
-        };
-        if self.calls.is_empty() {
-            let raw = finish.and_then(|finish| {
-                let usage = usage.as_ref().map(|(json, tokens)| (json.as_slice(), *tokens));
-                RawCompletion::assembled(&self.content, self.refusal.as_deref(), finish, usage)
-            });
-            if let Some(raw) = raw {
+        if let Some(finish) = finish.filter(|_| self.calls.is_empty()) {
+            // The checked chunk's usage bytes as they are; a translated
+            // chunk's tree written out.
+            let usage = match &self.usage {
+                Some(Usage::Raw(json, tokens)) => Some((std::borrow::Cow::Borrowed(json.as_slice()), *tokens)),
+                Some(Usage::Tree(v)) if v.is_object() => {
+                    serde_json::to_vec(v).ok().map(|json| (std::borrow::Cow::Owned(json), Tokens::of(v)))
+                }
+                Some(Usage::Tree(_)) | None => None,
+            };
+            let usage = usage.as_ref().map(|(json, tokens)| (json.as_ref(), *tokens));
+            if let Some(raw) = RawCompletion::assembled(&self.content, self.refusal.as_deref(), finish, usage) {
                 return Completion::Raw(raw);
             }
         }
