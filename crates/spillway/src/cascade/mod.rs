@@ -8,8 +8,13 @@
 //! before it falls through to the next model invisibly. With
 //! `hedge_after`, a slow first token also starts the next model and the
 //! first token wins. After the first byte reaches the client,
-//! [`stream::Forward`] passes chunks on as they arrive and fallback is no
-//! longer possible.
+//! [`stream::Forward`] passes chunks on as they arrive: a *silent*
+//! fallback is no longer possible (the client has part of one model's
+//! answer), but a stream that breaks mid-answer is continued on the next
+//! model that can take it ([`continuation`]: the partial answer as a
+//! prefill, or an instruction to continue), with the seam trimmed and
+//! both models named in the last chunk; only when nobody can continue does
+//! the client see an error event.
 //!
 //! Embeddings walk their own cascades with [`embed::run`], through the
 //! same gates and the same settlement.

@@ -108,7 +108,7 @@ pub(crate) fn prepare(schema: &Value) -> Value {
     if let Value::Object(root) = &mut out {
         root.remove("$schema");
     }
-    let mut budget = super::bounds::MAX_SCHEMA_NODES;
+    let mut budget = super::keywords::MAX_SCHEMA_NODES;
     spell_nullable(&mut out, 0, &mut budget);
     out
 }
@@ -117,8 +117,8 @@ pub(crate) fn prepare(schema: &Value) -> Value {
 /// `enum` value or a `default` that happens to hold `"nullable": true` is
 /// left as the client wrote it.
 fn spell_nullable(v: &mut Value, depth: usize, budget: &mut usize) {
-    use super::bounds::graph::{MAP_KEYWORDS, SCHEMA_KEYWORDS};
-    if depth > super::bounds::MAX_SCHEMA_DEPTH || *budget == 0 {
+    use super::keywords::{MAP_KEYWORDS, MAX_SCHEMA_DEPTH, SCHEMA_KEYWORDS};
+    if depth > MAX_SCHEMA_DEPTH || *budget == 0 {
         return;
     }
     *budget -= 1;

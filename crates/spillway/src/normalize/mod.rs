@@ -37,6 +37,7 @@ mod bounds;
 pub mod draft;
 mod extract;
 mod instruction;
+mod keywords;
 mod node;
 mod rename;
 mod repair;

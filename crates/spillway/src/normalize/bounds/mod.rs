@@ -7,8 +7,8 @@
 //! `#/$defs/a`), before any model is called. What passes carries its
 //! [`Bounds`], which the validator, the renamer and the mock's sampler rely on:
 //!
-//! - at most [`MAX_SCHEMA_NODES`] subschemas, nested at most
-//!   [`MAX_SCHEMA_DEPTH`] deep (the walk keeps its own stack);
+//! - at most [`MAX_SCHEMA_NODES`](crate::normalize::keywords::MAX_SCHEMA_NODES) subschemas, nested at most
+//!   [`MAX_SCHEMA_DEPTH`](crate::normalize::keywords::MAX_SCHEMA_DEPTH) deep (the walk keeps its own stack);
 //! - every `$ref` resolves inside the document (nothing is fetched);
 //! - no cycle of `$ref`s that applies no property or item: such a cycle
 //!   (`a → b → a`) makes validation loop forever without reading the value —
@@ -34,12 +34,8 @@ use graph::{Applies, Graph};
 
 use crate::normalize::draft::Draft;
 
-/// Subschemas (schema objects and booleans) one schema may hold. Real
-/// schemas hold tens to a few thousand; OpenAI's own limit is 5000 properties.
-pub(crate) const MAX_SCHEMA_NODES: usize = 20_000;
-
-/// Nesting of subschemas inside subschemas.
-pub(crate) const MAX_SCHEMA_DEPTH: usize = 64;
+#[cfg(test)]
+use crate::normalize::keywords::{MAX_SCHEMA_DEPTH, MAX_SCHEMA_NODES};
 
 /// Subschemas of the schema unrolled through its `$ref`s.
 pub(crate) const MAX_EXPANDED: u64 = 50_000;
@@ -52,13 +48,13 @@ const SMALL_EXPANDED: u64 = 1_000;
 /// Why a schema is refused.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum SchemaProblem {
-    /// More subschemas than [`MAX_SCHEMA_NODES`].
+    /// More subschemas than [`MAX_SCHEMA_NODES`](crate::normalize::keywords::MAX_SCHEMA_NODES).
     #[error("the schema has more than {limit} subschemas")]
     TooLarge {
         /// The limit.
         limit: usize,
     },
-    /// Nested deeper than [`MAX_SCHEMA_DEPTH`].
+    /// Nested deeper than [`MAX_SCHEMA_DEPTH`](crate::normalize::keywords::MAX_SCHEMA_DEPTH).
     #[error("the schema nests deeper than {limit} levels at {at}")]
     TooDeep {
         /// Where the limit was reached.

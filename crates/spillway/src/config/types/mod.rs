@@ -1,0 +1,15 @@
+//! The compiled configuration's types, one file per section of the file.
+
+mod cascades;
+mod health;
+mod load;
+mod providers;
+mod rules;
+mod server;
+
+pub use cascades::*;
+pub use health::*;
+pub use load::*;
+pub use providers::*;
+pub use rules::*;
+pub use server::*;

@@ -1,0 +1,67 @@
+//! `server:` and `state:` as compiled.
+
+use crate::secret::Secret;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// `server:`
+#[derive(Debug, Clone)]
+pub struct ServerConfig {
+    /// Listen address.
+    pub listen: SocketAddr,
+    /// Accepted client keys (empty: no client auth).
+    pub api_keys: Vec<Secret>,
+    /// Admin token (none: admin API disabled).
+    pub admin_token: Option<Secret>,
+    /// Largest request body.
+    pub max_body_bytes: usize,
+    /// Requests in flight before 503.
+    pub max_concurrent_requests: usize,
+    /// Deadline for a client's request headers.
+    pub header_read_timeout: Duration,
+    /// Deadline for a client's request body (a slow body never holds a
+    /// concurrency slot: it is read first).
+    pub body_read_timeout: Duration,
+    /// Grace period for in-flight requests at shutdown.
+    pub shutdown_grace: Duration,
+    /// Serving threads (`spillway serve`).
+    pub workers: usize,
+    /// Cross-origin requests (none: off).
+    pub cors: Option<CorsConfig>,
+}
+
+/// `server.cors`, compiled.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CorsConfig {
+    /// Allowed origins, exactly as browsers send them; empty with `any`.
+    pub allow_origins: Vec<String>,
+    /// `"*"` was listed: any origin.
+    pub any_origin: bool,
+    /// `Access-Control-Allow-Headers`, lower case, comma-separated.
+    pub allow_headers: String,
+    /// `Access-Control-Max-Age`.
+    pub max_age: Duration,
+}
+
+/// Where shared state lives.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StateBackend {
+    /// In-process only.
+    Memory,
+    /// Shared through Redis.
+    Redis,
+}
+
+/// `state:`
+#[derive(Debug, Clone)]
+pub struct StateConfig {
+    /// Backend.
+    pub backend: StateBackend,
+    /// Redis URL (may hold a password).
+    pub redis_url: Option<Secret>,
+    /// Prefix of every Redis key.
+    pub key_prefix: String,
+    /// Embedded durable store directory.
+    pub data_dir: PathBuf,
+}
