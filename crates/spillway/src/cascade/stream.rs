@@ -23,7 +23,11 @@
 //!
 //! When the client disconnects, hyper drops this stream, which drops the
 //! upstream response (cancelling the upstream request), abandons the
-//! ticket (not counted against the model) and records a disconnect.
+//! ticket (not counted against the model) and records a disconnect. A
+//! client that stops reading is cut off by the server (`server::client_io`,
+//! at `timeouts.total` or `server.client_write_timeout`, since a full
+//! socket stops hyper from polling this stream): the same drop, but the
+//! request is settled as an error ([`Forward::bind`]).
 //!
 //! What healthy streams pay for being continuable: the text of choice 0 is
 //! appended to one string as it passes.
@@ -36,6 +40,7 @@ use super::whole::FINISH_GRACE;
 use crate::api::completion::Tokens;
 use crate::api::sse;
 use crate::api::wire::{self, Stamp};
+use crate::client_link::ClientLink;
 use crate::outcome::{AttemptError, Failure};
 use crate::providers::{ChunkStream, StreamItem};
 use bytes::Bytes;
@@ -44,6 +49,7 @@ use futures_util::StreamExt;
 use serde_json::{json, Value};
 use std::collections::VecDeque;
 use std::convert::Infallible;
+use std::sync::Arc;
 use tokio::time::{Duration, Instant};
 
 /// Told each attempt's token counts once: from its usage chunk when one
@@ -90,6 +96,10 @@ struct State {
     continuation: Option<Continuation>,
     /// Continued at least once: chunks take the general path from then on.
     continued: Option<Continued>,
+    /// The client connection the stream is written to: it holds the
+    /// deadline while the client's socket is full, and says whether the
+    /// server cut the client off.
+    link: Option<Arc<ClientLink>>,
 }
 
 /// What a continued stream keeps.
@@ -234,9 +244,18 @@ impl State {
 impl Drop for State {
     fn drop(&mut self) {
         // Unsettled here means the client went away: the ticket and the
-        // finish record an abandoned attempt and a disconnect as they drop.
+        // finish record an abandoned attempt and a disconnect as they drop
+        // — unless the server cut off a client that stopped reading: then
+        // the request is an error (not the model's: the attempt stays
+        // abandoned).
         if let Some(ticket) = self.ticket.take() {
             self.meter_estimate(ticket.target());
+        }
+        let Some(link) = self.link.take() else { return };
+        link.unbound();
+        if let (Some(cut), Some(finish)) = (link.was_cut(), self.finish.take()) {
+            tracing::warn!(reason = cut.label(), "Stream ended: its client stopped reading.");
+            finish.settle(RequestOutcome::Error);
         }
     }
 }
@@ -309,6 +328,7 @@ impl Forward {
             continuation: None,
             continued: None,
             gap: Gap::new(),
+            link: None,
         };
         Self { state }
     }
@@ -316,6 +336,13 @@ impl Forward {
     /// Counts the stream's tokens with `meter` (see [`Meter`]).
     pub fn meter(&mut self, meter: Meter) {
         self.state.meter = Some(meter);
+    }
+
+    /// Writes the stream to the client connection `link`: its deadline
+    /// holds while the client's socket is full ([`ClientLink`]).
+    pub fn bind(&mut self, link: Arc<ClientLink>) {
+        link.bound(self.state.deadline);
+        self.state.link = Some(link);
     }
 
     /// Lets the stream continue on the next model of `plan` when it breaks

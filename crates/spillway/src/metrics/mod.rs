@@ -8,12 +8,14 @@
 //! created once per cascade target ([`TargetMetrics`]) so an attempt only
 //! increments atomics — no label strings are built per request.
 
+mod clients;
 mod handles;
 mod labels;
 pub mod names;
 mod process;
 mod text;
 
+pub use clients::{ClientMetrics, CutLabels};
 pub use handles::{CascadeMetrics, TargetMetrics, UsageHandles, NORMALIZE_RESULTS};
 pub use labels::*;
 pub use text::to_prometheus_text;
@@ -95,6 +97,8 @@ pub struct Metrics {
     pub prompt_variants: Family<PromptLabels, Counter>,
     /// `spillway_in_flight`
     pub in_flight: Family<InFlightLabels, Gauge>,
+    /// `spillway_slow_client_cuts_total`
+    pub clients: ClientMetrics,
 }
 
 /// Gauge storage type alias kept for readability.
@@ -195,6 +199,7 @@ impl Metrics {
             "Stream events an upstream sent that could not be read (not JSON, broken format), skipped",
             stream_events_skipped.clone(),
         );
+        let clients = ClientMetrics::register(&mut registry);
         Self {
             registry,
             requests,
@@ -219,6 +224,7 @@ impl Metrics {
             normalize,
             prompt_variants,
             in_flight,
+            clients,
         }
     }
 
