@@ -9,6 +9,7 @@
 //! increments atomics — no label strings are built per request.
 
 mod console;
+mod clients;
 mod handles;
 mod labels;
 pub mod names;
@@ -16,6 +17,7 @@ mod process;
 mod text;
 
 pub use console::Tallies;
+pub use clients::{ClientMetrics, CutLabels};
 pub use handles::{CascadeMetrics, TargetMetrics, UsageHandles, NORMALIZE_RESULTS};
 pub use labels::*;
 pub use text::to_prometheus_text;
@@ -100,6 +102,8 @@ pub struct Metrics {
     /// Answers since start per model, tier and rank of each cascade, for
     /// `/admin/state` and the console (not exported).
     pub tallies: Tallies,
+    /// `spillway_slow_client_cuts_total`
+    pub clients: ClientMetrics,
 }
 
 /// Gauge storage type alias kept for readability.
@@ -200,6 +204,7 @@ impl Metrics {
             "Stream events an upstream sent that could not be read (not JSON, broken format), skipped",
             stream_events_skipped.clone(),
         );
+        let clients = ClientMetrics::register(&mut registry);
         Self {
             registry,
             requests,
@@ -225,6 +230,7 @@ impl Metrics {
             prompt_variants,
             in_flight,
             tallies: Tallies::default(),
+            clients,
         }
     }
 
