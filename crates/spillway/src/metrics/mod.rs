@@ -8,16 +8,16 @@
 //! created once per cascade target ([`TargetMetrics`]) so an attempt only
 //! increments atomics — no label strings are built per request.
 
-mod console;
 mod clients;
+mod console;
 mod handles;
 mod labels;
 pub mod names;
 mod process;
 mod text;
 
-pub use console::Tallies;
 pub use clients::{ClientMetrics, CutLabels};
+pub use console::Tallies;
 pub use handles::{CascadeMetrics, TargetMetrics, UsageHandles, NORMALIZE_RESULTS};
 pub use labels::*;
 pub use text::to_prometheus_text;
