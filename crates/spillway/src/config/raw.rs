@@ -14,6 +14,8 @@ use indexmap::IndexMap;
 use schemars::JsonSchema;
 use serde::Deserialize;
 
+pub use super::raw_responses::*;
+
 /// A whole `spillway.yaml`.
 #[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -43,6 +45,8 @@ pub struct RawConfig {
     pub alerts: Option<RawAlerts>,
     /// The human-operator queue, the last tier.
     pub handoff: Option<RawHandoff>,
+    /// What the gateway keeps of the Responses API (stored responses).
+    pub responses: Option<RawResponses>,
 }
 
 /// `server:`
@@ -80,10 +84,14 @@ pub struct RawServer {
 pub struct RawCors {
     /// Origins allowed to call the API (`https://app.example.com`), or `"*"` for any.
     pub allow_origins: Vec<String>,
-    /// Request headers a browser may send (default: `authorization`,
-    /// `content-type`, `x-api-key`, `x-request-id`, `anthropic-version`,
-    /// `anthropic-dangerous-direct-browser-access`, `openai-beta`,
-    /// `x-spillway-escalate`; `"*"` for any).
+    /// Request headers a browser may send (default: what the official
+    /// browser SDKs send — `authorization`, `content-type`, `accept`,
+    /// `user-agent`, `x-api-key`, `x-request-id`, `x-spillway-escalate`,
+    /// `openai-organization`, `openai-project`, `openai-beta`,
+    /// `anthropic-version`, `anthropic-beta`,
+    /// `anthropic-dangerous-direct-browser-access`, `api-key`,
+    /// `x-goog-api-key` and every `x-stainless-*`); a `prefix-*` entry
+    /// allows every header that starts with `prefix-`; `"*"` for any.
     pub allow_headers: Option<Vec<String>>,
     /// How long a browser may cache a preflight's answer (default `10m`).
     pub max_age: Option<String>,

@@ -18,6 +18,7 @@ pub mod handoff_routes;
 pub mod messages;
 pub mod responses;
 pub mod routes;
+pub mod stored_routes;
 pub mod ui;
 pub mod workers;
 

@@ -34,6 +34,7 @@ pub fn router(state: Arc<AppState>) -> Router {
         .route("/ui", get(super::ui::page))
         .merge(super::admin::router(state.clone()))
         .merge(super::handoff_routes::client_routes())
+        .merge(super::stored_routes::routes())
         .fallback(no_route)
         // The handler enforces `max_body_bytes` itself (413 in OpenAI shape).
         .layer(DefaultBodyLimit::disable())

@@ -16,6 +16,7 @@
 //! implementation against those rules; both backends run it.
 
 pub mod conformance;
+pub mod lazy_redis;
 pub mod memory;
 pub mod redis;
 pub mod sync;

@@ -78,9 +78,27 @@ pub(super) fn compile_server(cx: &mut Ctx, s: RawServer) -> ServerConfig {
     }
 }
 
-/// The request headers browsers may send when `allow_headers` is not given.
-pub(crate) const CORS_DEFAULT_HEADERS: &str = "authorization, content-type, x-api-key, x-request-id, \
-anthropic-version, anthropic-dangerous-direct-browser-access, openai-beta, x-spillway-escalate";
+/// The request headers browsers may send when `allow_headers` is not given:
+/// what the official browser-capable SDKs send (openai-node and the
+/// Anthropic TypeScript SDK with `dangerouslyAllowBrowser`, the AI SDK),
+/// the gateway's own, and every `x-stainless-*` header (a family the
+/// Stainless-made SDKs keep adding to).
+pub(crate) const CORS_DEFAULT_HEADERS: &str = "authorization, content-type, accept, user-agent, x-api-key, \
+x-request-id, x-spillway-escalate, openai-organization, openai-project, openai-beta, anthropic-version, \
+anthropic-beta, anthropic-dangerous-direct-browser-access, api-key, x-goog-api-key, x-stainless-lang, \
+x-stainless-package-version, x-stainless-os, x-stainless-arch, x-stainless-runtime, \
+x-stainless-runtime-version, x-stainless-retry-count, x-stainless-timeout, x-stainless-read-timeout, \
+x-stainless-async, x-stainless-helper, x-stainless-helper-method, x-stainless-poll-helper, \
+x-stainless-custom-poll-interval, x-stainless-*";
+
+/// Splits a header list into the names sent as they are and the
+/// prefixes of `name-*` entries (any requested header that starts with
+/// one is allowed too).
+fn header_patterns(list: &[&str]) -> (String, Vec<String>) {
+    let (prefixes, names): (Vec<&str>, Vec<&str>) = list.iter().partition(|h| h.len() > 1 && h.ends_with('*'));
+    let prefixes = prefixes.iter().map(|p| p.trim_end_matches('*').to_string()).collect();
+    (names.join(", "), prefixes)
+}
 
 fn compile_cors(cx: &mut Ctx, c: RawCors) -> CorsConfig {
     if c.allow_origins.is_empty() {
@@ -105,19 +123,24 @@ fn compile_cors(cx: &mut Ctx, c: RawCors) -> CorsConfig {
             allow_origins.push(o);
         }
     }
-    let allow_headers = match c.allow_headers {
-        None => CORS_DEFAULT_HEADERS.to_string(),
+    let list: Vec<String> = match c.allow_headers {
+        None => CORS_DEFAULT_HEADERS.split(", ").map(str::to_string).collect(),
         Some(list) => {
             for (i, h) in list.iter().enumerate() {
-                if h != "*" && http::HeaderName::from_bytes(h.as_bytes()).is_err() {
-                    cx.err(format!("server.cors.allow_headers[{i}]"), format!("`{h}` is not a header name"));
+                let name = h.strip_suffix('*').filter(|p| !p.is_empty()).unwrap_or(h);
+                if h != "*" && (name.contains('*') || http::HeaderName::from_bytes(name.as_bytes()).is_err()) {
+                    cx.err(
+                        format!("server.cors.allow_headers[{i}]"),
+                        format!("`{h}` is not a header name (or a prefix such as `x-stainless-*`)"),
+                    );
                 }
             }
-            list.iter().map(|h| h.to_ascii_lowercase()).collect::<Vec<_>>().join(", ")
+            list.iter().map(|h| h.to_ascii_lowercase()).collect()
         }
     };
+    let (allow_headers, allow_header_prefixes) = header_patterns(&list.iter().map(String::as_str).collect::<Vec<_>>());
     let max_age = cx.duration("server.cors.max_age", c.max_age.as_ref(), Duration::from_secs(600));
-    CorsConfig { allow_origins, any_origin, allow_headers, max_age }
+    CorsConfig { allow_origins, any_origin, allow_headers, allow_header_prefixes, max_age }
 }
 
 pub(super) fn compile_state(cx: &mut Ctx, s: RawState) -> StateConfig {

@@ -40,6 +40,9 @@ pub struct CorsConfig {
     pub any_origin: bool,
     /// `Access-Control-Allow-Headers`, lower case, comma-separated.
     pub allow_headers: String,
+    /// Prefixes of `name-*` entries: a requested header that starts with
+    /// one is allowed too (named back in the preflight's answer).
+    pub allow_header_prefixes: Vec<String>,
     /// `Access-Control-Max-Age`.
     pub max_age: Duration,
 }
