@@ -51,3 +51,38 @@ fn a_sighup_right_after_start_reloads_instead_of_killing() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn the_drain_is_logged_once_not_once_per_serving_thread() {
+    let dir = std::env::temp_dir().join(format!("spillway-drainlog-{}-{}", std::process::id(), fastrand::u64(..)));
+    std::fs::create_dir_all(&dir).unwrap();
+    let port = free_port();
+    let config = dir.join("spillway.yaml");
+    let yaml = format!(
+        "server: {{ listen: 127.0.0.1:{port}, workers: 3 }}\nstate: {{ data_dir: {} }}\nproviders:\n  m: {{ kind: mock, models: [{{ id: a }}] }}\ncascades:\n  c: {{ models: [m/a] }}\n",
+        dir.join("data").display()
+    );
+    std::fs::write(&config, yaml).unwrap();
+    let child = Command::new(env!("CARGO_BIN_EXE_spillway"))
+        .args(["serve", "--config", config.to_str().unwrap()])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut up = false;
+    for _ in 0..2000 {
+        if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
+            up = true;
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    assert!(up, "the gateway never listened");
+    let sent = Command::new("kill").args(["-TERM", &child.id().to_string()]).status().unwrap();
+    assert!(sent.success());
+    let out = child.wait_with_output().unwrap();
+    let log = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(log.matches("Shutting down").count(), 1, "{log}");
+    assert_eq!(log.matches("All connections closed").count(), 1, "{log}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -98,15 +98,13 @@ pub enum ApiError {
     StoreUnavailable,
     /// The request's `model` is a cascade of another kind than the route
     /// serves (an embedding cascade on chat, or the reverse).
-    #[error("`{cascade}` is {kind} cascade, and {route} needs {wanted} cascade: {fits}")]
+    #[error("`{cascade}` is {kind} cascade, and this endpoint needs {wanted} cascade: {fits}")]
     WrongKind {
         /// The cascade named.
         cascade: String,
         /// Its kind, with its article (`an embedding`).
         kind: &'static str,
-        /// The route (`/v1/chat/completions`).
-        route: &'static str,
-        /// The kind the route needs, with its article (`a chat`).
+        /// The kind the endpoint needs, with its article (`a chat`).
         wanted: &'static str,
         /// The cascades that fit, as a sentence.
         fits: String,

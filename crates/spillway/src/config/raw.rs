@@ -53,7 +53,8 @@ pub struct RawConfig {
 #[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RawServer {
-    /// Address to listen on, `host:port` (default `127.0.0.1:8080`).
+    /// Address to listen on, `host:port` (default `127.0.0.1:8080`); the
+    /// host an IP address or a name (`localhost:4000`, resolved once).
     pub listen: Option<String>,
     /// Client keys; when set, clients must send `Authorization: Bearer <key>`.
     pub api_keys: Option<Vec<String>>,
@@ -76,6 +77,14 @@ pub struct RawServer {
     /// Cross-origin requests from browsers (off when absent): which
     /// origins may call the API, and the preflight's answers.
     pub cors: Option<RawCors>,
+    /// Serve a non-loopback `listen` address without `api_keys` (default
+    /// false: such a config is refused, since anyone who reaches the
+    /// gateway could spend the providers' keys).
+    pub allow_unauthenticated: Option<bool>,
+    /// Make an admin token at each start, print it and keep it in
+    /// `state.data_dir/admin-token` for `spillway status` (default false;
+    /// loopback `listen` only; not with `admin_token`). The demo uses it.
+    pub generate_admin_token: Option<bool>,
 }
 
 /// `server.cors:`

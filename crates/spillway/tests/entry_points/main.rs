@@ -9,6 +9,9 @@ mod common;
 
 mod embeddings;
 mod messages;
+#[path = "../redis_support/mod.rs"]
+mod redis_support;
 mod responses;
 mod routes;
+mod stored;
 mod support;

@@ -31,12 +31,21 @@ async fn one_model_by_id_cascade_or_ref() {
 #[tokio::test]
 async fn an_unknown_route_is_an_openai_404_naming_the_routes() {
     let gw = start(yaml()).await;
-    for resp in [gw.get("/v1/completions").await, client().post(format!("{}/v1/nope", gw.url)).send().await.unwrap()] {
+    for resp in [gw.get("/v1/nothing-here").await, client().post(format!("{}/v1/nope", gw.url)).send().await.unwrap()] {
         assert_eq!(resp.status(), 404);
         let e: Value = resp.json().await.unwrap();
         assert_valid("ErrorResponse", &e);
         let msg = e["error"]["message"].as_str().unwrap();
-        for route in ["/v1/chat/completions", "/v1/responses", "/v1/messages", "/v1/embeddings", "/v1/models/{id}"] {
+        for route in [
+            "/v1/chat/completions",
+            "/v1/completions",
+            "/v1/responses",
+            "/v1/responses/{id}",
+            "/v1/messages",
+            "/v1/embeddings",
+            "/v1/models/{id}",
+            "/health",
+        ] {
             assert!(msg.contains(route), "{msg}");
         }
     }

@@ -14,6 +14,8 @@ mod alerts;
 mod cascades;
 mod handoff;
 mod health;
+pub(crate) mod known;
+pub(crate) mod listen;
 mod load;
 mod prompts;
 mod providers;

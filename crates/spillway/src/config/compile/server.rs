@@ -4,8 +4,8 @@ use super::*;
 
 pub(super) fn compile_server(cx: &mut Ctx, s: RawServer) -> ServerConfig {
     let listen_text = s.listen.unwrap_or_else(|| "127.0.0.1:8080".to_string());
-    let listen = listen_text.parse().unwrap_or_else(|_| {
-        cx.err("server.listen", format!("expected host:port such as 127.0.0.1:8080, got `{listen_text}`"));
+    let listen = super::listen::parse_listen(&listen_text).unwrap_or_else(|e| {
+        cx.err("server.listen", e);
         SocketAddr::from(([127, 0, 0, 1], 8080))
     });
     let mut api_keys = Vec::new();
@@ -16,14 +16,32 @@ pub(super) fn compile_server(cx: &mut Ctx, s: RawServer) -> ServerConfig {
             api_keys.push(Secret::new(k));
         }
     }
+    let generate_admin_token = s.generate_admin_token.unwrap_or(false);
     let admin_token = match s.admin_token {
         Some(t) if t.trim().is_empty() => {
             cx.err("server.admin_token", "empty token (leave it out to disable the admin API)");
             None
         }
+        Some(_) if generate_admin_token => {
+            cx.err("server.generate_admin_token", "set either `admin_token` or `generate_admin_token`, not both");
+            None
+        }
         Some(t) => Some(Secret::new(t)),
+        None if generate_admin_token => {
+            if !listen.ip().is_loopback() {
+                cx.err(
+                    "server.generate_admin_token",
+                    format!("only on a loopback address (`{listen}` is not): set `admin_token` instead"),
+                );
+            }
+            Some(Secret::new(super::listen::generated_admin_token()))
+        }
         None => None,
     };
+    let allow_unauthenticated = s.allow_unauthenticated.unwrap_or(false);
+    if let Some(e) = super::listen::exposed_without_keys(listen, !api_keys.is_empty(), allow_unauthenticated) {
+        cx.err("server.listen", e);
+    }
     let default_body = 4 * 1024 * 1024;
     let max_body_bytes = match s.max_body_bytes {
         None => default_body,
@@ -75,6 +93,8 @@ pub(super) fn compile_server(cx: &mut Ctx, s: RawServer) -> ServerConfig {
         ),
         shutdown_grace: cx.duration("server.shutdown_grace", s.shutdown_grace.as_ref(), Duration::from_secs(30)),
         cors: s.cors.map(|c| compile_cors(cx, c)),
+        allow_unauthenticated,
+        generate_admin_token,
     }
 }
 

@@ -29,6 +29,11 @@ pub struct ServerConfig {
     pub workers: usize,
     /// Cross-origin requests (none: off).
     pub cors: Option<CorsConfig>,
+    /// Serving a non-loopback address without client keys was asked for.
+    pub allow_unauthenticated: bool,
+    /// `admin_token` was made at start (loopback only): `serve` prints it
+    /// and keeps it in `state.data_dir` for `spillway status`.
+    pub generate_admin_token: bool,
 }
 
 /// `server.cors`, compiled.
