@@ -7,6 +7,7 @@
 //! the console's address and kept in `state.data_dir` for `spillway status`.
 
 use crate::app::{App, Listener};
+use std::io::Write as _;
 use std::path::Path;
 use std::process::ExitCode;
 use tokio_util::sync::CancellationToken;
@@ -51,8 +52,10 @@ fn announce_token(g: &Generated) {
         tracing::warn!(dir = %dir.display(), error = %e, "Cannot keep the generated admin token; `spillway status` needs SPILLWAY_ADMIN_TOKEN.");
     }
     // Printed, not logged: it is for the person at this terminal, and log
-    // lines go to collectors.
-    println!(
+    // lines go to collectors. A closed stdout (`serve | head -1`) must not
+    // stop the gateway, so the write's error is ignored (`println!` panics).
+    let _ = writeln!(
+        std::io::stdout(),
         "Console: http://{}/ui  admin token (made for this run, loopback only): {}\n\
          `spillway status` finds it in {}.",
         g.listen,
@@ -137,30 +140,39 @@ pub fn run(path: &Path, listen: Option<&str>) -> ExitCode {
     })
 }
 
-/// Cancels `shutdown` on SIGINT or SIGTERM.
+/// Cancels `shutdown` on SIGINT or SIGTERM. The handlers are installed
+/// here, before the listener is bound: a signal that arrives the moment the
+/// port accepts connections stops the gateway gracefully instead of taking
+/// the signal's default action (killing it mid-start).
 fn watch_signals(shutdown: CancellationToken) {
+    #[cfg(unix)]
+    let installed = {
+        use tokio::signal::unix::{signal, SignalKind};
+        match (signal(SignalKind::terminate()), signal(SignalKind::interrupt())) {
+            (Ok(term), Ok(int)) => Some((term, int)),
+            (Err(e), _) | (_, Err(e)) => {
+                tracing::warn!(error = %e, "Cannot watch SIGTERM/SIGINT; only Ctrl-C stops the gateway.");
+                None
+            }
+        }
+    };
     #[allow(clippy::disallowed_methods)]
     // the one long-lived task outside the supervisor: it ends the process
     tokio::spawn(async move {
-        let ctrl_c = tokio::signal::ctrl_c();
         #[cfg(unix)]
-        {
-            let mut term = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-                Ok(s) => s,
-                Err(e) => {
-                    tracing::warn!(error = %e, "Cannot watch SIGTERM; only Ctrl-C stops the gateway.");
-                    let _ = ctrl_c.await;
-                    shutdown.cancel();
-                    return;
+        match installed {
+            Some((mut term, mut int)) => {
+                tokio::select! {
+                    _ = term.recv() => {},
+                    _ = int.recv() => {},
                 }
-            };
-            tokio::select! {
-                _ = ctrl_c => {},
-                _ = term.recv() => {},
+            }
+            None => {
+                let _ = tokio::signal::ctrl_c().await;
             }
         }
         #[cfg(not(unix))]
-        let _ = ctrl_c.await;
+        let _ = tokio::signal::ctrl_c().await;
         tracing::info!("Shutdown signal received.");
         shutdown.cancel();
     });

@@ -29,7 +29,7 @@ const OFF_PAGE: &str = "<!doctype html>\n<html lang=\"en\"><head><meta charset=\
 pre{background:#f3f4f6;padding:8px;overflow-x:auto}</style></head><body>\
 <h1>The operator console is off</h1>\
 <p>This gateway has no admin token configured, so the console and the admin API are disabled.</p>\
-<p>To turn them on, add a token to the config file the gateway runs on:</p>\
+<p>To turn them on, add a token (<code>server.admin_token</code>) to the config file the gateway runs on:</p>\
 <pre>server:\n  admin_token: \"a-long-random-string\"</pre>\
 <p>then reload the config (<code>kill -HUP &lt;pid&gt;</code> of <code>spillway serve</code>) or restart the gateway, \
 open <code>/ui</code> again and enter that token.</p>\
