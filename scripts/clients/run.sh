@@ -89,6 +89,10 @@ start() {
   return 1
 }
 
+# The browser scenarios serve their page on this port (an origin the mock
+# gateway's CORS lists).
+export SPILLWAY_BROWSER_PORT=$(free_port)
+
 # The demo `spillway serve` embeds (examples/demo.yaml) listens on a fixed
 # port; a copy on a free one.
 sed "s/^  listen: .*/  listen: \${SPILLWAY_LISTEN}/" examples/demo.yaml >"$out/demo.yaml"

