@@ -52,32 +52,38 @@ fn a_sighup_right_after_start_reloads_instead_of_killing() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-#[test]
-fn the_drain_is_logged_once_not_once_per_serving_thread() {
-    let dir = std::env::temp_dir().join(format!("spillway-drainlog-{}-{}", std::process::id(), fastrand::u64(..)));
-    std::fs::create_dir_all(&dir).unwrap();
-    let port = free_port();
-    let config = dir.join("spillway.yaml");
+/// `spillway serve` on a config of `workers` threads on `port`, started the
+/// moment its port accepts a connection; its stderr piped.
+fn started(dir: &std::path::Path, port: u16, workers: usize) -> std::process::Child {
+    let config = dir.join(format!("spillway-{port}.yaml"));
     let yaml = format!(
-        "server: {{ listen: 127.0.0.1:{port}, workers: 3 }}\nstate: {{ data_dir: {} }}\nproviders:\n  m: {{ kind: mock, models: [{{ id: a }}] }}\ncascades:\n  c: {{ models: [m/a] }}\n",
+        "server: {{ listen: 127.0.0.1:{port}, workers: {workers} }}\nstate: {{ data_dir: {} }}\nproviders:\n  m: {{ kind: mock, models: [{{ id: a }}] }}\ncascades:\n  c: {{ models: [m/a] }}\n",
         dir.join("data").display()
     );
     std::fs::write(&config, yaml).unwrap();
-    let child = Command::new(env!("CARGO_BIN_EXE_spillway"))
+    let mut child = Command::new(env!("CARGO_BIN_EXE_spillway"))
         .args(["serve", "--config", config.to_str().unwrap()])
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let mut up = false;
     for _ in 0..2000 {
         if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
-            up = true;
-            break;
+            return child;
         }
         std::thread::sleep(Duration::from_millis(1));
     }
-    assert!(up, "the gateway never listened");
+    let _ = child.kill();
+    let _ = child.wait();
+    panic!("the gateway never listened on {port}");
+}
+
+#[test]
+fn the_drain_is_logged_once_not_once_per_serving_thread() {
+    let dir = std::env::temp_dir().join(format!("spillway-drainlog-{}-{}", std::process::id(), fastrand::u64(..)));
+    std::fs::create_dir_all(&dir).unwrap();
+    // SIGTERM the moment the port accepts: the handler is already there.
+    let child = started(&dir, free_port(), 3);
     let sent = Command::new("kill").args(["-TERM", &child.id().to_string()]).status().unwrap();
     assert!(sent.success());
     let out = child.wait_with_output().unwrap();

@@ -169,7 +169,7 @@ pub fn run(scenario: &Scenario) -> Result<Run, RunError> {
                     at: Duration::from_millis(at_ms.saturating_sub(start_ms)),
                     kind: m.body.get("kind").and_then(Value::as_str).unwrap_or("alert").to_string(),
                     // The virtual clock's dates mean nothing to a reader: times from the drill's start.
-                    text: super::report::relative_times(&m.text, start_ms),
+                    text: super::times::relative_times(&m.text, start_ms),
                 });
             }
         }

@@ -19,6 +19,7 @@ pub mod conformance;
 pub mod lazy_redis;
 pub mod memory;
 pub mod redis;
+pub mod sqlite_file;
 pub mod sync;
 
 use futures_util::future::BoxFuture;

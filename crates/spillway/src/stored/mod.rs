@@ -87,6 +87,9 @@ impl From<&ResponsesConfig> for Limits {
     }
 }
 
+/// Items by id, each with its owner.
+pub type Owned = HashMap<String, (String, Value)>;
+
 /// Where responses are kept. No owner checks here: [`get`], [`items`] and
 /// [`delete`] make them.
 pub trait Shelf: Send + Sync + 'static {
@@ -99,7 +102,7 @@ pub trait Shelf: Send + Sync + 'static {
     /// Deletes one response and its items; whether it was there.
     fn remove<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<bool, StoreError>>;
     /// Items by id, each with its owner (missing ids are left out).
-    fn items<'a>(&'a self, ids: &'a [String]) -> BoxFuture<'a, Result<HashMap<String, (String, Value)>, StoreError>>;
+    fn items<'a>(&'a self, ids: &'a [String]) -> BoxFuture<'a, Result<Owned, StoreError>>;
     /// Deletes what is older than the retention or past the count; how many.
     fn purge(&self, limits: Limits, now_ms: u64) -> BoxFuture<'_, Result<u64, StoreError>>;
 }

@@ -11,7 +11,7 @@
 //!   `ZCARD` is O(1)) and for deleting what is past the retention before
 //!   the TTLs do.
 
-use super::{Limits, Record, Shelf, StoreError};
+use super::{Limits, Owned, Record, Shelf, StoreError};
 use crate::state::lazy_redis::LazyRedis;
 use futures_util::future::BoxFuture;
 use futures_util::FutureExt;
@@ -156,7 +156,7 @@ impl Shelf for RedisShelf {
         async move { Ok(self.drop_ids(&[id.to_string()]).await? > 0) }.boxed()
     }
 
-    fn items<'a>(&'a self, ids: &'a [String]) -> BoxFuture<'a, Result<HashMap<String, (String, Value)>, StoreError>> {
+    fn items<'a>(&'a self, ids: &'a [String]) -> BoxFuture<'a, Result<Owned, StoreError>> {
         async move {
             let keys: Vec<String> = ids.iter().map(|id| self.key("i:", id)).collect();
             let texts: Vec<Option<String>> = self

@@ -6,15 +6,14 @@
 //! promised, so the per-commit fsync of the handoff queue is not paid
 //! here. Calls run on tokio's blocking pool; one connection behind a mutex.
 
-use super::{Limits, Record, Shelf, StoreError};
+use super::{Limits, Owned, Record, Shelf, StoreError};
+use crate::state::sqlite_file::SqliteFile;
 use futures_util::future::BoxFuture;
-use futures_util::FutureExt;
 use rusqlite::{params, Connection, OptionalExtension};
-use serde_json::Value;
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
 
 /// After this many writes, a write also trims to `max_stored` (the hourly
 /// job does the rest), so a burst cannot grow the file far past it.
@@ -23,8 +22,8 @@ const TRIM_EVERY: u64 = 256;
 /// The SQLite-backed store.
 #[derive(Clone)]
 pub struct SqliteShelf {
-    // A std mutex: only ever locked inside blocking-pool closures.
-    conn: Arc<Mutex<Connection>>,
+    /// The file, on the blocking pool.
+    db: SqliteFile,
     writes: Arc<AtomicU64>,
 }
 
@@ -52,20 +51,12 @@ CREATE INDEX IF NOT EXISTS response_items_response ON response_items (response_i
 impl SqliteShelf {
     /// Opens (creating) `dir/responses.sqlite3`.
     pub async fn open(dir: PathBuf) -> Result<Self, StoreError> {
-        let conn = tokio::task::spawn_blocking(move || -> Result<Connection, StoreError> {
-            std::fs::create_dir_all(&dir).map_err(|e| store_err(format!("cannot create {}: {e}", dir.display())))?;
-            let path = dir.join("responses.sqlite3");
-            let conn =
-                Connection::open(&path).map_err(|e| store_err(format!("cannot open {}: {e}", path.display())))?;
-            conn.pragma_update(None, "journal_mode", "WAL").map_err(store_err)?;
-            conn.pragma_update(None, "synchronous", "NORMAL").map_err(store_err)?;
-            conn.busy_timeout(std::time::Duration::from_secs(5)).map_err(store_err)?;
-            conn.execute_batch(SCHEMA).map_err(store_err)?;
-            Ok(conn)
-        })
-        .await
-        .map_err(store_err)??;
-        Ok(Self { conn: Arc::new(Mutex::new(conn)), writes: Arc::default() })
+        let db =
+            tokio::task::spawn_blocking(move || SqliteFile::open_blocking(&dir, "responses.sqlite3", "NORMAL", SCHEMA))
+                .await
+                .map_err(store_err)?
+                .map_err(StoreError::Store)?;
+        Ok(Self { db, writes: Arc::default() })
     }
 
     /// Runs `f` with the connection on the blocking pool.
@@ -73,16 +64,7 @@ impl SqliteShelf {
         &self,
         f: impl FnOnce(&mut Connection) -> Result<T, StoreError> + Send + 'static,
     ) -> BoxFuture<'static, Result<T, StoreError>> {
-        let conn = self.conn.clone();
-        async move {
-            tokio::task::spawn_blocking(move || {
-                let mut guard = conn.lock().unwrap_or_else(PoisonError::into_inner);
-                f(&mut guard)
-            })
-            .await
-            .map_err(store_err)?
-        }
-        .boxed()
+        self.db.with(StoreError::Store, f)
     }
 }
 
@@ -161,7 +143,7 @@ impl Shelf for SqliteShelf {
         })
     }
 
-    fn items<'a>(&'a self, ids: &'a [String]) -> BoxFuture<'a, Result<HashMap<String, (String, Value)>, StoreError>> {
+    fn items<'a>(&'a self, ids: &'a [String]) -> BoxFuture<'a, Result<Owned, StoreError>> {
         let ids = ids.to_vec();
         self.with(move |c| {
             let mut stmt =

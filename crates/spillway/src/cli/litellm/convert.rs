@@ -15,10 +15,13 @@ pub struct Provider {
     /// None: the kind's or the name's default.
     pub base_url: Option<String>,
     pub api_key: Option<String>,
-    /// Static models: id, context, prices per 1M (input, output).
-    pub models: Vec<(String, Option<u64>, Option<(f64, f64)>)>,
+    /// Static models.
+    pub models: Vec<Model>,
     pub allow_any_model: bool,
 }
+
+/// A static model: id, context, prices per 1M (input, output).
+pub type Model = (String, Option<u64>, Option<(f64, f64)>);
 
 /// A cascade of the imported config.
 #[derive(Debug, Clone, PartialEq)]
