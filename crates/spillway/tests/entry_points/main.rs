@@ -7,7 +7,9 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+mod bodies;
 mod embeddings;
+mod limits;
 mod messages;
 #[path = "../redis_support/mod.rs"]
 mod redis_support;
