@@ -41,7 +41,8 @@ python3 scripts/layers.py
 step "Lints (cargo clippy, every target; minutes on a cold build, quiet until it finds something)"
 cargo clippy --workspace --all-targets --quiet -- -D warnings
 step "Tests (cargo test --workspace)"
-cargo test --workspace
+# Every test binary runs, so one failure does not hide the others.
+cargo test --workspace --no-fail-fast
 # The real clients (openai-python and -node, the AI SDK, LangChain, the
 # Anthropic SDK, promtool) against running gateways; uses the debug binary
 # `cargo test` built, installs the pinned clients into .clients/.
