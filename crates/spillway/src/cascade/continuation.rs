@@ -59,7 +59,9 @@ fn default_prefill(kind: ProviderKind, base_url: Option<&str>, format: Option<&s
         ProviderKind::Mock => Some(Prefill::Plain),
         ProviderKind::Anthropic if claude_rejects_prefill(model) => None,
         ProviderKind::Anthropic => Some(Prefill::Anthropic),
-        ProviderKind::GigaChat | ProviderKind::Yandex => None,
+        // Azure serves OpenAI's models: a trailing assistant message starts
+        // a new reply there too.
+        ProviderKind::GigaChat | ProviderKind::Yandex | ProviderKind::Azure => None,
         ProviderKind::OpenAi => {
             let url = base_url.unwrap_or_default().to_ascii_lowercase();
             if format == Some("vllm") || url.contains("vllm") {

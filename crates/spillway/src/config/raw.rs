@@ -117,7 +117,7 @@ pub struct RawState {
 #[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RawProvider {
-    /// Wire format: `openai`, `anthropic`, `gigachat`, `yandex` or `mock`.
+    /// Wire format: `openai`, `anthropic`, `gigachat`, `yandex`, `azure` or `mock`.
     pub kind: String,
     /// API base URL (for `openai` required; the others have defaults).
     pub base_url: Option<String>,
@@ -142,6 +142,8 @@ pub struct RawProvider {
     /// Yandex: an IAM token instead of an API key.
     pub iam_token: Option<String>,
     /// Anthropic: the `anthropic-version` header (default `2023-06-01`).
+    /// Azure (required): the `api-version`, dated (`2024-10-21`) for
+    /// per-deployment URLs, or `v1` for the v1 API.
     pub api_version: Option<String>,
     /// Static models: a fixed list, or hints merged into discovered models.
     pub models: Option<Vec<RawStaticModel>>,
@@ -202,7 +204,7 @@ pub struct RawListedModel {
 pub struct RawProviderDiscovery {
     /// Read the listing (default true when this block is present).
     pub enabled: Option<bool>,
-    /// Listing format: `openai`, `groq`, `openrouter`, `anthropic`, `gigachat`, `ollama`, `vllm`.
+    /// Listing format: `openai`, `groq`, `openrouter`, `anthropic`, `gigachat`, `ollama`, `vllm`, `azure`.
     pub format: Option<String>,
 }
 

@@ -15,14 +15,16 @@
 //!   [`framing`] (cutting a native stream into events or lines), `native`
 //!   (the send-and-decode path every native adapter shares);
 //! - the adapters: [`openai_compat`], [`anthropic`], [`gigachat`],
-//!   [`yandex`], [`mock`]; and [`embed`], the embeddings call of the
-//!   formats that have one;
+//!   [`yandex`], [`mock`], and the cloud kinds — [`azure`] (OpenAI's format
+//!   on the OpenAI-compatible path); and [`embed`], the embeddings call of
+//!   the formats that have one;
 //! - on top, [`provider`]: a configured provider and its adapter.
 //!
 //! Below all of them, `api/` (wire types) and `outcome` (failure kinds);
 //! nothing here imports `load/`, the runner or the server.
 
 pub mod anthropic;
+pub mod azure;
 pub mod classify;
 pub mod embed;
 pub mod framing;

@@ -7,7 +7,7 @@
 
 use super::embed::{Embedder, MockEmbedder};
 use super::types::{AttemptRequest, BuildError, Reply};
-use super::{anthropic, gigachat, mock, openai_compat, yandex};
+use super::{anthropic, azure, gigachat, mock, openai_compat, yandex};
 use crate::api::embeddings::{EmbeddingRequest, Vectors};
 use crate::config::{HealthConfig, ProviderConfig, ProviderKind};
 use crate::outcome::AttemptError;
@@ -27,6 +27,8 @@ pub enum Adapter {
     GigaChat(gigachat::GigaChatAdapter),
     /// Yandex Foundation Models native completion.
     Yandex(yandex::YandexAdapter),
+    /// Azure OpenAI deployments.
+    Azure(azure::AzureAdapter),
 }
 
 /// A configured provider: its adapter and bookkeeping.
@@ -51,6 +53,7 @@ impl Provider {
             ProviderKind::Anthropic => Adapter::Anthropic(anthropic::AnthropicAdapter::new(&config, health)?),
             ProviderKind::GigaChat => Adapter::GigaChat(gigachat::GigaChatAdapter::new(&config, health)?),
             ProviderKind::Yandex => Adapter::Yandex(yandex::YandexAdapter::new(&config, health)?),
+            ProviderKind::Azure => Adapter::Azure(azure::AzureAdapter::new(&config, health)?),
         };
         let embedder = match &adapter {
             Adapter::OpenAi(a) => Embedder::openai(&config, a.endpoint())?,
@@ -77,6 +80,7 @@ impl Provider {
             Adapter::Anthropic(a) => Box::pin(a.call(req)).await,
             Adapter::GigaChat(g) => Box::pin(g.call(req)).await,
             Adapter::Yandex(y) => Box::pin(y.call(req)).await,
+            Adapter::Azure(a) => Box::pin(a.call(req)).await,
         };
         match reply {
             Ok(Reply::Stream(s)) => {

@@ -1,10 +1,10 @@
-//! The three native wire formats as the conformance suite sees them: how to
+//! The native wire formats and the cloud kinds as the conformance suite sees them: how to
 //! start a fake upstream for each, how to point a provider at it, and the
 //! scripted replies and request checks that differ per format.
 
 use super::common::{FakeUpstream, Reply};
 use serde_json::{json, Value};
-use test_upstreams::{anthropic, gigachat, yandex};
+use test_upstreams::{anthropic, azure, gigachat, yandex};
 
 /// Fake upstreams behind one native provider.
 pub struct Native {
@@ -266,5 +266,71 @@ impl Wire for Yandex {
         assert!(has(req, |v| v["functionCall"]["name"] == "get_weather"), "{req}");
         assert!(has(req, |v| v["functionResult"]["name"] == "get_weather"), "{req}");
         assert_eq!(req["messages"][0]["text"], "Answer briefly.");
+    }
+}
+
+pub struct Azure;
+
+impl Wire for Azure {
+    const MODEL: &'static str = "gpt-4o-eu";
+    const USAGE: (u64, u64) = (5, 2);
+    async fn start() -> Native {
+        Native { up: FakeUpstream::start().await, oauth: None }
+    }
+    fn provider(n: &Native) -> String {
+        format!(
+            "  x:\n    kind: azure\n    base_url: {}\n    api_key: test-key-x\n    api_version: 2024-10-21\n    models: [ {{ id: gpt-4o-eu }} ]\n",
+            n.up.origin()
+        )
+    }
+    fn text(text: &str) -> Reply {
+        azure::text(text)
+    }
+    fn stream(pieces: &[&str]) -> Reply {
+        azure::stream(pieces)
+    }
+    fn tool_call() -> Reply {
+        azure::tool_call("call_az1", "get_weather", oslo())
+    }
+    fn tool_call_stream() -> Reply {
+        azure::tool_call_stream("call_az1", "get_weather", &["{\"city\": \"Os", "lo\"}"])
+    }
+    fn errors() -> Vec<(Reply, &'static str)> {
+        vec![
+            (azure::rate_limited(6), "rate_limited"),
+            (azure::error(429, "429", "Please retry after 86400 seconds."), "quota_exhausted"),
+            (azure::error(500, "InternalServerError", "boom"), "upstream_error"),
+            (azure::error(503, "ServiceUnavailable", "busy"), "upstream_error"),
+            (
+                azure::error(404, "DeploymentNotFound", "The API deployment for this resource does not exist."),
+                "not_found",
+            ),
+            (azure::content_filtered(), "content_filter"),
+            (
+                azure::error(400, "context_length_exceeded", "This model's maximum context length is 128000 tokens."),
+                "context_length",
+            ),
+        ]
+    }
+    fn client_error() -> Reply {
+        Reply::error(400, "invalid_value", "Invalid value for 'temperature'")
+    }
+    fn script_auth_failure(n: &Native) {
+        n.up.push(azure::error(401, "401", "Access denied due to invalid subscription key or wrong API endpoint."));
+    }
+    fn broken() -> Vec<(Reply, bool)> {
+        vec![
+            (Reply::garbage(), false),
+            (Reply::sse_raw(&["data: not json\n\n"]), true),
+            (azure::stream(&["never"]).cut_after(2), true),
+        ]
+    }
+    fn assert_tools_sent(req: &Value) {
+        assert_eq!(req["tools"][0]["function"]["name"], "get_weather", "{req}");
+        assert_eq!(req["model"], "gpt-4o-eu", "the deployment in the body too");
+    }
+    fn assert_tool_result_sent(req: &Value) {
+        assert!(has(req, |v| v["role"] == "tool" && v["tool_call_id"] == "call_abc"), "{req}");
+        assert_eq!(req["messages"][0]["role"], "system");
     }
 }

@@ -17,6 +17,7 @@ mod health;
 mod load;
 mod prompts;
 mod providers;
+mod providers_cloud;
 mod server;
 
 use alerts::compile_alerts;

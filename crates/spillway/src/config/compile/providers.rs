@@ -3,7 +3,7 @@
 use super::load::compile_load;
 use super::*;
 
-const LISTING_FORMATS: [&str; 7] = ["openai", "groq", "openrouter", "anthropic", "gigachat", "ollama", "vllm"];
+const LISTING_FORMATS: [&str; 8] = ["openai", "groq", "openrouter", "anthropic", "gigachat", "ollama", "vllm", "azure"];
 
 pub(super) fn compile_provider(
     cx: &mut Ctx,
@@ -22,14 +22,16 @@ pub(super) fn compile_provider(
         "gigachat" => ProviderKind::GigaChat,
         "yandex" => ProviderKind::Yandex,
         "mock" => ProviderKind::Mock,
+        "azure" => ProviderKind::Azure,
         other => {
             cx.err(
                 format!("{path}.kind"),
-                format!("unknown kind `{other}`: expected openai, anthropic, gigachat, yandex or mock"),
+                format!("unknown kind `{other}`: expected openai, anthropic, gigachat, yandex, azure or mock"),
             );
             return None;
         }
     };
+    super::providers_cloud::check_cloud_kind(cx, &path, kind, &p);
     let base_url = p.base_url.map(|u| u.trim_end_matches('/').to_string());
     if let Some(u) = &base_url {
         check_url(cx, &format!("{path}.base_url"), u);
@@ -76,6 +78,7 @@ pub(super) fn compile_provider(
             let default = match kind {
                 ProviderKind::Anthropic => "anthropic",
                 ProviderKind::GigaChat => "gigachat",
+                ProviderKind::Azure => "azure",
                 _ => "openai",
             };
             let f = d.format.unwrap_or_else(|| default.to_string());
@@ -177,9 +180,10 @@ pub(super) fn compile_provider(
         models,
         default_max_tokens: p.default_max_tokens,
         skip_when_lazy: p.skip_when_lazy.unwrap_or(false),
-        native_json: p
-            .native_json
-            .unwrap_or(matches!(kind, ProviderKind::OpenAi | ProviderKind::Anthropic | ProviderKind::Mock)),
+        native_json: p.native_json.unwrap_or(matches!(
+            kind,
+            ProviderKind::OpenAi | ProviderKind::Anthropic | ProviderKind::Mock | ProviderKind::Azure
+        )),
         load,
         continuation: continuation_mode(cx, &format!("{path}.continuation"), p.continuation.as_deref()),
         allow_any_model: p.allow_any_model.unwrap_or(false),

@@ -18,6 +18,8 @@ pub enum ProviderKind {
     Yandex,
     /// In-process mock (SPEC §11).
     Mock,
+    /// Azure OpenAI (deployments, `api-version`, `api-key`).
+    Azure,
 }
 
 impl ProviderKind {
@@ -29,6 +31,7 @@ impl ProviderKind {
             Self::GigaChat => "gigachat",
             Self::Yandex => "yandex",
             Self::Mock => "mock",
+            Self::Azure => "azure",
         }
     }
 }
@@ -62,7 +65,7 @@ pub struct ProviderConfig {
     pub folder_id: Option<String>,
     /// Yandex IAM token.
     pub iam_token: Option<Secret>,
-    /// Anthropic API version header.
+    /// Anthropic API version header; Azure's `api-version`.
     pub api_version: Option<String>,
     /// Static models.
     pub models: Vec<StaticModel>,

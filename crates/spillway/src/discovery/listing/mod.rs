@@ -9,6 +9,7 @@
 //! here panics on any input.
 
 mod anthropic;
+mod cloud;
 mod ollama;
 mod openai_like;
 mod openrouter;
@@ -42,12 +43,23 @@ pub enum ListingFormat {
     Ollama,
     /// vLLM's `/v1/models`: `max_model_len` is the context.
     Vllm,
+    /// Azure OpenAI's deployments (`GET /openai/deployments`): the ids a
+    /// `kind: azure` provider calls.
+    Azure,
 }
 
 impl ListingFormat {
     /// Every format, for help texts and config errors.
-    pub const ALL: [ListingFormat; 7] =
-        [Self::Openai, Self::Groq, Self::Openrouter, Self::Anthropic, Self::Gigachat, Self::Ollama, Self::Vllm];
+    pub const ALL: [ListingFormat; 8] = [
+        Self::Openai,
+        Self::Groq,
+        Self::Openrouter,
+        Self::Anthropic,
+        Self::Gigachat,
+        Self::Ollama,
+        Self::Vllm,
+        Self::Azure,
+    ];
 
     /// The config spelling.
     pub fn as_str(self) -> &'static str {
@@ -59,6 +71,7 @@ impl ListingFormat {
             Self::Gigachat => "gigachat",
             Self::Ollama => "ollama",
             Self::Vllm => "vllm",
+            Self::Azure => "azure",
         }
     }
 }
@@ -71,7 +84,9 @@ impl fmt::Display for ListingFormat {
 
 /// An unknown format name; says which ones exist.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("unknown listing format `{0}`; expected one of openai, groq, openrouter, anthropic, gigachat, ollama, vllm")]
+#[error(
+    "unknown listing format `{0}`; expected one of openai, groq, openrouter, anthropic, gigachat, ollama, vllm, azure"
+)]
 pub struct UnknownFormat(pub String);
 
 impl FromStr for ListingFormat {
@@ -93,6 +108,7 @@ pub fn listing_path(format: ListingFormat) -> &'static str {
     match format {
         ListingFormat::Anthropic => "/v1/models",
         ListingFormat::Ollama => "/api/tags",
+        ListingFormat::Azure => cloud::AZURE_DEPLOYMENTS,
         _ => "/models",
     }
 }
@@ -115,6 +131,7 @@ pub fn listing_url(format: ListingFormat, base_url: &str, after: Option<&str>) -
             let host = base.strip_suffix("/v1").unwrap_or(base);
             format!("{host}/api/tags")
         }
+        ListingFormat::Azure => cloud::azure_url(base),
         _ => format!("{base}/models"),
     };
     if format == ListingFormat::Anthropic {
@@ -191,6 +208,7 @@ pub fn parse_listing(format: ListingFormat, provider: &str, body: &[u8]) -> Resu
             ListingFormat::Openrouter => openrouter::model(provider, entry, &mut out.warnings),
             ListingFormat::Anthropic => anthropic::model(provider, entry, &mut out.warnings),
             ListingFormat::Ollama => ollama::model(provider, entry, &mut out.warnings),
+            ListingFormat::Azure => cloud::azure_deployment(provider, entry, &mut out.warnings),
         };
         match parsed {
             Entry::Model(m) => {

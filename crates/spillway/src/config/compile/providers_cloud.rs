@@ -1,0 +1,116 @@
+//! The checks of the cloud kinds' own keys (`azure`), kept apart from
+//! `providers.rs` so each kind's rules read in one place: what a kind
+//! cannot work without, each error at its YAML path.
+
+use super::*;
+
+/// `api-version` values that are not dated (round3.md §1.1).
+const AZURE_UNDATED: [&str; 3] = ["v1", "preview", "latest"];
+
+/// Checks the keys `kind` needs beyond the common ones.
+pub(super) fn check_cloud_kind(cx: &mut Ctx, path: &str, kind: ProviderKind, p: &RawProvider) {
+    if kind == ProviderKind::Azure {
+        check_azure(cx, path, p);
+    }
+}
+
+fn check_azure(cx: &mut Ctx, path: &str, p: &RawProvider) {
+    if p.base_url.is_none() {
+        cx.err(
+            format!("{path}.base_url"),
+            "required for kind `azure`: the resource's endpoint, such as https://NAME.openai.azure.com",
+        );
+    }
+    match p.api_version.as_deref() {
+        None => cx.err(
+            format!("{path}.api_version"),
+            "required for kind `azure`: a dated version such as \"2024-10-21\", or v1 for the v1 API",
+        ),
+        Some(v) if !is_azure_version(v) => cx.err(
+            format!("{path}.api_version"),
+            format!("`{v}` is not an api-version: expected a date such as 2024-10-21 (maybe with -preview), v1, preview or latest"),
+        ),
+        Some(_) => {}
+    }
+    let bearer = p.headers.iter().flatten().any(|(k, _)| k.eq_ignore_ascii_case("authorization"));
+    if p.api_key.is_none() && !bearer {
+        cx.err(
+            format!("{path}.api_key"),
+            "kind `azure` needs `api_key` (sent as `api-key`), or an Entra ID token in `headers: { authorization: \"Bearer …\" }`",
+        );
+    }
+    let discovers = p.discovery.as_ref().is_some_and(|d| d.enabled.unwrap_or(true));
+    if p.models.as_ref().is_none_or(Vec::is_empty) && !discovers {
+        cx.err(
+            format!("{path}.models"),
+            "kind `azure` needs its deployments: list them under `models` (a model id is a deployment name) or turn on `discovery`",
+        );
+    }
+}
+
+/// `2024-10-21`, `2025-04-01-preview`, or one of [`AZURE_UNDATED`].
+fn is_azure_version(v: &str) -> bool {
+    if AZURE_UNDATED.contains(&v) {
+        return true;
+    }
+    let (date, rest) = v.split_at(v.len().min(10));
+    let b = date.as_bytes();
+    let dated = b.len() == 10
+        && b.iter().enumerate().all(|(i, c)| if i == 4 || i == 7 { *c == b'-' } else { c.is_ascii_digit() });
+    dated && (rest.is_empty() || rest == "-preview")
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::config::load_str;
+
+    fn errors(yaml: &str) -> Vec<String> {
+        match load_str(yaml, None, &|_| None) {
+            Ok(_) => Vec::new(),
+            Err(e) => e.0.into_iter().map(|e| format!("{}: {}", e.path, e.message)).collect(),
+        }
+    }
+
+    fn assert_errors(yaml: &str, expected: &[&str]) {
+        let errs = errors(yaml);
+        for e in expected {
+            assert!(errs.iter().any(|x| x.starts_with(e)), "missing `{e}` in {errs:#?}");
+        }
+    }
+
+    #[test]
+    fn azure_needs_an_endpoint_a_version_a_key_and_deployments() {
+        assert_errors(
+            "
+providers:
+  az: { kind: azure }
+  bad: { kind: azure, base_url: 'https://r.openai.azure.com', api_key: k, api_version: '21-10-2024', models: [ { id: d } ] }
+cascades:
+  chat: { models: [bad/d] }
+",
+            &[
+                "providers.az.base_url: required for kind `azure`",
+                "providers.az.api_version: required for kind `azure`",
+                "providers.az.api_key: kind `azure` needs `api_key`",
+                "providers.az.models: kind `azure` needs its deployments",
+                "providers.bad.api_version: `21-10-2024` is not an api-version",
+            ],
+        );
+        let ok = "
+providers:
+  az:
+    kind: azure
+    base_url: https://r.openai.azure.com
+    api_version: 2025-04-01-preview
+    headers: { Authorization: 'Bearer entra-token' }
+    models: [ { id: gpt-4o-eu } ]
+  v1: { kind: azure, base_url: 'https://r.openai.azure.com', api_key: k, api_version: v1, discovery: {} }
+cascades:
+  chat: { models: [az/gpt-4o-eu] }
+";
+        assert_eq!(errors(ok), Vec::<String>::new());
+        let config = load_str(ok, None, &|_| None).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(config.providers["v1"].discovery_format.as_deref(), Some("azure"));
+        assert!(config.providers["az"].native_json);
+    }
+}
