@@ -10,3 +10,6 @@ mod file_gateway;
 
 #[path = "native/azure.rs"]
 mod azure;
+
+#[path = "native/gemini.rs"]
+mod gemini;

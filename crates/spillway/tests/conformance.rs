@@ -1,5 +1,5 @@
 //! One conformance suite, run through the gateway against every native
-//! adapter (Anthropic, GigaChat, Yandex) and cloud kind (Azure): plain and
+//! adapter (Anthropic, GigaChat, Yandex) and cloud kind (Azure, Gemini): plain and
 //! streamed text, tool calls both ways, usage, each error class, a wrong
 //! key and upstreams that break their own format. Every body and chunk the client gets must
 //! validate against the official OpenAI schemas.
@@ -273,4 +273,5 @@ conformance! {
     gigachat => wires::GigaChat,
     yandex => wires::Yandex,
     azure => wires::Azure,
+    gemini => wires::Gemini,
 }

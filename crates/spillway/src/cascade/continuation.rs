@@ -61,7 +61,9 @@ fn default_prefill(kind: ProviderKind, base_url: Option<&str>, format: Option<&s
         ProviderKind::Anthropic => Some(Prefill::Anthropic),
         // Azure serves OpenAI's models: a trailing assistant message starts
         // a new reply there too.
-        ProviderKind::GigaChat | ProviderKind::Yandex | ProviderKind::Azure => None,
+        // Whether Gemini continues a trailing `model` turn token by token
+        // is not documented (round2.md §4 has no entry): instruct.
+        ProviderKind::GigaChat | ProviderKind::Yandex | ProviderKind::Azure | ProviderKind::Gemini => None,
         ProviderKind::OpenAi => {
             let url = base_url.unwrap_or_default().to_ascii_lowercase();
             if format == Some("vllm") || url.contains("vllm") {

@@ -41,7 +41,11 @@ pub fn reads_as_stream(target: &Target, req: &ChatRequest) -> bool {
     // agreed on, so a whole body could not be told from it: sent whole.
     let streams = matches!(
         target.provider.config.kind,
-        ProviderKind::OpenAi | ProviderKind::Anthropic | ProviderKind::GigaChat | ProviderKind::Azure
+        ProviderKind::OpenAi
+            | ProviderKind::Anthropic
+            | ProviderKind::GigaChat
+            | ProviderKind::Azure
+            | ProviderKind::Gemini
     );
     streams && target.provider.config.whole_as_stream && !req.stream && !req.several_choices && !req.logprobs
 }

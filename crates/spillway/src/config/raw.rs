@@ -117,7 +117,7 @@ pub struct RawState {
 #[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RawProvider {
-    /// Wire format: `openai`, `anthropic`, `gigachat`, `yandex`, `azure` or `mock`.
+    /// Wire format: `openai`, `anthropic`, `gigachat`, `yandex`, `azure`, `gemini` or `mock`.
     pub kind: String,
     /// API base URL (for `openai` required; the others have defaults).
     pub base_url: Option<String>,
@@ -177,6 +177,11 @@ pub struct RawProvider {
     /// `health.breaker` for this provider's models; unset fields keep
     /// `health.breaker`'s.
     pub breaker: Option<RawBreaker>,
+    /// Gemini only: the key's project is on Google's free tier (default
+    /// true), so its models cost nothing and `free_only` cascades take
+    /// them; false (billing enabled) leaves them unpriced until
+    /// `price_per_1m` or a model's price says.
+    pub free_tier: Option<bool>,
     /// Mock providers only: the model listing discovery reads, as a real
     /// provider's `/models` would list them (ids, context, prices, free
     /// flags); turns discovery on for the mock. A listed model the mock
@@ -204,7 +209,7 @@ pub struct RawListedModel {
 pub struct RawProviderDiscovery {
     /// Read the listing (default true when this block is present).
     pub enabled: Option<bool>,
-    /// Listing format: `openai`, `groq`, `openrouter`, `anthropic`, `gigachat`, `ollama`, `vllm`, `azure`.
+    /// Listing format: `openai`, `groq`, `openrouter`, `anthropic`, `gigachat`, `ollama`, `vllm`, `azure`, `gemini`.
     pub format: Option<String>,
 }
 

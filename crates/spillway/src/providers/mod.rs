@@ -16,8 +16,8 @@
 //!   (the send-and-decode path every native adapter shares);
 //! - the adapters: [`openai_compat`], [`anthropic`], [`gigachat`],
 //!   [`yandex`], [`mock`], and the cloud kinds — [`azure`] (OpenAI's format
-//!   on the OpenAI-compatible path); and [`embed`], the embeddings call of
-//!   the formats that have one;
+//!   on the OpenAI-compatible path), [`gemini`] (a native format); and
+//!   [`embed`], the embeddings call of the formats that have one;
 //! - on top, [`provider`]: a configured provider and its adapter.
 //!
 //! Below all of them, `api/` (wire types) and `outcome` (failure kinds);
@@ -28,6 +28,7 @@ pub mod azure;
 pub mod classify;
 pub mod embed;
 pub mod framing;
+pub mod gemini;
 pub mod gigachat;
 pub mod headers;
 pub mod http;

@@ -60,6 +60,12 @@ pub(crate) trait Wire {
 
     /// The decoder of one streamed answer.
     fn framing(include_usage: bool) -> Self::Framing;
+
+    /// The wait a non-2xx body asks for, when the format puts it there
+    /// (Gemini's `RetryInfo.retryDelay`); the headers' wait comes first.
+    fn retry_after(_body: &[u8]) -> Option<Duration> {
+        None
+    }
 }
 
 /// Where a native adapter sends its attempts: the pooled client, the URL
@@ -78,7 +84,18 @@ impl Upstream {
 
     /// A POST of `body` with the fixed headers; the caller may add more.
     pub(crate) fn post(&self, body: Bytes) -> reqwest::RequestBuilder {
-        self.client.post(&self.url).headers(self.headers.clone()).body(body)
+        self.post_to(&self.url, body)
+    }
+
+    /// [`Self::post`] to another URL of the same API (Gemini's and
+    /// Bedrock's URLs name the model and whether it streams).
+    pub(crate) fn post_to(&self, url: &str, body: Bytes) -> reqwest::RequestBuilder {
+        self.client.post(url).headers(self.headers.clone()).body(body)
+    }
+
+    /// The URL given at build (an API's root where calls name their own).
+    pub(crate) fn url(&self) -> &str {
+        &self.url
     }
 
     /// One attempt with nothing more to it: [`encode`], [`send`] (with
@@ -91,7 +108,19 @@ impl Upstream {
         request_id: Option<&str>,
         hints: &super::types::UpstreamHints,
     ) -> Result<Reply, AttemptError> {
-        let mut post = self.post(encode(body)?);
+        self.call_at::<W>(&self.url, body, asked, request_id, hints).await
+    }
+
+    /// [`Self::call`] to `url`.
+    pub(crate) async fn call_at<W: Wire>(
+        &self,
+        url: &str,
+        body: &Value,
+        asked: Asked,
+        request_id: Option<&str>,
+        hints: &super::types::UpstreamHints,
+    ) -> Result<Reply, AttemptError> {
+        let mut post = self.post_to(url, encode(body)?);
         if let Some(id) = super::headers::request_id_value(request_id) {
             post = post.header(super::headers::X_REQUEST_ID, id);
         }
@@ -154,6 +183,7 @@ async fn error_from_response<W: Wire>(resp: reqwest::Response) -> AttemptError {
     let status = resp.status().as_u16();
     let retry = crate::health::ratelimit::rate_limit_reset(resp.headers(), std::time::SystemTime::now());
     let body = resp.bytes().await.unwrap_or_default();
+    let retry = retry.or_else(|| W::retry_after(&body));
     let (class, message) = W::classify(status, &body);
     let failure = failure_from_class(class, status, None, retry);
     let message: String = message.chars().take(300).collect();

@@ -7,7 +7,7 @@
 
 use super::embed::{Embedder, MockEmbedder};
 use super::types::{AttemptRequest, BuildError, Reply};
-use super::{anthropic, azure, gigachat, mock, openai_compat, yandex};
+use super::{anthropic, azure, gemini, gigachat, mock, openai_compat, yandex};
 use crate::api::embeddings::{EmbeddingRequest, Vectors};
 use crate::config::{HealthConfig, ProviderConfig, ProviderKind};
 use crate::outcome::AttemptError;
@@ -29,6 +29,8 @@ pub enum Adapter {
     Yandex(yandex::YandexAdapter),
     /// Azure OpenAI deployments.
     Azure(azure::AzureAdapter),
+    /// Google Gemini's own API.
+    Gemini(gemini::GeminiAdapter),
 }
 
 /// A configured provider: its adapter and bookkeeping.
@@ -54,6 +56,7 @@ impl Provider {
             ProviderKind::GigaChat => Adapter::GigaChat(gigachat::GigaChatAdapter::new(&config, health)?),
             ProviderKind::Yandex => Adapter::Yandex(yandex::YandexAdapter::new(&config, health)?),
             ProviderKind::Azure => Adapter::Azure(azure::AzureAdapter::new(&config, health)?),
+            ProviderKind::Gemini => Adapter::Gemini(gemini::GeminiAdapter::new(&config, health)?),
         };
         let embedder = match &adapter {
             Adapter::OpenAi(a) => Embedder::openai(&config, a.endpoint())?,
@@ -81,6 +84,7 @@ impl Provider {
             Adapter::GigaChat(g) => Box::pin(g.call(req)).await,
             Adapter::Yandex(y) => Box::pin(y.call(req)).await,
             Adapter::Azure(a) => Box::pin(a.call(req)).await,
+            Adapter::Gemini(g) => Box::pin(g.call(req)).await,
         };
         match reply {
             Ok(Reply::Stream(s)) => {

@@ -4,7 +4,7 @@
 
 use super::common::{FakeUpstream, Reply};
 use serde_json::{json, Value};
-use test_upstreams::{anthropic, azure, gigachat, yandex};
+use test_upstreams::{anthropic, azure, gemini, gigachat, yandex};
 
 /// Fake upstreams behind one native provider.
 pub struct Native {
@@ -332,5 +332,88 @@ impl Wire for Azure {
     fn assert_tool_result_sent(req: &Value) {
         assert!(has(req, |v| v["role"] == "tool" && v["tool_call_id"] == "call_abc"), "{req}");
         assert_eq!(req["messages"][0]["role"], "system");
+    }
+}
+
+pub struct Gemini;
+
+impl Wire for Gemini {
+    const MODEL: &'static str = "gemini-2.5-flash";
+    const USAGE: (u64, u64) = (21, 19);
+    async fn start() -> Native {
+        Native { up: FakeUpstream::start_at_any(&gemini::PATHS).await, oauth: None }
+    }
+    fn provider(n: &Native) -> String {
+        format!("  x:\n    kind: gemini\n    base_url: {}{}\n    api_key: test-key-x\n", n.up.origin(), gemini::ROOT)
+    }
+    fn text(text: &str) -> Reply {
+        gemini::text(text)
+    }
+    fn stream(pieces: &[&str]) -> Reply {
+        gemini::stream(pieces)
+    }
+    fn tool_call() -> Reply {
+        gemini::function_call("get_weather", oslo())
+    }
+    fn tool_call_stream() -> Reply {
+        gemini::function_call_stream("get_weather", oslo())
+    }
+    fn errors() -> Vec<(Reply, &'static str)> {
+        vec![
+            (gemini::rate_limited("GenerateRequestsPerMinutePerProjectPerModel-FreeTier", "3.5s"), "rate_limited"),
+            (gemini::rate_limited("GenerateRequestsPerDayPerProjectPerModel-FreeTier", "60s"), "quota_exhausted"),
+            (gemini::error(500, "INTERNAL", "An internal error has occurred.", json!([])), "upstream_error"),
+            (gemini::error(503, "UNAVAILABLE", "The model is overloaded.", json!([])), "upstream_error"),
+            (gemini::error(404, "NOT_FOUND", "models/gemini-2.5-flash is not found", json!([])), "not_found"),
+            (gemini::error(403, "PERMISSION_DENIED", "Permission denied", json!([])), "forbidden"),
+            (
+                gemini::error(
+                    400,
+                    "INVALID_ARGUMENT",
+                    "The input token count (1200000) exceeds the maximum number of tokens allowed (1048576).",
+                    json!([]),
+                ),
+                "context_length",
+            ),
+            (gemini::blocked_prompt(), "content_filter"),
+            (
+                Reply::sse_raw(&[
+                    "data: {\"error\":{\"code\":503,\"message\":\"overloaded\",\"status\":\"UNAVAILABLE\"}}\n\n",
+                ]),
+                "upstream_error",
+            ),
+        ]
+    }
+    fn client_error() -> Reply {
+        gemini::error(400, "INVALID_ARGUMENT", "Invalid value at 'generation_config.temperature'", json!([]))
+    }
+    fn script_auth_failure(n: &Native) {
+        n.up.push(gemini::invalid_key());
+    }
+    fn broken() -> Vec<(Reply, bool)> {
+        vec![
+            (Reply::garbage(), false),
+            (Reply::json(json!({"candidates": [{"content": {"parts": "nope"}, "finishReason": "STOP"}]})), false),
+            (Reply::sse_raw(&["data: not json\n\n"]), true),
+            (gemini::stream(&["never", " ends"]).cut_after(0), true),
+        ]
+    }
+    fn assert_tools_sent(req: &Value) {
+        let declaration = &req["tools"][0]["functionDeclarations"][0];
+        assert_eq!(declaration["name"], "get_weather", "{req}");
+        assert_eq!(declaration["parametersJsonSchema"]["required"][0], "city");
+        assert_eq!(req["toolConfig"]["functionCallingConfig"]["mode"], "AUTO");
+    }
+    fn assert_tool_result_sent(req: &Value) {
+        assert!(
+            has(req, |v| v["functionCall"]["name"] == "get_weather" && v["functionCall"]["args"] == oslo()),
+            "{req}"
+        );
+        assert!(
+            has(req, |v| v["functionResponse"]["name"] == "get_weather"
+                && v["functionResponse"]["response"] == json!({"temp_c": 4})),
+            "{req}"
+        );
+        assert_eq!(req["systemInstruction"]["parts"][0]["text"], "Answer briefly.");
     }
 }

@@ -3,7 +3,8 @@
 use super::load::compile_load;
 use super::*;
 
-const LISTING_FORMATS: [&str; 8] = ["openai", "groq", "openrouter", "anthropic", "gigachat", "ollama", "vllm", "azure"];
+const LISTING_FORMATS: [&str; 9] =
+    ["openai", "groq", "openrouter", "anthropic", "gigachat", "ollama", "vllm", "azure", "gemini"];
 
 pub(super) fn compile_provider(
     cx: &mut Ctx,
@@ -23,15 +24,17 @@ pub(super) fn compile_provider(
         "yandex" => ProviderKind::Yandex,
         "mock" => ProviderKind::Mock,
         "azure" => ProviderKind::Azure,
+        "gemini" => ProviderKind::Gemini,
         other => {
             cx.err(
                 format!("{path}.kind"),
-                format!("unknown kind `{other}`: expected openai, anthropic, gigachat, yandex, azure or mock"),
+                format!("unknown kind `{other}`: expected openai, anthropic, gigachat, yandex, azure, gemini or mock"),
             );
             return None;
         }
     };
     super::providers_cloud::check_cloud_kind(cx, &path, kind, &p);
+    let kind_price = super::providers_cloud::default_price(kind, &p);
     let base_url = p.base_url.map(|u| u.trim_end_matches('/').to_string());
     if let Some(u) = &base_url {
         check_url(cx, &format!("{path}.base_url"), u);
@@ -79,6 +82,7 @@ pub(super) fn compile_provider(
                 ProviderKind::Anthropic => "anthropic",
                 ProviderKind::GigaChat => "gigachat",
                 ProviderKind::Azure => "azure",
+                ProviderKind::Gemini => "gemini",
                 _ => "openai",
             };
             let f = d.format.unwrap_or_else(|| default.to_string());
@@ -146,12 +150,13 @@ pub(super) fn compile_provider(
         });
     }
     let load = p.load.map(|l| compile_load(cx, &format!("{path}.load"), l));
-    let price = p.price_per_1m.map(|pr| {
+    let price = p.price_per_1m.as_ref().map(|pr| {
         if pr.input < 0.0 || pr.output < 0.0 || pr.input.is_nan() || pr.output.is_nan() {
             cx.err(format!("{path}.price_per_1m"), "prices cannot be negative");
         }
         Price { input: pr.input, output: pr.output }
     });
+    let price = price.or(kind_price);
     let breaker = p.breaker.map(|b| super::health::compile_breaker(cx, &format!("{path}.breaker"), &b, breaker));
     let mut headers = Vec::new();
     for (k, v) in p.headers.unwrap_or_default() {
@@ -182,7 +187,11 @@ pub(super) fn compile_provider(
         skip_when_lazy: p.skip_when_lazy.unwrap_or(false),
         native_json: p.native_json.unwrap_or(matches!(
             kind,
-            ProviderKind::OpenAi | ProviderKind::Anthropic | ProviderKind::Mock | ProviderKind::Azure
+            ProviderKind::OpenAi
+                | ProviderKind::Anthropic
+                | ProviderKind::Mock
+                | ProviderKind::Azure
+                | ProviderKind::Gemini
         )),
         load,
         continuation: continuation_mode(cx, &format!("{path}.continuation"), p.continuation.as_deref()),

@@ -1,6 +1,7 @@
-//! The checks of the cloud kinds' own keys (`azure`), kept apart from
-//! `providers.rs` so each kind's rules read in one place: what a kind
-//! cannot work without, each error at its YAML path.
+//! The checks of the cloud kinds' own keys (`azure`, `gemini`), kept apart
+//! from `providers.rs` so each kind's rules read in one place: what a kind
+//! cannot work without, each error at its YAML path; and the price a kind
+//! has when the config gives none (Gemini's free tier).
 
 use super::*;
 
@@ -9,9 +10,25 @@ const AZURE_UNDATED: [&str; 3] = ["v1", "preview", "latest"];
 
 /// Checks the keys `kind` needs beyond the common ones.
 pub(super) fn check_cloud_kind(cx: &mut Ctx, path: &str, kind: ProviderKind, p: &RawProvider) {
-    if kind == ProviderKind::Azure {
-        check_azure(cx, path, p);
+    match kind {
+        ProviderKind::Azure => check_azure(cx, path, p),
+        ProviderKind::Gemini if p.api_key.is_none() => {
+            cx.err(format!("{path}.api_key"), "required for kind `gemini`: a Gemini API key (sent as `x-goog-api-key`)")
+        }
+        _ => {}
     }
+    if p.free_tier.is_some() && kind != ProviderKind::Gemini {
+        cx.err(format!("{path}.free_tier"), "only kind `gemini` takes `free_tier`");
+    }
+}
+
+/// The provider-wide price of a kind whose `price_per_1m` is not set: a
+/// Gemini key on the free tier (the default) pays nothing, so its models
+/// are free — listed or static, `free_only` cascades take them. Its limits
+/// are per project and per model (requests per minute and per day): a
+/// spent day is a quota failure until midnight Pacific.
+pub(super) fn default_price(kind: ProviderKind, p: &RawProvider) -> Option<Price> {
+    (kind == ProviderKind::Gemini && p.free_tier.unwrap_or(true)).then_some(Price { input: 0.0, output: 0.0 })
 }
 
 fn check_azure(cx: &mut Ctx, path: &str, p: &RawProvider) {
@@ -112,5 +129,33 @@ cascades:
         let config = load_str(ok, None, &|_| None).unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(config.providers["v1"].discovery_format.as_deref(), Some("azure"));
         assert!(config.providers["az"].native_json);
+    }
+
+    #[test]
+    fn gemini_needs_a_key_and_its_free_tier_is_priced_free() {
+        assert_errors(
+            "
+providers:
+  g: { kind: gemini, models: [ { id: gemini-2.5-flash } ] }
+  o: { kind: openai, base_url: 'http://127.0.0.1:9/v1', free_tier: true, models: [ { id: m } ] }
+cascades:
+  chat: { models: [g/gemini-2.5-flash] }
+",
+            &["providers.g.api_key: required for kind `gemini`", "providers.o.free_tier: only kind `gemini`"],
+        );
+        let yaml = "
+providers:
+  free: { kind: gemini, api_key: k, discovery: {} }
+  paid: { kind: gemini, api_key: k, free_tier: false, models: [ { id: gemini-2.5-pro } ] }
+  priced: { kind: gemini, api_key: k, price_per_1m: { input: 0.3, output: 2.5 }, models: [ { id: gemini-2.5-flash } ] }
+cascades:
+  chat: { models: [paid/gemini-2.5-pro] }
+";
+        let config = load_str(yaml, None, &|_| None).unwrap_or_else(|e| panic!("{e}"));
+        let price = |name: &str| config.providers[name].price.map(|p| (p.input, p.output));
+        assert_eq!(price("free"), Some((0.0, 0.0)));
+        assert_eq!(price("paid"), None);
+        assert_eq!(price("priced"), Some((0.3, 2.5)));
+        assert_eq!(config.providers["free"].discovery_format.as_deref(), Some("gemini"));
     }
 }

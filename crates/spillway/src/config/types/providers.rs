@@ -20,6 +20,8 @@ pub enum ProviderKind {
     Mock,
     /// Azure OpenAI (deployments, `api-version`, `api-key`).
     Azure,
+    /// Google Gemini's own API (`generateContent`).
+    Gemini,
 }
 
 impl ProviderKind {
@@ -32,6 +34,7 @@ impl ProviderKind {
             Self::Yandex => "yandex",
             Self::Mock => "mock",
             Self::Azure => "azure",
+            Self::Gemini => "gemini",
         }
     }
 }

@@ -46,11 +46,14 @@ pub enum ListingFormat {
     /// Azure OpenAI's deployments (`GET /openai/deployments`): the ids a
     /// `kind: azure` provider calls.
     Azure,
+    /// Gemini's paged `GET /models`: `inputTokenLimit`,
+    /// `supportedGenerationMethods`, `nextPageToken`.
+    Gemini,
 }
 
 impl ListingFormat {
     /// Every format, for help texts and config errors.
-    pub const ALL: [ListingFormat; 8] = [
+    pub const ALL: [ListingFormat; 9] = [
         Self::Openai,
         Self::Groq,
         Self::Openrouter,
@@ -59,6 +62,7 @@ impl ListingFormat {
         Self::Ollama,
         Self::Vllm,
         Self::Azure,
+        Self::Gemini,
     ];
 
     /// The config spelling.
@@ -72,6 +76,7 @@ impl ListingFormat {
             Self::Ollama => "ollama",
             Self::Vllm => "vllm",
             Self::Azure => "azure",
+            Self::Gemini => "gemini",
         }
     }
 }
@@ -85,7 +90,7 @@ impl fmt::Display for ListingFormat {
 /// An unknown format name; says which ones exist.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error(
-    "unknown listing format `{0}`; expected one of openai, groq, openrouter, anthropic, gigachat, ollama, vllm, azure"
+    "unknown listing format `{0}`; expected one of openai, groq, openrouter, anthropic, gigachat, ollama, vllm, azure, gemini"
 )]
 pub struct UnknownFormat(pub String);
 
@@ -132,6 +137,7 @@ pub fn listing_url(format: ListingFormat, base_url: &str, after: Option<&str>) -
             format!("{host}/api/tags")
         }
         ListingFormat::Azure => cloud::azure_url(base),
+        ListingFormat::Gemini => return cloud::gemini_url(base, after),
         _ => format!("{base}/models"),
     };
     if format == ListingFormat::Anthropic {
@@ -153,7 +159,8 @@ pub struct Listing {
     /// model ref where there is one; meant for a WARN log line each.
     pub warnings: Vec<String>,
     /// Anthropic: `has_more` was true; fetch again with this `after_id`
-    /// (see [`listing_url`]) and append. Always `None` for other formats.
+    /// (see [`listing_url`]) and append; Gemini: its `nextPageToken`.
+    /// Always `None` for other formats.
     pub next_page: Option<String>,
 }
 
@@ -193,7 +200,7 @@ impl ListingError {
 /// Reads one listing body of `format` for the provider named `provider`.
 pub fn parse_listing(format: ListingFormat, provider: &str, body: &[u8]) -> Result<Listing, ListingError> {
     let root: Value = serde_json::from_slice(body)?;
-    let field = if format == ListingFormat::Ollama { "models" } else { "data" };
+    let field = if matches!(format, ListingFormat::Ollama | ListingFormat::Gemini) { "models" } else { "data" };
     let entries = root.get(field).and_then(Value::as_array).ok_or(ListingError::NoModelArray { field })?;
 
     let mut out = Listing::default();
@@ -209,6 +216,7 @@ pub fn parse_listing(format: ListingFormat, provider: &str, body: &[u8]) -> Resu
             ListingFormat::Anthropic => anthropic::model(provider, entry, &mut out.warnings),
             ListingFormat::Ollama => ollama::model(provider, entry, &mut out.warnings),
             ListingFormat::Azure => cloud::azure_deployment(provider, entry, &mut out.warnings),
+            ListingFormat::Gemini => cloud::gemini_model(provider, entry, &mut out.warnings),
         };
         match parsed {
             Entry::Model(m) => {
@@ -228,6 +236,9 @@ pub fn parse_listing(format: ListingFormat, provider: &str, body: &[u8]) -> Resu
     }
     if format == ListingFormat::Anthropic {
         out.next_page = anthropic::next_page(&root, &out.models, &mut out.warnings);
+    }
+    if format == ListingFormat::Gemini {
+        out.next_page = cloud::gemini_next_page(&root);
     }
     Ok(out)
 }
