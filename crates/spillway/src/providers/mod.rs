@@ -12,8 +12,10 @@
 //!   (the attempt's request and reply), [`classify`] (what went wrong, as a
 //!   failure), [`headers`];
 //! - the transports: [`http`] (the pooled client of `kind: openai`),
-//!   [`framing`] (cutting a native stream into events or lines), `native`
-//!   (the send-and-decode path every native adapter shares);
+//!   [`framing`] (cutting a native stream into events or lines),
+//!   [`eventstream`] (AWS's binary frames), [`sigv4`] (AWS request
+//!   signing), `native` (the send-and-decode path every native adapter
+//!   shares);
 //! - the adapters: [`openai_compat`], [`anthropic`], [`gigachat`],
 //!   [`yandex`], [`mock`], and the cloud kinds — [`azure`] (OpenAI's format
 //!   on the OpenAI-compatible path), [`gemini`] (a native format); and
@@ -27,6 +29,7 @@ pub mod anthropic;
 pub mod azure;
 pub mod classify;
 pub mod embed;
+pub mod eventstream;
 pub mod framing;
 pub mod gemini;
 pub mod gigachat;
@@ -36,6 +39,7 @@ pub mod mock;
 pub(crate) mod native;
 pub mod openai_compat;
 pub mod provider;
+pub mod sigv4;
 pub mod translate;
 pub mod types;
 pub mod yandex;
