@@ -46,6 +46,7 @@ pub fn reads_as_stream(target: &Target, req: &ChatRequest) -> bool {
             | ProviderKind::GigaChat
             | ProviderKind::Azure
             | ProviderKind::Gemini
+            | ProviderKind::Bedrock
     );
     streams && target.provider.config.whole_as_stream && !req.stream && !req.several_choices && !req.logprobs
 }

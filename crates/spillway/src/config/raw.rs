@@ -117,7 +117,7 @@ pub struct RawState {
 #[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RawProvider {
-    /// Wire format: `openai`, `anthropic`, `gigachat`, `yandex`, `azure`, `gemini` or `mock`.
+    /// Wire format: `openai`, `anthropic`, `gigachat`, `yandex`, `azure`, `gemini`, `bedrock` or `mock`.
     pub kind: String,
     /// API base URL (for `openai` required; the others have defaults).
     pub base_url: Option<String>,
@@ -182,6 +182,16 @@ pub struct RawProvider {
     /// them; false (billing enabled) leaves them unpriced until
     /// `price_per_1m` or a model's price says.
     pub free_tier: Option<bool>,
+    /// Bedrock (required): the AWS region, such as `us-east-1`.
+    pub region: Option<String>,
+    /// Bedrock: the access key id to sign with (default: the environment's
+    /// `AWS_ACCESS_KEY_ID`); use `${VAR}`.
+    pub aws_access_key_id: Option<String>,
+    /// Bedrock: its secret (default: `AWS_SECRET_ACCESS_KEY`); use `${VAR}`.
+    pub aws_secret_access_key: Option<String>,
+    /// Bedrock: the session token of temporary credentials (default:
+    /// `AWS_SESSION_TOKEN`).
+    pub aws_session_token: Option<String>,
     /// Mock providers only: the model listing discovery reads, as a real
     /// provider's `/models` would list them (ids, context, prices, free
     /// flags); turns discovery on for the mock. A listed model the mock

@@ -111,7 +111,11 @@ impl ProviderLoad {
             default_max_tokens,
             single_system: matches!(
                 kind,
-                ProviderKind::GigaChat | ProviderKind::Yandex | ProviderKind::Anthropic | ProviderKind::Gemini
+                ProviderKind::GigaChat
+                    | ProviderKind::Yandex
+                    | ProviderKind::Anthropic
+                    | ProviderKind::Gemini
+                    | ProviderKind::Bedrock
             ),
             current: AtomicUsize::new(0),
             load_bits: AtomicU64::new(f64::NAN.to_bits()),

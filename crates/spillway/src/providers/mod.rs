@@ -18,8 +18,9 @@
 //!   shares);
 //! - the adapters: [`openai_compat`], [`anthropic`], [`gigachat`],
 //!   [`yandex`], [`mock`], and the cloud kinds — [`azure`] (OpenAI's format
-//!   on the OpenAI-compatible path), [`gemini`] (a native format); and
-//!   [`embed`], the embeddings call of the formats that have one;
+//!   on the OpenAI-compatible path), [`gemini`] and [`bedrock`] (native
+//!   formats); and [`embed`], the embeddings call of the formats that have
+//!   one;
 //! - on top, [`provider`]: a configured provider and its adapter.
 //!
 //! Below all of them, `api/` (wire types) and `outcome` (failure kinds);
@@ -27,6 +28,7 @@
 
 pub mod anthropic;
 pub mod azure;
+pub mod bedrock;
 pub mod classify;
 pub mod embed;
 pub mod eventstream;

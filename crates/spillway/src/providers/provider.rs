@@ -7,7 +7,7 @@
 
 use super::embed::{Embedder, MockEmbedder};
 use super::types::{AttemptRequest, BuildError, Reply};
-use super::{anthropic, azure, gemini, gigachat, mock, openai_compat, yandex};
+use super::{anthropic, azure, bedrock, gemini, gigachat, mock, openai_compat, yandex};
 use crate::api::embeddings::{EmbeddingRequest, Vectors};
 use crate::config::{HealthConfig, ProviderConfig, ProviderKind};
 use crate::outcome::AttemptError;
@@ -31,6 +31,8 @@ pub enum Adapter {
     Azure(azure::AzureAdapter),
     /// Google Gemini's own API.
     Gemini(gemini::GeminiAdapter),
+    /// AWS Bedrock's Converse API.
+    Bedrock(bedrock::BedrockAdapter),
 }
 
 /// A configured provider: its adapter and bookkeeping.
@@ -57,6 +59,7 @@ impl Provider {
             ProviderKind::Yandex => Adapter::Yandex(yandex::YandexAdapter::new(&config, health)?),
             ProviderKind::Azure => Adapter::Azure(azure::AzureAdapter::new(&config, health)?),
             ProviderKind::Gemini => Adapter::Gemini(gemini::GeminiAdapter::new(&config, health)?),
+            ProviderKind::Bedrock => Adapter::Bedrock(bedrock::BedrockAdapter::new(&config, health)?),
         };
         let embedder = match &adapter {
             Adapter::OpenAi(a) => Embedder::openai(&config, a.endpoint())?,
@@ -85,6 +88,7 @@ impl Provider {
             Adapter::Yandex(y) => Box::pin(y.call(req)).await,
             Adapter::Azure(a) => Box::pin(a.call(req)).await,
             Adapter::Gemini(g) => Box::pin(g.call(req)).await,
+            Adapter::Bedrock(b) => Box::pin(b.call(req)).await,
         };
         match reply {
             Ok(Reply::Stream(s)) => {

@@ -25,16 +25,20 @@ pub(super) fn compile_provider(
         "mock" => ProviderKind::Mock,
         "azure" => ProviderKind::Azure,
         "gemini" => ProviderKind::Gemini,
+        "bedrock" => ProviderKind::Bedrock,
         other => {
             cx.err(
                 format!("{path}.kind"),
-                format!("unknown kind `{other}`: expected openai, anthropic, gigachat, yandex, azure, gemini or mock"),
+                format!(
+                    "unknown kind `{other}`: expected openai, anthropic, gigachat, yandex, azure, gemini, bedrock or mock"
+                ),
             );
             return None;
         }
     };
     super::providers_cloud::check_cloud_kind(cx, &path, kind, &p);
     let kind_price = super::providers_cloud::default_price(kind, &p);
+    let aws = super::providers_cloud::aws_config(kind, &p);
     let base_url = p.base_url.map(|u| u.trim_end_matches('/').to_string());
     if let Some(u) = &base_url {
         check_url(cx, &format!("{path}.base_url"), u);
@@ -97,7 +101,7 @@ pub(super) fn compile_provider(
                     format!("{path}.discovery"),
                     "a mock provider has no listing to fetch: give it a `listing:` instead",
                 );
-            } else if kind == ProviderKind::Yandex {
+            } else if matches!(kind, ProviderKind::Yandex | ProviderKind::Bedrock) {
                 cx.err(format!("{path}.discovery"), format!("kind `{}` has no model listing", kind.as_str()));
             }
             Some(f)
@@ -192,6 +196,7 @@ pub(super) fn compile_provider(
                 | ProviderKind::Mock
                 | ProviderKind::Azure
                 | ProviderKind::Gemini
+                | ProviderKind::Bedrock
         )),
         load,
         continuation: continuation_mode(cx, &format!("{path}.continuation"), p.continuation.as_deref()),
@@ -200,6 +205,7 @@ pub(super) fn compile_provider(
         price,
         breaker,
         listing,
+        aws,
     })
 }
 

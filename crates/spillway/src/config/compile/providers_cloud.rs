@@ -1,4 +1,4 @@
-//! The checks of the cloud kinds' own keys (`azure`, `gemini`), kept apart
+//! The checks of the cloud kinds' own keys (`azure`, `gemini`, `bedrock`), kept apart
 //! from `providers.rs` so each kind's rules read in one place: what a kind
 //! cannot work without, each error at its YAML path; and the price a kind
 //! has when the config gives none (Gemini's free tier).
@@ -15,7 +15,20 @@ pub(super) fn check_cloud_kind(cx: &mut Ctx, path: &str, kind: ProviderKind, p: 
         ProviderKind::Gemini if p.api_key.is_none() => {
             cx.err(format!("{path}.api_key"), "required for kind `gemini`: a Gemini API key (sent as `x-goog-api-key`)")
         }
+        ProviderKind::Bedrock => check_bedrock(cx, path, p),
         _ => {}
+    }
+    if kind != ProviderKind::Bedrock {
+        for (key, set) in [
+            ("region", p.region.is_some()),
+            ("aws_access_key_id", p.aws_access_key_id.is_some()),
+            ("aws_secret_access_key", p.aws_secret_access_key.is_some()),
+            ("aws_session_token", p.aws_session_token.is_some()),
+        ] {
+            if set {
+                cx.err(format!("{path}.{key}"), format!("only kind `bedrock` takes `{key}`"));
+            }
+        }
     }
     if p.free_tier.is_some() && kind != ProviderKind::Gemini {
         cx.err(format!("{path}.free_tier"), "only kind `gemini` takes `free_tier`");
@@ -63,6 +76,42 @@ fn check_azure(cx: &mut Ctx, path: &str, p: &RawProvider) {
             "kind `azure` needs its deployments: list them under `models` (a model id is a deployment name) or turn on `discovery`",
         );
     }
+}
+
+fn check_bedrock(cx: &mut Ctx, path: &str, p: &RawProvider) {
+    match p.region.as_deref() {
+        None => cx.err(format!("{path}.region"), "required for kind `bedrock`: the AWS region, such as us-east-1"),
+        Some(r) if r.is_empty() || !r.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-') => {
+            cx.err(format!("{path}.region"), format!("`{r}` is not an AWS region (such as us-east-1)"))
+        }
+        Some(_) => {}
+    }
+    if p.aws_access_key_id.is_some() != p.aws_secret_access_key.is_some() {
+        let missing = if p.aws_access_key_id.is_some() { "aws_secret_access_key" } else { "aws_access_key_id" };
+        cx.err(format!("{path}.{missing}"), "the access key id and its secret are given together");
+    }
+    if p.aws_session_token.is_some() && p.aws_access_key_id.is_none() {
+        cx.err(
+            format!("{path}.aws_session_token"),
+            "a session token goes with aws_access_key_id and aws_secret_access_key",
+        );
+    }
+    if p.models.as_ref().is_none_or(Vec::is_empty) && !p.allow_any_model.unwrap_or(false) {
+        cx.err(
+            format!("{path}.models"),
+            "kind `bedrock` needs its models (model ids or inference profiles, such as anthropic.claude-3-5-sonnet-20240620-v1:0): it has no listing",
+        );
+    }
+}
+
+/// A Bedrock provider's region and configured keys.
+pub(super) fn aws_config(kind: ProviderKind, p: &RawProvider) -> Option<AwsConfig> {
+    (kind == ProviderKind::Bedrock).then(|| AwsConfig {
+        region: p.region.clone().unwrap_or_default(),
+        access_key_id: p.aws_access_key_id.clone().map(Secret::new),
+        secret_access_key: p.aws_secret_access_key.clone().map(Secret::new),
+        session_token: p.aws_session_token.clone().map(Secret::new),
+    })
 }
 
 /// `2024-10-21`, `2025-04-01-preview`, or one of [`AZURE_UNDATED`].
@@ -157,5 +206,41 @@ cascades:
         assert_eq!(price("paid"), None);
         assert_eq!(price("priced"), Some((0.3, 2.5)));
         assert_eq!(config.providers["free"].discovery_format.as_deref(), Some("gemini"));
+    }
+
+    #[test]
+    fn bedrock_needs_a_region_and_its_models_and_keys_come_in_pairs() {
+        assert_errors(
+            "
+providers:
+  b: { kind: bedrock, discovery: {} }
+  c: { kind: bedrock, region: 'EU West', aws_access_key_id: AKIA, aws_session_token: t, models: [ { id: m } ] }
+  o: { kind: openai, base_url: 'http://127.0.0.1:9/v1', region: us-east-1, models: [ { id: m } ] }
+cascades:
+  chat: { models: [c/m] }
+",
+            &[
+                "providers.b.region: required for kind `bedrock`",
+                "providers.b.models: kind `bedrock` needs its models",
+                "providers.b.discovery: kind `bedrock` has no model listing",
+                "providers.c.region: `EU West` is not an AWS region",
+                "providers.c.aws_secret_access_key: the access key id and its secret are given together",
+                "providers.o.region: only kind `bedrock`",
+            ],
+        );
+        let config = load_str(
+            "
+providers:
+  b: { kind: bedrock, region: eu-central-1, aws_access_key_id: AKIA, aws_secret_access_key: s, models: [ { id: 'anthropic.claude-3-5-sonnet-20240620-v1:0' } ] }
+cascades:
+  chat: { models: ['b/anthropic.claude-3-5-sonnet-20240620-v1:0'] }
+",
+            None,
+            &|_| None,
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        let aws = config.providers["b"].aws.as_ref().unwrap();
+        assert_eq!(aws.region, "eu-central-1");
+        assert_eq!(aws.access_key_id.as_ref().map(|s| s.expose()), Some("AKIA"));
     }
 }

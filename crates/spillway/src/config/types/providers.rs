@@ -22,6 +22,8 @@ pub enum ProviderKind {
     Azure,
     /// Google Gemini's own API (`generateContent`).
     Gemini,
+    /// AWS Bedrock's Converse API (SigV4).
+    Bedrock,
 }
 
 impl ProviderKind {
@@ -35,6 +37,7 @@ impl ProviderKind {
             Self::Mock => "mock",
             Self::Azure => "azure",
             Self::Gemini => "gemini",
+            Self::Bedrock => "bedrock",
         }
     }
 }
@@ -97,6 +100,21 @@ pub struct ProviderConfig {
     /// Mock providers: the model listing discovery reads instead of a
     /// `/models` endpoint (`None`: the mock lists nothing).
     pub listing: Option<Vec<ListedModel>>,
+    /// Bedrock: the region and the credentials to sign with.
+    pub aws: Option<AwsConfig>,
+}
+
+/// Where and as whom a `kind: bedrock` provider signs its calls.
+#[derive(Debug, Clone)]
+pub struct AwsConfig {
+    /// The AWS region (`us-east-1`): the endpoint's and the signature's.
+    pub region: String,
+    /// Configured keys; without them the environment's are read when the
+    /// provider is built (`AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`,
+    /// `AWS_SESSION_TOKEN`).
+    pub access_key_id: Option<Secret>,
+    pub secret_access_key: Option<Secret>,
+    pub session_token: Option<Secret>,
 }
 
 /// One model of a mock provider's `listing:`, as a real listing gives it.
