@@ -13,3 +13,6 @@ mod azure;
 
 #[path = "native/gemini.rs"]
 mod gemini;
+
+#[path = "native/bedrock.rs"]
+mod bedrock;

@@ -1,5 +1,6 @@
 //! One conformance suite, run through the gateway against every native
-//! adapter (Anthropic, GigaChat, Yandex) and cloud kind (Azure, Gemini): plain and
+//! adapter (Anthropic, GigaChat, Yandex) and cloud kind (Azure, Gemini,
+//! Bedrock): plain and
 //! streamed text, tool calls both ways, usage, each error class, a wrong
 //! key and upstreams that break their own format. Every body and chunk the client gets must
 //! validate against the official OpenAI schemas.
@@ -274,4 +275,5 @@ conformance! {
     yandex => wires::Yandex,
     azure => wires::Azure,
     gemini => wires::Gemini,
+    bedrock => wires::Bedrock,
 }

@@ -17,7 +17,7 @@
 //! path given to [`FakeUpstream::start_at`] (`/v1/messages`,
 //! `/foundationModels/v1/completion`, `/api/v2/oauth`), so the native wire
 //! formats are scripted the same way; [`anthropic`], [`gigachat`],
-//! [`yandex`] and the cloud kinds ([`azure`], [`gemini`]) build their bodies exactly as
+//! [`yandex`] and the cloud kinds ([`azure`], [`gemini`], [`bedrock`]) build their bodies exactly as
 //! the reference shows.
 
 // Test infrastructure: a broken fixture or port must fail the test loudly.
@@ -25,6 +25,7 @@
 
 pub mod anthropic;
 pub mod azure;
+pub mod bedrock;
 pub mod faults;
 pub mod gemini;
 pub mod gigachat;

@@ -151,7 +151,8 @@ pub struct RawProvider {
     pub default_max_tokens: Option<u32>,
     /// Route around this provider while it is in its last load profile.
     pub skip_when_lazy: Option<bool>,
-    /// Whether the provider honours `response_format` natively (default true for `openai` and `anthropic`).
+    /// Whether the provider honours `response_format` natively (default true for `openai`, `anthropic`,
+    /// `azure`, `gemini` and `bedrock`).
     pub native_json: Option<bool>,
     /// Load-aware degradation (SPEC §9).
     pub load: Option<RawLoad>,
@@ -165,7 +166,8 @@ pub struct RawProvider {
     pub allow_any_model: Option<bool>,
     /// Read a request without `stream: true` from this provider as a
     /// stream and assemble it, so `timeouts.first_token` bounds only the
-    /// first token (default true for `openai`, `anthropic` and `gigachat`;
+    /// first token (default true for `openai`, `anthropic`, `gigachat`,
+    /// `azure`, `gemini` and `bedrock`;
     /// false sends it whole: cheaper for the gateway, but the whole answer
     /// must then arrive within `first_token`).
     pub whole_as_stream: Option<bool>,

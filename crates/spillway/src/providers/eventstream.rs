@@ -137,7 +137,7 @@ impl FrameReader {
         if crc32(&prelude[..8]) != be32(&prelude[8..12]) as u32 {
             return Err(FrameError::PreludeCrc);
         }
-        if total < OVERHEAD || total > OVERHEAD + MAX_HEADERS + MAX_PAYLOAD {
+        if !(OVERHEAD..=OVERHEAD + MAX_HEADERS + MAX_PAYLOAD).contains(&total) {
             return Err(FrameError::Length(total));
         }
         if headers_len > MAX_HEADERS || headers_len > total - OVERHEAD || total - OVERHEAD - headers_len > MAX_PAYLOAD {

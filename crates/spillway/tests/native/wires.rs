@@ -4,7 +4,7 @@
 
 use super::common::{FakeUpstream, Reply};
 use serde_json::{json, Value};
-use test_upstreams::{anthropic, azure, gemini, gigachat, yandex};
+use test_upstreams::{anthropic, azure, bedrock, gemini, gigachat, yandex};
 
 /// Fake upstreams behind one native provider.
 pub struct Native {
@@ -415,5 +415,101 @@ impl Wire for Gemini {
             "{req}"
         );
         assert_eq!(req["systemInstruction"]["parts"][0]["text"], "Answer briefly.");
+    }
+}
+
+pub struct Bedrock;
+
+impl Wire for Bedrock {
+    const MODEL: &'static str = "anthropic.claude-3-5-sonnet-20240620-v1:0";
+    const USAGE: (u64, u64) = (31, 9);
+    async fn start() -> Native {
+        Native { up: FakeUpstream::start_at_any(&bedrock::PATHS).await, oauth: None }
+    }
+    fn provider(n: &Native) -> String {
+        format!(
+            "  x:\n    kind: bedrock\n    base_url: {}\n    region: us-east-1\n    aws_access_key_id: AKIDEXAMPLE\n    aws_secret_access_key: test-secret-x\n    models: [ {{ id: '{}' }} ]\n",
+            n.up.origin(),
+            Self::MODEL
+        )
+    }
+    fn text(text: &str) -> Reply {
+        bedrock::text(text)
+    }
+    fn stream(pieces: &[&str]) -> Reply {
+        bedrock::stream(pieces)
+    }
+    fn tool_call() -> Reply {
+        bedrock::tool_use("tooluse_01", "get_weather", oslo())
+    }
+    fn tool_call_stream() -> Reply {
+        bedrock::tool_use_stream("tooluse_01", "get_weather", &["{\"city\": \"Os", "lo\"}"])
+    }
+    fn errors() -> Vec<(Reply, &'static str)> {
+        vec![
+            (
+                bedrock::error(429, "ThrottlingException", "Too many requests, please wait before trying again."),
+                "rate_limited",
+            ),
+            (
+                bedrock::error(400, "ServiceQuotaExceededException", "Your account has reached its quota"),
+                "quota_exhausted",
+            ),
+            (bedrock::error(500, "InternalServerException", "boom"), "upstream_error"),
+            (bedrock::error(503, "ServiceUnavailableException", "later"), "upstream_error"),
+            (bedrock::error(404, "ResourceNotFoundException", "Could not resolve the foundation model"), "not_found"),
+            (bedrock::error(403, "AccessDeniedException", "You don't have access to the model"), "forbidden"),
+            (bedrock::error(400, "ValidationException", "Input is too long for requested model."), "context_length"),
+            (Reply::json(bedrock::converse(json!([]), "guardrail_intervened")), "content_filter"),
+            (
+                bedrock::frames(vec![
+                    bedrock::event("messageStart", json!({"role": "assistant"})),
+                    bedrock::exception("modelStreamErrorException", "The model stopped"),
+                ]),
+                "upstream_error",
+            ),
+        ]
+    }
+    fn client_error() -> Reply {
+        bedrock::error(400, "ValidationException", "temperature: must be less than or equal to 1")
+    }
+    fn script_auth_failure(n: &Native) {
+        n.up.push(bedrock::error(
+            403,
+            "UnrecognizedClientException",
+            "The security token included in the request is invalid.",
+        ));
+    }
+    fn broken() -> Vec<(Reply, bool)> {
+        let mut damaged = bedrock::event("contentBlockDelta", json!({"contentBlockIndex": 0, "delta": {"text": "x"}}));
+        let last = damaged.len() - 1;
+        damaged[last] ^= 0xff;
+        vec![
+            (Reply::garbage(), false),
+            (Reply::json(json!({"output": {}})), false),
+            (bedrock::frames(vec![bedrock::event("messageStart", json!({"role": "assistant"})), damaged]), true),
+            (
+                bedrock::frames(vec![bedrock::frame(
+                    &[(":message-type", "event"), (":event-type", "contentBlockDelta")],
+                    b"not json",
+                )]),
+                true,
+            ),
+            (bedrock::stream(&["never"]).cut_after(1), true),
+        ]
+    }
+    fn assert_tools_sent(req: &Value) {
+        assert_eq!(req["toolConfig"]["tools"][0]["toolSpec"]["name"], "get_weather", "{req}");
+        assert_eq!(req["toolConfig"]["tools"][0]["toolSpec"]["inputSchema"]["json"]["required"][0], "city");
+        assert_eq!(req["toolConfig"]["toolChoice"], json!({"auto": {}}));
+    }
+    fn assert_tool_result_sent(req: &Value) {
+        assert!(has(req, |v| v["toolUse"]["toolUseId"] == "call_abc" && v["toolUse"]["input"] == oslo()), "{req}");
+        assert!(
+            has(req, |v| v["toolResult"]["toolUseId"] == "call_abc"
+                && v["toolResult"]["content"][0]["json"] == json!({"temp_c": 4})),
+            "{req}"
+        );
+        assert_eq!(req["system"][0]["text"], "Answer briefly.");
     }
 }
