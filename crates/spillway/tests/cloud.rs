@@ -8,6 +8,18 @@
 mod common;
 mod file_gateway;
 
+use serde_json::{json, Value};
+
+/// A chat request for `{"city": …}` by a strict JSON schema, as the
+/// OpenAI SDKs send `response_format` for a typed answer.
+fn json_request(stream: bool) -> Value {
+    let mut body = common::chat("chat", stream);
+    body["response_format"] = json!({"type": "json_schema", "json_schema": {"name": "city", "strict": true,
+        "schema": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"],
+                   "additionalProperties": false}}});
+    body
+}
+
 #[path = "native/azure.rs"]
 mod azure;
 

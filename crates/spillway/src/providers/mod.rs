@@ -8,7 +8,9 @@
 //!
 //! Imports run one way, each file only those below it:
 //!
-//! - the vocabulary: [`translate`] (stream items, error classes), [`types`]
+//! - the vocabulary: [`translate`] (stream items, error classes), `parts`
+//!   and `chunks` (reading an OpenAI request, writing OpenAI chunks, as the
+//!   native translators share them), [`types`]
 //!   (the attempt's request and reply), [`classify`] (what went wrong, as a
 //!   failure), [`headers`];
 //! - the transports: [`http`] (the pooled client of `kind: openai`),
@@ -29,6 +31,7 @@
 pub mod anthropic;
 pub mod azure;
 pub mod bedrock;
+pub(crate) mod chunks;
 pub mod classify;
 pub mod embed;
 pub mod eventstream;
@@ -40,6 +43,7 @@ pub mod http;
 pub mod mock;
 pub(crate) mod native;
 pub mod openai_compat;
+pub(crate) mod parts;
 pub mod provider;
 pub mod sigv4;
 pub mod translate;

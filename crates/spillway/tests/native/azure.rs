@@ -4,6 +4,7 @@
 
 use super::common::*;
 use super::file_gateway::{FileGateway, TempDir};
+use super::json_request;
 use serde_json::{json, Value};
 use test_upstreams::azure;
 
@@ -59,14 +60,6 @@ async fn the_v1_surface_names_the_deployment_in_the_body() {
     let gw = start(&provider(&preview, "preview")).await;
     gw.post(&chat("chat", false)).await;
     assert_eq!(preview.request_uris()[0], "/openai/v1/chat/completions?api-version=preview");
-}
-
-fn json_request(stream: bool) -> Value {
-    let mut body = chat("chat", stream);
-    body["response_format"] = json!({"type": "json_schema", "json_schema": {"name": "city", "strict": true,
-        "schema": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"],
-                   "additionalProperties": false}}});
-    body
 }
 
 #[tokio::test]

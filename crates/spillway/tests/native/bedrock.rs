@@ -4,6 +4,7 @@
 //! `outputConfig`, and a stream exception after the first token.
 
 use super::common::*;
+use super::json_request;
 use serde_json::{json, Value};
 use spillway::config::Secret;
 use spillway::providers::sigv4::{Credentials, Request, Signer};
@@ -95,13 +96,6 @@ async fn a_bedrock_api_key_is_a_bearer_token_and_nothing_is_signed() {
     let headers = &up.request_headers()[0];
     assert_eq!(headers["authorization"], "Bearer bedrock-api-key-1");
     assert!(headers.get("x-amz-date").is_none());
-}
-
-fn json_request(stream: bool) -> Value {
-    let mut body = chat("chat", stream);
-    body["response_format"] = json!({"type": "json_schema", "json_schema": {"name": "city",
-        "schema": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}});
-    body
 }
 
 #[tokio::test]

@@ -6,6 +6,7 @@
 
 use super::common::*;
 use super::file_gateway::{FileGateway, TempDir};
+use super::json_request;
 use serde_json::{json, Value};
 use test_upstreams::gemini;
 
@@ -50,13 +51,6 @@ async fn calls_name_the_model_and_send_the_key_in_its_header() {
     assert_eq!(body["choices"][0]["message"]["content"], "one body");
     assert_eq!(body["usage"]["completion_tokens"], 19, "candidates + thoughts");
     assert_eq!(whole.request_uris()[0], "/v1beta/models/gemini-2.5-flash:generateContent");
-}
-
-fn json_request(stream: bool) -> Value {
-    let mut body = chat("chat", stream);
-    body["response_format"] = json!({"type": "json_schema", "json_schema": {"name": "city",
-        "schema": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}});
-    body
 }
 
 #[tokio::test]

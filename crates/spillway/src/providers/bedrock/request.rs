@@ -12,7 +12,9 @@
 
 use serde_json::{json, Map, Value};
 
-use crate::providers::anthropic::RAW_ARGUMENTS_KEY;
+use crate::providers::parts::{
+    arguments_object, data_url, field, function_tool, image_url, stop_list, tool_result_text, unsupported, Turns,
+};
 use crate::providers::translate::TranslateError;
 
 /// Translates an OpenAI `/v1/chat/completions` body into a Converse body
@@ -28,7 +30,9 @@ pub fn to_converse(req: &Value) -> Result<Value, TranslateError> {
         return Err(unsupported("legacy `functions`/`function_call`"));
     }
     let mut system = Vec::new();
-    let mut turns = Turns::default();
+    // Converse wants alternation; a merged user turn keeps its tool results
+    // first, as the turn after the calls must open with them.
+    let mut turns = Turns::new("content", |b| b.get("toolResult").is_some());
     for (at, msg) in messages.iter().enumerate() {
         match msg.get("role").and_then(Value::as_str).unwrap_or("") {
             "system" | "developer" => system.extend(text_blocks(msg.get("content"), at)?),
@@ -44,11 +48,11 @@ pub fn to_converse(req: &Value) -> Result<Value, TranslateError> {
             other => return Err(unsupported(format!("messages[{at}]: role `{other}`"))),
         }
     }
-    if turns.0.is_empty() {
+    if turns.is_empty() {
         return Err(unsupported("no user or assistant messages"));
     }
     let mut out = Map::new();
-    let has_tool_blocks = turns.has_tool_blocks();
+    let has_tool_blocks = turns.blocks().any(|b| b.get("toolUse").is_some() || b.get("toolResult").is_some());
     out.insert("messages".into(), turns.into_value());
     if let Some(format) = json_mode(field(req, "response_format"), &mut system)? {
         out.insert("outputConfig".into(), format);
@@ -66,48 +70,6 @@ pub fn to_converse(req: &Value) -> Result<Value, TranslateError> {
     // Dropped on purpose: logprobs, logit_bias, penalties, seed, user,
     // stream_options (usage comes in the stream's `metadata` event).
     Ok(Value::Object(out))
-}
-
-/// The conversation: alternating turns, consecutive ones of a role merged
-/// (Converse wants them to alternate); a merged user turn keeps its tool
-/// results first, as the turn after the calls must open with them.
-#[derive(Default)]
-struct Turns(Vec<(&'static str, Vec<Value>)>);
-
-impl Turns {
-    fn push(&mut self, role: &'static str, blocks: Vec<Value>) {
-        if blocks.is_empty() {
-            return;
-        }
-        let Some((_, last)) = self.0.last_mut().filter(|(r, _)| *r == role) else {
-            self.0.push((role, blocks));
-            return;
-        };
-        for block in blocks {
-            if block.get("toolResult").is_some() {
-                let at = last.iter().take_while(|b| b.get("toolResult").is_some()).count();
-                last.insert(at, block);
-            } else {
-                last.push(block);
-            }
-        }
-    }
-
-    fn has_tool_blocks(&self) -> bool {
-        self.0.iter().flat_map(|(_, b)| b).any(|b| b.get("toolUse").is_some() || b.get("toolResult").is_some())
-    }
-
-    fn into_value(self) -> Value {
-        Value::Array(self.0.into_iter().map(|(role, content)| json!({ "role": role, "content": content })).collect())
-    }
-}
-
-fn field<'a>(obj: &'a Map<String, Value>, key: &str) -> Option<&'a Value> {
-    obj.get(key).filter(|v| !v.is_null())
-}
-
-fn unsupported(detail: impl Into<String>) -> TranslateError {
-    TranslateError::Unsupported(detail.into())
 }
 
 /// Text content as `{text}` blocks; Converse refuses blank ones.
@@ -143,12 +105,7 @@ fn user_blocks(content: Option<&Value>, at: usize) -> Result<Vec<Value>, Transla
             out.extend(text_blocks(Some(&Value::Array(vec![part.clone()])), at)?);
             continue;
         }
-        let image = part.get("image_url");
-        let url = image.and_then(|i| i.get("url")).or(image).and_then(Value::as_str).unwrap_or("");
-        let (mime, data) = url
-            .strip_prefix("data:")
-            .and_then(|rest| rest.split_once(','))
-            .and_then(|(head, data)| Some((head.strip_suffix(";base64")?, data)))
+        let (mime, data) = data_url(image_url(part))
             .ok_or_else(|| unsupported(format!("messages[{at}]: only base64 data: image URLs are sent")))?;
         let format = match mime {
             "image/png" => "png",
@@ -182,17 +139,8 @@ fn tool_use(call: &Value, at: usize) -> Result<Value, TranslateError> {
         .and_then(|f| f.get("name"))
         .and_then(Value::as_str)
         .ok_or_else(|| unsupported(format!("messages[{at}]: tool call without a function name")))?;
-    // `input` must be an object; arguments that are not one are kept
-    // visible to the model under `_raw_arguments`.
-    let input = match function.and_then(|f| f.get("arguments")) {
-        Some(Value::String(raw)) if raw.trim().is_empty() => json!({}),
-        Some(Value::String(raw)) => match serde_json::from_str::<Value>(raw) {
-            Ok(obj @ Value::Object(_)) => obj,
-            _ => json!({ RAW_ARGUMENTS_KEY: raw }),
-        },
-        Some(obj @ Value::Object(_)) => obj.clone(),
-        _ => json!({}),
-    };
+    // `input` must be an object (see `parts::RAW_ARGUMENTS_KEY`).
+    let input = arguments_object(function.and_then(|f| f.get("arguments")));
     Ok(json!({ "toolUse": { "toolUseId": tool_use_id(id), "name": name, "input": input } }))
 }
 
@@ -203,12 +151,7 @@ fn tool_result(msg: &Value, at: usize) -> Result<Value, TranslateError> {
         .get("tool_call_id")
         .and_then(Value::as_str)
         .ok_or_else(|| unsupported(format!("messages[{at}]: tool message without tool_call_id")))?;
-    let text = match msg.get("content") {
-        None | Some(Value::Null) => String::new(),
-        Some(Value::String(s)) => s.clone(),
-        Some(Value::Array(parts)) => parts.iter().filter_map(|p| p.get("text").and_then(Value::as_str)).collect(),
-        Some(other) => other.to_string(),
-    };
+    let text = tool_result_text(msg.get("content"));
     let content = match serde_json::from_str::<Value>(&text) {
         Ok(obj @ Value::Object(_)) => json!([{ "json": obj }]),
         // A blank text block is refused; an empty result still says so.
@@ -231,13 +174,7 @@ fn inference_config(req: &Map<String, Value>) -> Map<String, Value> {
     if let Some(p) = field(req, "top_p") {
         config.insert("topP".into(), p.clone());
     }
-    let stops: Vec<Value> = match field(req, "stop") {
-        Some(Value::String(s)) => vec![Value::from(s.as_str())],
-        Some(Value::Array(items)) => {
-            items.iter().filter(|s| s.as_str().is_some_and(|s| !s.is_empty())).cloned().collect()
-        }
-        _ => Vec::new(),
-    };
+    let stops = stop_list(field(req, "stop"));
     if !stops.is_empty() {
         config.insert("stopSequences".into(), Value::Array(stops));
     }
@@ -275,22 +212,10 @@ fn tool_config(req: &Map<String, Value>, history_has_tools: bool) -> Result<Opti
 }
 
 fn tool_spec(tool: &Value) -> Result<Value, TranslateError> {
-    let kind = tool.get("type").and_then(Value::as_str).unwrap_or("");
-    if kind != "function" {
-        return Err(unsupported(format!("tool type `{kind}`")));
-    }
-    let function = tool.get("function");
-    let name = function
-        .and_then(|f| f.get("name"))
-        .and_then(Value::as_str)
-        .ok_or_else(|| unsupported("a function tool without a name"))?;
-    let schema = function
-        .and_then(|f| f.get("parameters"))
-        .filter(|p| !p.is_null())
-        .cloned()
-        .unwrap_or_else(|| json!({ "type": "object", "properties": {} }));
+    let (name, description, parameters) = function_tool(tool)?;
+    let schema = parameters.cloned().unwrap_or_else(|| json!({ "type": "object", "properties": {} }));
     let mut spec = json!({ "name": name, "inputSchema": { "json": schema } });
-    if let Some(desc) = function.and_then(|f| f.get("description")).and_then(Value::as_str) {
+    if let Some(desc) = description {
         spec["description"] = Value::from(desc);
     }
     Ok(json!({ "toolSpec": spec }))

@@ -5,6 +5,7 @@
 use http::HeaderMap;
 use serde_json::{json, Value};
 
+use crate::providers::classify::class_of_status as by_status;
 use crate::providers::translate::{ErrorClass, TranslateError};
 
 /// The format name carried by [`TranslateError::Malformed`].
@@ -157,18 +158,6 @@ pub(crate) fn exception_class(name: &str, text: &str) -> Option<ErrorClass> {
         _ => return None,
     };
     Some(class)
-}
-
-fn by_status(status: u16) -> ErrorClass {
-    match status {
-        401 => ErrorClass::AuthRejected,
-        403 => ErrorClass::Forbidden,
-        404 => ErrorClass::NotFound,
-        429 => ErrorClass::RateLimited,
-        408 | 409 | 424 => ErrorClass::Upstream,
-        400..=499 => ErrorClass::InvalidRequest,
-        _ => ErrorClass::Upstream,
-    }
 }
 
 #[cfg(test)]

@@ -14,18 +14,18 @@
 //! fixtures first: both are read). A stream that closes after
 //! `messageStop` without `metadata` has still finished.
 
-use serde_json::{json, Map, Value};
+use serde_json::{json, Value};
 use std::collections::HashMap;
 
 use super::response::{exception_class, finish_reason, malformed, usage_to_openai, FORMAT};
+use crate::providers::chunks::ChunkWriter;
 use crate::providers::eventstream::{Message, MessageDecoder};
 use crate::providers::translate::{ErrorClass, StreamItem, TranslateError};
 
 /// Translation state of one ConverseStream.
 #[derive(Debug, Clone)]
 pub struct StreamDecoder {
-    include_usage: bool,
-    role_sent: bool,
+    out: ChunkWriter,
     said: bool,
     /// Content block index → its OpenAI tool-call index (tool blocks only).
     tools: HashMap<u64, u64>,
@@ -39,8 +39,7 @@ pub struct StreamDecoder {
 impl StreamDecoder {
     pub fn new(include_usage: bool) -> Self {
         Self {
-            include_usage,
-            role_sent: false,
+            out: ChunkWriter::new(include_usage),
             said: false,
             tools: HashMap::new(),
             stopped: false,
@@ -157,29 +156,15 @@ impl StreamDecoder {
     fn end(&mut self) -> Vec<StreamItem> {
         self.done = true;
         let mut items = Vec::new();
-        if let Some(usage) = self.usage.clone().filter(|_| self.include_usage) {
-            items.push(StreamItem::Chunk(json!({ "object": "chat.completion.chunk", "choices": [], "usage": usage })));
+        if let Some(usage) = self.usage.clone().and_then(|u| self.out.usage(u)) {
+            items.push(usage);
         }
         items.push(StreamItem::Done);
         items
     }
 
-    /// One OpenAI chunk; the first of the stream carries the role.
-    fn chunk(&mut self, mut delta: Value, finish: Option<&'static str>) -> StreamItem {
-        if !self.role_sent {
-            self.role_sent = true;
-            delta["role"] = Value::from("assistant");
-        }
-        let mut chunk = Map::new();
-        chunk.insert("object".into(), Value::from("chat.completion.chunk"));
-        chunk.insert(
-            "choices".into(),
-            json!([{ "index": 0, "delta": delta, "logprobs": null, "finish_reason": finish }]),
-        );
-        if self.include_usage {
-            chunk.insert("usage".into(), Value::Null);
-        }
-        StreamItem::Chunk(Value::Object(chunk))
+    fn chunk(&mut self, delta: Value, finish: Option<&'static str>) -> StreamItem {
+        self.out.chunk(delta, finish)
     }
 }
 

@@ -14,7 +14,9 @@
 use serde_json::{json, Map, Value};
 use std::collections::HashMap;
 
-use super::tools::{field, unsupported};
+use crate::providers::parts::{
+    arguments_object, data_url, field, image_url, stop_list, tool_result_text, unsupported, Turns,
+};
 use crate::providers::translate::TranslateError;
 
 /// What Gemini 3 accepts on a `functionCall` part whose thought signature
@@ -40,7 +42,8 @@ pub fn to_gemini(req: &Value, model_id: &str) -> Result<Value, TranslateError> {
     // Call id → function name, for the `functionResponse` of a tool message.
     let mut names: HashMap<&str, &str> = HashMap::new();
     let mut system: Vec<Value> = Vec::new();
-    let mut turns = Turns::default();
+    // Parallel results share one user turn, ahead of any text.
+    let mut turns = Turns::new("parts", |p| p.get("functionResponse").is_some());
     for (at, msg) in messages.iter().enumerate() {
         let role = msg.get("role").and_then(Value::as_str).unwrap_or("");
         match role {
@@ -61,7 +64,7 @@ pub fn to_gemini(req: &Value, model_id: &str) -> Result<Value, TranslateError> {
             other => return Err(unsupported(format!("messages[{at}]: role `{other}`"))),
         }
     }
-    if turns.0.is_empty() {
+    if turns.is_empty() {
         return Err(unsupported("no user or assistant messages"));
     }
     let mut out = Map::new();
@@ -78,27 +81,6 @@ pub fn to_gemini(req: &Value, model_id: &str) -> Result<Value, TranslateError> {
     // Dropped on purpose: logprobs (one candidate, no logprobs read),
     // logit_bias, user, stream_options (usage comes on every chunk).
     Ok(Value::Object(out))
-}
-
-/// The conversation: `user`/`model` turns, consecutive ones of a role
-/// merged (parallel tool results must share one user turn).
-#[derive(Default)]
-struct Turns(Vec<(&'static str, Vec<Value>)>);
-
-impl Turns {
-    fn push(&mut self, role: &'static str, parts: Vec<Value>) {
-        if parts.is_empty() {
-            return;
-        }
-        match self.0.last_mut() {
-            Some((r, last)) if *r == role => last.extend(parts),
-            _ => self.0.push((role, parts)),
-        }
-    }
-
-    fn into_value(self) -> Value {
-        Value::Array(self.0.into_iter().map(|(role, parts)| json!({ "role": role, "parts": parts })).collect())
-    }
 }
 
 /// Text content (a string or text/refusal parts) as `{text}` parts.
@@ -135,12 +117,7 @@ fn user_parts(content: Option<&Value>, at: usize) -> Result<Vec<Value>, Translat
     for part in parts {
         match part.get("type").and_then(Value::as_str).unwrap_or("") {
             "image_url" => {
-                let image = part.get("image_url");
-                let url = image.and_then(|i| i.get("url")).or(image).and_then(Value::as_str).unwrap_or("");
-                let (mime, data) = url
-                    .strip_prefix("data:")
-                    .and_then(|rest| rest.split_once(','))
-                    .and_then(|(head, data)| Some((head.strip_suffix(";base64")?, data)))
+                let (mime, data) = data_url(image_url(part))
                     .ok_or_else(|| unsupported(format!("messages[{at}]: only base64 data: image URLs are sent")))?;
                 out.push(json!({ "inlineData": { "mimeType": mime, "data": data } }));
             }
@@ -159,15 +136,7 @@ fn function_call(call: &Value, at: usize, signed: bool) -> Result<(Option<&str>,
         .and_then(|f| f.get("name"))
         .and_then(Value::as_str)
         .ok_or_else(|| unsupported(format!("messages[{at}]: tool call without a function name")))?;
-    let args = match function.and_then(|f| f.get("arguments")) {
-        Some(Value::String(raw)) if raw.trim().is_empty() => json!({}),
-        Some(Value::String(raw)) => match serde_json::from_str::<Value>(raw) {
-            Ok(obj @ Value::Object(_)) => obj,
-            _ => json!({ crate::providers::anthropic::RAW_ARGUMENTS_KEY: raw }),
-        },
-        Some(obj @ Value::Object(_)) => obj.clone(),
-        _ => json!({}),
-    };
+    let args = arguments_object(function.and_then(|f| f.get("arguments")));
     let mut part = json!({ "functionCall": { "name": name, "args": args } });
     if signed {
         part["thoughtSignature"] = Value::from(SKIP_SIGNATURE);
@@ -187,12 +156,7 @@ fn function_response(msg: &Value, at: usize, names: &HashMap<&str, &str>) -> Res
         .copied()
         .or_else(|| msg.get("name").and_then(Value::as_str))
         .ok_or_else(|| unsupported(format!("messages[{at}]: a tool result for a call not in the conversation")))?;
-    let text = match msg.get("content") {
-        None | Some(Value::Null) => String::new(),
-        Some(Value::String(s)) => s.clone(),
-        Some(Value::Array(parts)) => parts.iter().filter_map(|p| p.get("text").and_then(Value::as_str)).collect(),
-        Some(other) => other.to_string(),
-    };
+    let text = tool_result_text(msg.get("content"));
     let response = match serde_json::from_str::<Value>(&text) {
         Ok(obj @ Value::Object(_)) => obj,
         Ok(other) => json!({ "output": other }),
@@ -218,13 +182,7 @@ fn generation_config(req: &Map<String, Value>) -> Map<String, Value> {
     if let Some(max) = field(req, "max_completion_tokens").or_else(|| field(req, "max_tokens")) {
         config.insert("maxOutputTokens".into(), max.clone());
     }
-    let stops: Vec<Value> = match field(req, "stop") {
-        Some(Value::String(s)) => vec![Value::from(s.as_str())],
-        Some(Value::Array(items)) => {
-            items.iter().filter(|s| s.as_str().is_some_and(|s| !s.is_empty())).cloned().collect()
-        }
-        _ => Vec::new(),
-    };
+    let stops = stop_list(field(req, "stop"));
     if !stops.is_empty() {
         config.insert("stopSequences".into(), Value::Array(stops));
     }

@@ -8,6 +8,7 @@
 use serde_json::{json, Value};
 use std::time::Duration;
 
+use crate::providers::classify::class_of_status as by_status;
 use crate::providers::translate::{ErrorClass, TranslateError};
 
 /// The format name carried by [`TranslateError::Malformed`].
@@ -253,18 +254,6 @@ pub(crate) fn classify_value(status: Option<u16>, err: &Value) -> (ErrorClass, S
     };
     let message = if grpc.is_empty() { text.to_owned() } else { format!("{grpc}: {text}") };
     (class, message)
-}
-
-fn by_status(status: u16) -> ErrorClass {
-    match status {
-        401 => ErrorClass::AuthRejected,
-        403 => ErrorClass::Forbidden,
-        404 => ErrorClass::NotFound,
-        429 => ErrorClass::RateLimited,
-        408 | 409 => ErrorClass::Upstream,
-        400..=499 => ErrorClass::InvalidRequest,
-        _ => ErrorClass::Upstream,
-    }
 }
 
 /// The wait of a `RetryInfo` detail (`"retryDelay": "34.4s"`, a protobuf

@@ -14,16 +14,16 @@
 //! so the stream ends without a finish and fails as a broken body — not
 //! classified by the error's code (a known limit; `data: {"error":…}` is).
 
-use serde_json::{json, Map, Value};
+use serde_json::{json, Value};
 
 use super::response::{check_in_band, finish_reason, Candidate, Counter, Usage, FORMAT};
+use crate::providers::chunks::ChunkWriter;
 use crate::providers::translate::{StreamItem, TranslateError};
 
 /// Translation state of one Gemini stream.
 #[derive(Debug, Clone)]
 pub struct StreamDecoder {
-    include_usage: bool,
-    role_sent: bool,
+    out: ChunkWriter,
     /// Anything said so far (text or a call): a safety stop after it ends
     /// the answer with `content_filter`, before it fails the attempt.
     said: bool,
@@ -34,7 +34,7 @@ pub struct StreamDecoder {
 
 impl StreamDecoder {
     pub fn new(include_usage: bool) -> Self {
-        Self { include_usage, role_sent: false, said: false, calls: Counter::default(), usage: None, done: false }
+        Self { out: ChunkWriter::new(include_usage), said: false, calls: Counter::default(), usage: None, done: false }
     }
 
     /// Translates one event's data.
@@ -60,42 +60,22 @@ impl StreamDecoder {
         let mut items = Vec::new();
         if !candidate.text.is_empty() {
             self.said = true;
-            items.push(self.chunk(json!({ "content": candidate.text }), None));
+            items.push(self.out.chunk(json!({ "content": candidate.text }), None));
         }
         if !candidate.calls.is_empty() {
             self.said = true;
-            items.push(self.chunk(json!({ "tool_calls": candidate.calls }), None));
+            items.push(self.out.chunk(json!({ "tool_calls": candidate.calls }), None));
         }
         if let Some(finish) = candidate.finish.as_deref() {
             let reason = finish_reason(finish, self.calls.0 > 0, self.said)?;
             self.done = true;
-            items.push(self.chunk(json!({}), Some(reason)));
-            if let Some(usage) = self.usage.filter(|_| self.include_usage) {
-                items.push(StreamItem::Chunk(json!({
-                    "object": "chat.completion.chunk", "choices": [], "usage": usage.to_openai(),
-                })));
+            items.push(self.out.chunk(json!({}), Some(reason)));
+            if let Some(usage) = self.usage.and_then(|u| self.out.usage(u.to_openai())) {
+                items.push(usage);
             }
             items.push(StreamItem::Done);
         }
         Ok(items)
-    }
-
-    /// One OpenAI chunk; the first of the stream carries the role.
-    fn chunk(&mut self, mut delta: Value, finish: Option<&'static str>) -> StreamItem {
-        if !self.role_sent {
-            self.role_sent = true;
-            delta["role"] = Value::from("assistant");
-        }
-        let mut chunk = Map::new();
-        chunk.insert("object".into(), Value::from("chat.completion.chunk"));
-        chunk.insert(
-            "choices".into(),
-            json!([{ "index": 0, "delta": delta, "logprobs": null, "finish_reason": finish }]),
-        );
-        if self.include_usage {
-            chunk.insert("usage".into(), Value::Null);
-        }
-        StreamItem::Chunk(Value::Object(chunk))
     }
 }
 

@@ -6,16 +6,8 @@
 
 use serde_json::{json, Map, Value};
 
+use crate::providers::parts::{field, function_tool, unsupported};
 use crate::providers::translate::TranslateError;
-
-/// A field of the request, an explicit `null` read as absent.
-pub(super) fn field<'a>(obj: &'a Map<String, Value>, key: &str) -> Option<&'a Value> {
-    obj.get(key).filter(|v| !v.is_null())
-}
-
-pub(super) fn unsupported(detail: impl Into<String>) -> TranslateError {
-    TranslateError::Unsupported(detail.into())
-}
 
 /// Adds `tools` and `toolConfig` to `out`; true when a call is forced
 /// (`ANY`), which rules out a JSON response mime type.
@@ -51,21 +43,13 @@ pub(super) fn add_tools(req: &Map<String, Value>, out: &mut Map<String, Value>) 
 }
 
 fn declaration(tool: &Value) -> Result<Value, TranslateError> {
-    let kind = tool.get("type").and_then(Value::as_str).unwrap_or("");
-    if kind != "function" {
-        return Err(unsupported(format!("tool type `{kind}`")));
-    }
-    let function = tool.get("function");
-    let name = function
-        .and_then(|f| f.get("name"))
-        .and_then(Value::as_str)
-        .ok_or_else(|| unsupported("a function tool without a name"))?;
+    let (name, description, parameters) = function_tool(tool)?;
     let mut out = json!({ "name": name });
-    if let Some(desc) = function.and_then(|f| f.get("description")).and_then(Value::as_str) {
+    if let Some(desc) = description {
         out["description"] = Value::from(desc);
     }
     // No `parameters`: a function without arguments (none is sent).
-    if let Some(params) = function.and_then(|f| f.get("parameters")).filter(|p| !p.is_null()) {
+    if let Some(params) = parameters {
         out["parametersJsonSchema"] = params.clone();
     }
     Ok(out)
