@@ -52,8 +52,11 @@ impl Redactor {
 
     /// The redactor of a provider: every secret its config holds.
     pub fn for_provider(config: &ProviderConfig) -> Self {
+        let aws = config.aws.as_ref();
         let mut secrets: Vec<String> = [&config.api_key, &config.auth_key, &config.iam_token]
             .into_iter()
+            .chain(aws.map(|a| &a.secret_access_key))
+            .chain(aws.map(|a| &a.session_token))
             .flatten()
             .chain(config.headers.iter().map(|(_, v)| v))
             .map(|s| s.expose().to_owned())

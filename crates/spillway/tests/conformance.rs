@@ -1,7 +1,8 @@
 //! One conformance suite, run through the gateway against every native
-//! adapter (Anthropic, GigaChat, Yandex): plain and streamed text, tool
-//! calls both ways, usage, each error class, a wrong key and upstreams that
-//! break their own format. Every body and chunk the client gets must
+//! adapter (Anthropic, GigaChat, Yandex) and cloud kind (Azure, Gemini,
+//! Bedrock): plain and
+//! streamed text, tool calls both ways, usage, each error class, a wrong
+//! key and upstreams that break their own format. Every body and chunk the client gets must
 //! validate against the official OpenAI schemas.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::disallowed_methods)] // tests: fail loudly, spawn freely
@@ -272,4 +273,7 @@ conformance! {
     anthropic => wires::Anthropic,
     gigachat => wires::GigaChat,
     yandex => wires::Yandex,
+    azure => wires::Azure,
+    gemini => wires::Gemini,
+    bedrock => wires::Bedrock,
 }

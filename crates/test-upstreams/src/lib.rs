@@ -16,14 +16,18 @@
 //! A chat request is one whose path ends in `/chat/completions`, or in the
 //! path given to [`FakeUpstream::start_at`] (`/v1/messages`,
 //! `/foundationModels/v1/completion`, `/api/v2/oauth`), so the native wire
-//! formats are scripted the same way; [`anthropic`], [`gigachat`] and
-//! [`yandex`] build their bodies exactly as the reference shows.
+//! formats are scripted the same way; [`anthropic`], [`gigachat`],
+//! [`yandex`] and the cloud kinds ([`azure`], [`gemini`], [`bedrock`]) build their bodies exactly as
+//! the reference shows.
 
 // Test infrastructure: a broken fixture or port must fail the test loudly.
 #![allow(clippy::panic, clippy::unwrap_used, clippy::expect_used)]
 
 pub mod anthropic;
+pub mod azure;
+pub mod bedrock;
 pub mod faults;
+pub mod gemini;
 pub mod gigachat;
 pub mod reply;
 pub mod schema;
@@ -53,8 +57,13 @@ struct Shared {
     requests: Mutex<Vec<serde_json::Value>>,
     raw_requests: Mutex<Vec<bytes::Bytes>>,
     headers: Mutex<Vec<http::HeaderMap>>,
+    /// Path and query of the chat requests received.
+    uris: Mutex<Vec<String>>,
     /// The path suffix of scripted calls; `None` is `/chat/completions`.
     chat_path: Option<String>,
+    /// More suffixes of scripted calls (Gemini's `:generateContent` and
+    /// `:streamGenerateContent`, Bedrock's `/converse` and `/converse-stream`).
+    more_paths: Vec<String>,
 }
 
 /// A running fake upstream.
@@ -74,6 +83,18 @@ impl FakeUpstream {
     /// `path` (a native API's chat path, or an OAuth endpoint).
     pub async fn start_at(path: &str) -> Self {
         Self::serve(Shared { chat_path: Some(path.to_string()), ..Shared::default() }).await
+    }
+
+    /// Starts one whose scripted calls are the requests whose path ends in
+    /// any of `paths` (one native API's whole and streamed calls).
+    pub async fn start_at_any(paths: &[&str]) -> Self {
+        let (first, more) = paths.split_first().expect("at least one path");
+        Self::serve(Shared {
+            chat_path: Some(first.to_string()),
+            more_paths: more.iter().map(|p| p.to_string()).collect(),
+            ..Shared::default()
+        })
+        .await
     }
 
     async fn serve(shared: Shared) -> Self {
@@ -148,6 +169,11 @@ impl FakeUpstream {
         lock(&self.shared.raw_requests).clone()
     }
 
+    /// Path and query of the chat requests received, in order.
+    pub fn request_uris(&self) -> Vec<String> {
+        lock(&self.shared.uris).clone()
+    }
+
     /// Headers of the chat requests received, in order.
     pub fn request_headers(&self) -> Vec<http::HeaderMap> {
         lock(&self.shared.headers).clone()
@@ -192,9 +218,12 @@ async fn handle(State(shared): State<Arc<Shared>>, req: Request) -> Response {
     let fixed = lock(&shared.routes).get(&path).cloned();
     let reply = if let Some(r) = fixed {
         r
-    } else if path.ends_with(shared.chat_path.as_deref().unwrap_or("/chat/completions")) {
+    } else if path.ends_with(shared.chat_path.as_deref().unwrap_or("/chat/completions"))
+        || shared.more_paths.iter().any(|p| path.ends_with(p.as_str()))
+    {
         shared.calls.fetch_add(1, Ordering::SeqCst);
         lock(&shared.headers).push(req.headers().clone());
+        lock(&shared.uris).push(req.uri().path_and_query().map_or(path.clone(), |p| p.to_string()));
         let body = axum::body::to_bytes(req.into_body(), usize::MAX).await.unwrap_or_default();
         let value = serde_json::from_slice(&body).unwrap_or(serde_json::Value::Null);
         lock(&shared.requests).push(value);

@@ -59,7 +59,18 @@ fn default_prefill(kind: ProviderKind, base_url: Option<&str>, format: Option<&s
         ProviderKind::Mock => Some(Prefill::Plain),
         ProviderKind::Anthropic if claude_rejects_prefill(model) => None,
         ProviderKind::Anthropic => Some(Prefill::Anthropic),
-        ProviderKind::GigaChat | ProviderKind::Yandex => None,
+        // Azure serves OpenAI's models: a trailing assistant message starts
+        // a new reply there too.
+        // Whether Gemini continues a trailing `model` turn token by token
+        // is not documented (round2.md §4 has no entry): instruct.
+        // Bedrock: a trailing assistant message through Converse is what
+        // Claude's prefill would need, but the reference has nothing on
+        // Converse accepting it: instruct (`continuation: prefill` opts in).
+        ProviderKind::GigaChat
+        | ProviderKind::Yandex
+        | ProviderKind::Azure
+        | ProviderKind::Gemini
+        | ProviderKind::Bedrock => None,
         ProviderKind::OpenAi => {
             let url = base_url.unwrap_or_default().to_ascii_lowercase();
             if format == Some("vllm") || url.contains("vllm") {

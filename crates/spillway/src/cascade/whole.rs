@@ -39,8 +39,15 @@ pub const FINISH_GRACE: Duration = Duration::from_secs(1);
 pub fn reads_as_stream(target: &Target, req: &ChatRequest) -> bool {
     // Yandex's native stream is a line stream whose content type is not
     // agreed on, so a whole body could not be told from it: sent whole.
-    let streams =
-        matches!(target.provider.config.kind, ProviderKind::OpenAi | ProviderKind::Anthropic | ProviderKind::GigaChat);
+    let streams = matches!(
+        target.provider.config.kind,
+        ProviderKind::OpenAi
+            | ProviderKind::Anthropic
+            | ProviderKind::GigaChat
+            | ProviderKind::Azure
+            | ProviderKind::Gemini
+            | ProviderKind::Bedrock
+    );
     streams && target.provider.config.whole_as_stream && !req.stream && !req.several_choices && !req.logprobs
 }
 

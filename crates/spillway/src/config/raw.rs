@@ -140,7 +140,7 @@ pub struct RawState {
 #[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RawProvider {
-    /// Wire format: `openai`, `anthropic`, `gigachat`, `yandex` or `mock`.
+    /// Wire format: `openai`, `anthropic`, `gigachat`, `yandex`, `azure`, `gemini`, `bedrock` or `mock`.
     pub kind: String,
     /// API base URL (for `openai` required; the others have defaults).
     pub base_url: Option<String>,
@@ -165,6 +165,8 @@ pub struct RawProvider {
     /// Yandex: an IAM token instead of an API key.
     pub iam_token: Option<String>,
     /// Anthropic: the `anthropic-version` header (default `2023-06-01`).
+    /// Azure (required): the `api-version`, dated (`2024-10-21`) for
+    /// per-deployment URLs, or `v1` for the v1 API.
     pub api_version: Option<String>,
     /// Static models: a fixed list, or hints merged into discovered models.
     pub models: Option<Vec<RawStaticModel>>,
@@ -172,7 +174,8 @@ pub struct RawProvider {
     pub default_max_tokens: Option<u32>,
     /// Route around this provider while it is in its last load profile.
     pub skip_when_lazy: Option<bool>,
-    /// Whether the provider honours `response_format` natively (default true for `openai` and `anthropic`).
+    /// Whether the provider honours `response_format` natively (default true for `openai`, `anthropic`,
+    /// `azure`, `gemini` and `bedrock`).
     pub native_json: Option<bool>,
     /// Load-aware degradation (SPEC §9).
     pub load: Option<RawLoad>,
@@ -186,7 +189,8 @@ pub struct RawProvider {
     pub allow_any_model: Option<bool>,
     /// Read a request without `stream: true` from this provider as a
     /// stream and assemble it, so `timeouts.first_token` bounds only the
-    /// first token (default true for `openai`, `anthropic` and `gigachat`;
+    /// first token (default true for `openai`, `anthropic`, `gigachat`,
+    /// `azure`, `gemini` and `bedrock`;
     /// false sends it whole: cheaper for the gateway, but the whole answer
     /// must then arrive within `first_token`).
     pub whole_as_stream: Option<bool>,
@@ -198,6 +202,21 @@ pub struct RawProvider {
     /// `health.breaker` for this provider's models; unset fields keep
     /// `health.breaker`'s.
     pub breaker: Option<RawBreaker>,
+    /// Gemini only: the key's project is on Google's free tier (default
+    /// true), so its models cost nothing and `free_only` cascades take
+    /// them; false (billing enabled) leaves them unpriced until
+    /// `price_per_1m` or a model's price says.
+    pub free_tier: Option<bool>,
+    /// Bedrock (required): the AWS region, such as `us-east-1`.
+    pub region: Option<String>,
+    /// Bedrock: the access key id to sign with (default: the environment's
+    /// `AWS_ACCESS_KEY_ID`); use `${VAR}`.
+    pub aws_access_key_id: Option<String>,
+    /// Bedrock: its secret (default: `AWS_SECRET_ACCESS_KEY`); use `${VAR}`.
+    pub aws_secret_access_key: Option<String>,
+    /// Bedrock: the session token of temporary credentials (default:
+    /// `AWS_SESSION_TOKEN`).
+    pub aws_session_token: Option<String>,
     /// Mock providers only: the model listing discovery reads, as a real
     /// provider's `/models` would list them (ids, context, prices, free
     /// flags); turns discovery on for the mock. A listed model the mock
@@ -225,7 +244,7 @@ pub struct RawListedModel {
 pub struct RawProviderDiscovery {
     /// Read the listing (default true when this block is present).
     pub enabled: Option<bool>,
-    /// Listing format: `openai`, `groq`, `openrouter`, `anthropic`, `gigachat`, `ollama`, `vllm`.
+    /// Listing format: `openai`, `groq`, `openrouter`, `anthropic`, `gigachat`, `ollama`, `vllm`, `azure`, `gemini`.
     pub format: Option<String>,
 }
 

@@ -119,6 +119,23 @@ impl ListingSource {
                 headers.insert(HeaderName::from_static("anthropic-version"), version);
                 p.base_url.clone().unwrap_or_else(|| ANTHROPIC_BASE_URL.to_owned())
             }
+            ProviderKind::Gemini => {
+                if let Some(key) = &p.api_key {
+                    headers.insert(
+                        HeaderName::from_static("x-goog-api-key"),
+                        native::secret_header(p, "", key).map_err(setup)?,
+                    );
+                }
+                let base = p.base_url.as_deref().unwrap_or(crate::providers::gemini::DEFAULT_BASE_URL);
+                base.trim_end_matches('/').to_owned()
+            }
+            ProviderKind::Azure => {
+                if let Some(key) = &p.api_key {
+                    headers
+                        .insert(HeaderName::from_static("api-key"), native::secret_header(p, "", key).map_err(setup)?);
+                }
+                p.base_url.clone().ok_or_else(|| FetchError::Setup("no base_url to fetch the listing from".into()))?
+            }
             ProviderKind::GigaChat => {
                 // The auth key only buys tokens; the API takes the token.
                 tokens = Some(TokenCache::new(p, client.clone()).map_err(setup)?);

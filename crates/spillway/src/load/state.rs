@@ -109,7 +109,14 @@ impl ProviderLoad {
             selector: Mutex::new(ProfileSelector::new(profiles.clone(), hysteresis)),
             profiles,
             default_max_tokens,
-            single_system: matches!(kind, ProviderKind::GigaChat | ProviderKind::Yandex | ProviderKind::Anthropic),
+            single_system: matches!(
+                kind,
+                ProviderKind::GigaChat
+                    | ProviderKind::Yandex
+                    | ProviderKind::Anthropic
+                    | ProviderKind::Gemini
+                    | ProviderKind::Bedrock
+            ),
             current: AtomicUsize::new(0),
             load_bits: AtomicU64::new(f64::NAN.to_bits()),
             stale: AtomicBool::new(false),

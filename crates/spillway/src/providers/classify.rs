@@ -87,6 +87,22 @@ pub fn failure_from_class(
     }
 }
 
+/// How a native format's status alone classifies, for a body that is not
+/// its error JSON (a proxy's HTML, an empty 502): 408, 409 and 424 are
+/// transient, other 4xx the client's.
+pub(crate) fn class_of_status(status: u16) -> ErrorClass {
+    match status {
+        401 => ErrorClass::AuthRejected,
+        402 => ErrorClass::QuotaExhausted,
+        403 => ErrorClass::Forbidden,
+        404 => ErrorClass::NotFound,
+        429 => ErrorClass::RateLimited,
+        408 | 409 | 424 => ErrorClass::Upstream,
+        400..=499 => ErrorClass::InvalidRequest,
+        _ => ErrorClass::Upstream,
+    }
+}
+
 /// A translator's error as the runner's attempt error.
 ///
 /// A request the format cannot express is a capability mismatch (the next

@@ -1,6 +1,7 @@
 //! Cutting a native adapter's streamed body into the units its decoder
-//! reads — SSE events (Anthropic, GigaChat) or newline-delimited JSON
-//! lines (Yandex) — and driving the decoder so that every upstream hiccup
+//! reads — SSE events (Anthropic, GigaChat, Gemini) or newline-delimited
+//! JSON lines (Yandex); Bedrock's binary frames are cut in
+//! `super::eventstream` — and driving the decoder so that every upstream hiccup
 //! (a cut body, a line that is not UTF-8, an over-long line, a decoder
 //! error) comes out as a classified attempt failure, never a panic.
 //!
@@ -19,12 +20,13 @@ use std::collections::VecDeque;
 /// sends a newline must not make the gateway buffer without limit.
 const MAX_LINE: usize = crate::api::sse::MAX_EVENT_BYTES;
 
-type Items = VecDeque<Result<StreamItem, AttemptError>>;
+pub(crate) type Items = VecDeque<Result<StreamItem, AttemptError>>;
 
 /// How a byte stream is cut into the units a decoder reads.
 pub(crate) trait Framing: Send + 'static {
-    /// The answer must say `content-type: text/event-stream`.
-    const EVENT_STREAM: bool;
+    /// The content type a streamed answer must have (`text/event-stream`,
+    /// Bedrock's `application/vnd.amazon.eventstream`); `None`: not checked.
+    const CONTENT_TYPE: Option<&'static str>;
     /// Feeds bytes; translated items go onto `out`.
     fn feed(&mut self, bytes: &[u8], out: &mut Items);
     /// The body ended: flush what is left.
@@ -81,7 +83,7 @@ impl<D: EventDecoder> Sse<D> {
 }
 
 impl<D: EventDecoder> Framing for Sse<D> {
-    const EVENT_STREAM: bool = true;
+    const CONTENT_TYPE: Option<&'static str> = Some("text/event-stream");
 
     fn feed(&mut self, bytes: &[u8], out: &mut Items) {
         if self.parser.feed(bytes, &mut self.events).is_err() {
@@ -120,7 +122,7 @@ impl<D: LineDecoder> Framing for Lines<D> {
     /// The content type of a line stream is not agreed on (Yandex's is
     /// unverified: `application/json` or NDJSON), so it is not checked:
     /// every line is parsed whatever the header says.
-    const EVENT_STREAM: bool = false;
+    const CONTENT_TYPE: Option<&'static str> = None;
 
     fn feed(&mut self, bytes: &[u8], out: &mut Items) {
         self.buf.extend_from_slice(bytes);
@@ -146,7 +148,7 @@ impl<D: LineDecoder> Framing for Lines<D> {
 /// A decoder's items; an event it could not read is skipped (the runner
 /// counts it and fails the attempt past `health.streams.max_skipped_events`),
 /// any other error ends the stream.
-fn push(out: &mut Items, decoded: Result<Vec<StreamItem>, TranslateError>) {
+pub(crate) fn push(out: &mut Items, decoded: Result<Vec<StreamItem>, TranslateError>) {
     match decoded {
         Ok(items) => out.extend(items.into_iter().map(Ok)),
         Err(TranslateError::Unreadable { format, detail }) => {

@@ -1,5 +1,5 @@
 //! The send-and-decode path the native adapters (`anthropic`, `gigachat`,
-//! `yandex`) share.
+//! `yandex`, `gemini`, `bedrock`) share.
 //!
 //! Each native adapter translates the runner's OpenAI body with its pure
 //! translator and hands the result here: [`encode`], [`send`] with the
@@ -60,6 +60,18 @@ pub(crate) trait Wire {
 
     /// The decoder of one streamed answer.
     fn framing(include_usage: bool) -> Self::Framing;
+
+    /// [`Self::classify`] for formats whose error name is in a header
+    /// (Bedrock's `x-amzn-ErrorType`).
+    fn classify_headers(status: u16, _headers: &HeaderMap, body: &[u8]) -> (ErrorClass, String) {
+        Self::classify(status, body)
+    }
+
+    /// The wait a non-2xx body asks for, when the format puts it there
+    /// (Gemini's `RetryInfo.retryDelay`); the headers' wait comes first.
+    fn retry_after(_body: &[u8]) -> Option<Duration> {
+        None
+    }
 }
 
 /// Where a native adapter sends its attempts: the pooled client, the URL
@@ -78,7 +90,18 @@ impl Upstream {
 
     /// A POST of `body` with the fixed headers; the caller may add more.
     pub(crate) fn post(&self, body: Bytes) -> reqwest::RequestBuilder {
-        self.client.post(&self.url).headers(self.headers.clone()).body(body)
+        self.post_to(&self.url, body)
+    }
+
+    /// [`Self::post`] to another URL of the same API (Gemini's and
+    /// Bedrock's URLs name the model and whether it streams).
+    pub(crate) fn post_to(&self, url: &str, body: Bytes) -> reqwest::RequestBuilder {
+        self.client.post(url).headers(self.headers.clone()).body(body)
+    }
+
+    /// The URL given at build (an API's root where calls name their own).
+    pub(crate) fn url(&self) -> &str {
+        &self.url
     }
 
     /// One attempt with nothing more to it: [`encode`], [`send`] (with
@@ -91,7 +114,19 @@ impl Upstream {
         request_id: Option<&str>,
         hints: &super::types::UpstreamHints,
     ) -> Result<Reply, AttemptError> {
-        let mut post = self.post(encode(body)?);
+        self.call_at::<W>(&self.url, body, asked, request_id, hints).await
+    }
+
+    /// [`Self::call`] to `url`.
+    pub(crate) async fn call_at<W: Wire>(
+        &self,
+        url: &str,
+        body: &Value,
+        asked: Asked,
+        request_id: Option<&str>,
+        hints: &super::types::UpstreamHints,
+    ) -> Result<Reply, AttemptError> {
+        let mut post = self.post_to(url, encode(body)?);
         if let Some(id) = super::headers::request_id_value(request_id) {
             post = post.header(super::headers::X_REQUEST_ID, id);
         }
@@ -133,10 +168,11 @@ pub(crate) async fn read<W: Wire>(resp: reqwest::Response, req: Asked) -> Result
     if !resp.status().is_success() {
         return Err(error_from_response::<W>(resp).await);
     }
-    let whole_instead = req.accept_whole && W::Framing::EVENT_STREAM && !is_event_stream(&resp);
+    let kind = W::Framing::CONTENT_TYPE;
+    let whole_instead = req.accept_whole && kind.is_some_and(|k| !has_content_type(&resp, k));
     if req.stream && !whole_instead {
-        if W::Framing::EVENT_STREAM {
-            require_event_stream(&resp)?;
+        if let Some(kind) = kind {
+            require_content_type(&resp, kind)?;
         }
         return Ok(Reply::Stream(decoded_stream(resp.bytes_stream(), W::framing(req.include_usage))));
     }
@@ -153,24 +189,26 @@ pub(crate) async fn read<W: Wire>(resp: reqwest::Response, req: Asked) -> Result
 async fn error_from_response<W: Wire>(resp: reqwest::Response) -> AttemptError {
     let status = resp.status().as_u16();
     let retry = crate::health::ratelimit::rate_limit_reset(resp.headers(), std::time::SystemTime::now());
+    let headers = resp.headers().clone();
     let body = resp.bytes().await.unwrap_or_default();
-    let (class, message) = W::classify(status, &body);
+    let retry = retry.or_else(|| W::retry_after(&body));
+    let (class, message) = W::classify_headers(status, &headers, &body);
     let failure = failure_from_class(class, status, None, retry);
     let message: String = message.chars().take(300).collect();
     AttemptError::new(failure, format!("HTTP {status}: {message}"))
 }
 
-/// Fails unless the answer to a stream request is `text/event-stream`.
-fn require_event_stream(resp: &reqwest::Response) -> Result<(), AttemptError> {
-    if is_event_stream(resp) {
+/// Fails unless the answer to a stream request has the stream's content type.
+fn require_content_type(resp: &reqwest::Response, kind: &str) -> Result<(), AttemptError> {
+    if has_content_type(resp, kind) {
         Ok(())
     } else {
-        Err(AttemptError::new(Failure::BrokenBody, "a stream was asked for but the response is not text/event-stream"))
+        Err(AttemptError::new(Failure::BrokenBody, format!("a stream was asked for but the response is not {kind}")))
     }
 }
 
-fn is_event_stream(resp: &reqwest::Response) -> bool {
-    resp.headers().get(CONTENT_TYPE).and_then(|v| v.to_str().ok()).is_some_and(|v| v.starts_with("text/event-stream"))
+fn has_content_type(resp: &reqwest::Response, kind: &str) -> bool {
+    resp.headers().get(CONTENT_TYPE).and_then(|v| v.to_str().ok()).is_some_and(|v| v.starts_with(kind))
 }
 
 /// Reads a whole 2xx body, classifying a transport failure (also for

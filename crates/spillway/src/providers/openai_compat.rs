@@ -65,47 +65,64 @@ impl OpenAiCompat {
             .body
             .encode_with_model(req.model_id)
             .map_err(|e| AttemptError::new(Failure::BrokenBody, e.to_string()))?;
-        let id = super::headers::request_id_value(req.request_id);
-        let resp = self.endpoint.post_as(bytes.into(), id).await.map_err(|e| request_error(&e))?;
-        req.hints.set_upstream_id(super::headers::upstream_request_id(resp.headers()));
-        let status = resp.status().as_u16();
-        if !(200..300).contains(&status) {
-            let retry = crate::health::ratelimit::rate_limit_reset(resp.headers(), std::time::SystemTime::now());
-            let body = resp.into_body().bytes().await.unwrap_or_default();
-            let failure = classify_openai_error(status, retry, &body);
-            return Err(AttemptError::new(failure, format!("HTTP {status}{}", short_message(&body))));
-        }
-        if let Some(reset) = crate::health::ratelimit::reset_hint(resp.headers(), std::time::SystemTime::now()) {
-            req.hints.set_exhausted_for(reset);
-        }
-        let is_sse = resp
-            .headers()
-            .get(CONTENT_TYPE)
-            .and_then(|v| v.to_str().ok())
-            .is_some_and(|v| v.starts_with("text/event-stream"));
-        if req.stream && (is_sse || !req.accept_whole) {
-            if !is_sse {
-                return Err(AttemptError::new(
-                    Failure::BrokenBody,
-                    "a stream was asked for but the response is not text/event-stream",
-                ));
-            }
-            let mut body = resp.into_body();
-            let completion = body.completion();
-            return Ok(Reply::Stream(sse_chunks_until(body, move || completion.mark())));
-        }
-        let body = resp.into_body().bytes().await.map_err(|e| body_error(&e))?;
-        // Most answers need only the gateway's stamp: kept as bytes.
-        if let Some(raw) = RawCompletion::check(body.clone()) {
-            return Ok(Reply::Complete(Completion::Raw(raw)));
-        }
-        let value: Value = serde_json::from_slice(&body)
-            .map_err(|e| AttemptError::new(Failure::BrokenBody, format!("response is not JSON: {e}")))?;
-        if let Some(f) = in_band_error(&value) {
-            return Err(f);
-        }
-        Ok(Reply::Complete(value.into()))
+        post_and_read(&self.endpoint, bytes.into(), &req, classify_openai_error).await
     }
+}
+
+/// How an OpenAI-compatible API's non-2xx answer is classified: status,
+/// the reset its headers named, the body (`kind: azure` adds its own codes
+/// in front of [`classify_openai_error`]).
+pub(crate) type Classify = fn(u16, Option<std::time::Duration>, &[u8]) -> Failure;
+
+/// One attempt posted to `endpoint` and read as an OpenAI-compatible
+/// answer: a non-2xx status through `classify`, a stream decoded as it
+/// arrives, a whole body kept as bytes when it needs only the stamp.
+pub(crate) async fn post_and_read(
+    endpoint: &Endpoint,
+    bytes: Bytes,
+    req: &AttemptRequest<'_>,
+    classify: Classify,
+) -> Result<Reply, AttemptError> {
+    let id = super::headers::request_id_value(req.request_id);
+    let resp = endpoint.post_as(bytes, id).await.map_err(|e| request_error(&e))?;
+    req.hints.set_upstream_id(super::headers::upstream_request_id(resp.headers()));
+    let status = resp.status().as_u16();
+    if !(200..300).contains(&status) {
+        let retry = crate::health::ratelimit::rate_limit_reset(resp.headers(), std::time::SystemTime::now());
+        let body = resp.into_body().bytes().await.unwrap_or_default();
+        let failure = classify(status, retry, &body);
+        return Err(AttemptError::new(failure, format!("HTTP {status}{}", short_message(&body))));
+    }
+    if let Some(reset) = crate::health::ratelimit::reset_hint(resp.headers(), std::time::SystemTime::now()) {
+        req.hints.set_exhausted_for(reset);
+    }
+    let is_sse = resp
+        .headers()
+        .get(CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("text/event-stream"));
+    if req.stream && (is_sse || !req.accept_whole) {
+        if !is_sse {
+            return Err(AttemptError::new(
+                Failure::BrokenBody,
+                "a stream was asked for but the response is not text/event-stream",
+            ));
+        }
+        let mut body = resp.into_body();
+        let completion = body.completion();
+        return Ok(Reply::Stream(sse_chunks_until(body, move || completion.mark())));
+    }
+    let body = resp.into_body().bytes().await.map_err(|e| body_error(&e))?;
+    // Most answers need only the gateway's stamp: kept as bytes.
+    if let Some(raw) = RawCompletion::check(body.clone()) {
+        return Ok(Reply::Complete(Completion::Raw(raw)));
+    }
+    let value: Value = serde_json::from_slice(&body)
+        .map_err(|e| AttemptError::new(Failure::BrokenBody, format!("response is not JSON: {e}")))?;
+    if let Some(f) = in_band_error(&value) {
+        return Err(f);
+    }
+    Ok(Reply::Complete(value.into()))
 }
 
 /// Classifies a request that got no response head.

@@ -7,7 +7,7 @@
 
 use super::embed::{Embedder, MockEmbedder};
 use super::types::{AttemptRequest, BuildError, Reply};
-use super::{anthropic, gigachat, mock, openai_compat, yandex};
+use super::{anthropic, azure, bedrock, gemini, gigachat, mock, openai_compat, yandex};
 use crate::api::embeddings::{EmbeddingRequest, Vectors};
 use crate::config::{HealthConfig, ProviderConfig, ProviderKind};
 use crate::outcome::AttemptError;
@@ -27,6 +27,12 @@ pub enum Adapter {
     GigaChat(gigachat::GigaChatAdapter),
     /// Yandex Foundation Models native completion.
     Yandex(yandex::YandexAdapter),
+    /// Azure OpenAI deployments.
+    Azure(azure::AzureAdapter),
+    /// Google Gemini's own API.
+    Gemini(gemini::GeminiAdapter),
+    /// AWS Bedrock's Converse API.
+    Bedrock(bedrock::BedrockAdapter),
 }
 
 /// A configured provider: its adapter and bookkeeping.
@@ -51,6 +57,9 @@ impl Provider {
             ProviderKind::Anthropic => Adapter::Anthropic(anthropic::AnthropicAdapter::new(&config, health)?),
             ProviderKind::GigaChat => Adapter::GigaChat(gigachat::GigaChatAdapter::new(&config, health)?),
             ProviderKind::Yandex => Adapter::Yandex(yandex::YandexAdapter::new(&config, health)?),
+            ProviderKind::Azure => Adapter::Azure(azure::AzureAdapter::new(&config, health)?),
+            ProviderKind::Gemini => Adapter::Gemini(gemini::GeminiAdapter::new(&config, health)?),
+            ProviderKind::Bedrock => Adapter::Bedrock(bedrock::BedrockAdapter::new(&config, health)?),
         };
         let embedder = match &adapter {
             Adapter::OpenAi(a) => Embedder::openai(&config, a.endpoint())?,
@@ -77,6 +86,9 @@ impl Provider {
             Adapter::Anthropic(a) => Box::pin(a.call(req)).await,
             Adapter::GigaChat(g) => Box::pin(g.call(req)).await,
             Adapter::Yandex(y) => Box::pin(y.call(req)).await,
+            Adapter::Azure(a) => Box::pin(a.call(req)).await,
+            Adapter::Gemini(g) => Box::pin(g.call(req)).await,
+            Adapter::Bedrock(b) => Box::pin(b.call(req)).await,
         };
         match reply {
             Ok(Reply::Stream(s)) => {

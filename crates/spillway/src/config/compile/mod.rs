@@ -20,6 +20,7 @@ mod load;
 mod prompts;
 mod providers;
 mod responses;
+mod providers_cloud;
 mod server;
 
 use alerts::compile_alerts;

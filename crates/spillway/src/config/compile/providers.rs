@@ -3,7 +3,8 @@
 use super::load::compile_load;
 use super::*;
 
-const LISTING_FORMATS: [&str; 7] = ["openai", "groq", "openrouter", "anthropic", "gigachat", "ollama", "vllm"];
+const LISTING_FORMATS: [&str; 9] =
+    ["openai", "groq", "openrouter", "anthropic", "gigachat", "ollama", "vllm", "azure", "gemini"];
 
 pub(super) fn compile_provider(
     cx: &mut Ctx,
@@ -22,14 +23,22 @@ pub(super) fn compile_provider(
         "gigachat" => ProviderKind::GigaChat,
         "yandex" => ProviderKind::Yandex,
         "mock" => ProviderKind::Mock,
+        "azure" => ProviderKind::Azure,
+        "gemini" => ProviderKind::Gemini,
+        "bedrock" => ProviderKind::Bedrock,
         other => {
             cx.err(
                 format!("{path}.kind"),
-                format!("unknown kind `{other}`: expected openai, anthropic, gigachat, yandex or mock"),
+                format!(
+                    "unknown kind `{other}`: expected openai, anthropic, gigachat, yandex, azure, gemini, bedrock or mock"
+                ),
             );
             return None;
         }
     };
+    super::providers_cloud::check_cloud_kind(cx, &path, kind, &p);
+    let kind_price = super::providers_cloud::default_price(kind, &p);
+    let aws = super::providers_cloud::aws_config(kind, &p);
     let base_url = p.base_url.map(|u| u.trim_end_matches('/').to_string());
     if let Some(u) = &base_url {
         check_url(cx, &format!("{path}.base_url"), u);
@@ -82,6 +91,8 @@ pub(super) fn compile_provider(
             let default = match kind {
                 ProviderKind::Anthropic => "anthropic",
                 ProviderKind::GigaChat => "gigachat",
+                ProviderKind::Azure => "azure",
+                ProviderKind::Gemini => "gemini",
                 _ => "openai",
             };
             let f = d.format.unwrap_or_else(|| default.to_string());
@@ -96,7 +107,7 @@ pub(super) fn compile_provider(
                     format!("{path}.discovery"),
                     "a mock provider has no listing to fetch: give it a `listing:` instead",
                 );
-            } else if kind == ProviderKind::Yandex {
+            } else if matches!(kind, ProviderKind::Yandex | ProviderKind::Bedrock) {
                 cx.err(format!("{path}.discovery"), format!("kind `{}` has no model listing", kind.as_str()));
             }
             Some(f)
@@ -149,12 +160,13 @@ pub(super) fn compile_provider(
         });
     }
     let load = p.load.map(|l| compile_load(cx, &format!("{path}.load"), l));
-    let price = p.price_per_1m.map(|pr| {
+    let price = p.price_per_1m.as_ref().map(|pr| {
         if pr.input < 0.0 || pr.output < 0.0 || pr.input.is_nan() || pr.output.is_nan() {
             cx.err(format!("{path}.price_per_1m"), "prices cannot be negative");
         }
         Price { input: pr.input, output: pr.output }
     });
+    let price = price.or(kind_price);
     let breaker = p.breaker.map(|b| super::health::compile_breaker(cx, &format!("{path}.breaker"), &b, breaker));
     let mut headers = Vec::new();
     for (k, v) in p.headers.unwrap_or_default() {
@@ -183,9 +195,15 @@ pub(super) fn compile_provider(
         models,
         default_max_tokens: p.default_max_tokens,
         skip_when_lazy: p.skip_when_lazy.unwrap_or(false),
-        native_json: p
-            .native_json
-            .unwrap_or(matches!(kind, ProviderKind::OpenAi | ProviderKind::Anthropic | ProviderKind::Mock)),
+        native_json: p.native_json.unwrap_or(matches!(
+            kind,
+            ProviderKind::OpenAi
+                | ProviderKind::Anthropic
+                | ProviderKind::Mock
+                | ProviderKind::Azure
+                | ProviderKind::Gemini
+                | ProviderKind::Bedrock
+        )),
         load,
         continuation: continuation_mode(cx, &format!("{path}.continuation"), p.continuation.as_deref()),
         allow_any_model: p.allow_any_model.unwrap_or(false),
@@ -193,6 +211,7 @@ pub(super) fn compile_provider(
         price,
         breaker,
         listing,
+        aws,
     })
 }
 

@@ -18,6 +18,12 @@ pub enum ProviderKind {
     Yandex,
     /// In-process mock (SPEC §11).
     Mock,
+    /// Azure OpenAI (deployments, `api-version`, `api-key`).
+    Azure,
+    /// Google Gemini's own API (`generateContent`).
+    Gemini,
+    /// AWS Bedrock's Converse API (SigV4).
+    Bedrock,
 }
 
 impl ProviderKind {
@@ -29,6 +35,9 @@ impl ProviderKind {
             Self::GigaChat => "gigachat",
             Self::Yandex => "yandex",
             Self::Mock => "mock",
+            Self::Azure => "azure",
+            Self::Gemini => "gemini",
+            Self::Bedrock => "bedrock",
         }
     }
 }
@@ -62,7 +71,7 @@ pub struct ProviderConfig {
     pub folder_id: Option<String>,
     /// Yandex IAM token.
     pub iam_token: Option<Secret>,
-    /// Anthropic API version header.
+    /// Anthropic API version header; Azure's `api-version`.
     pub api_version: Option<String>,
     /// Static models.
     pub models: Vec<StaticModel>,
@@ -91,6 +100,21 @@ pub struct ProviderConfig {
     /// Mock providers: the model listing discovery reads instead of a
     /// `/models` endpoint (`None`: the mock lists nothing).
     pub listing: Option<Vec<ListedModel>>,
+    /// Bedrock: the region and the credentials to sign with.
+    pub aws: Option<AwsConfig>,
+}
+
+/// Where and as whom a `kind: bedrock` provider signs its calls.
+#[derive(Debug, Clone)]
+pub struct AwsConfig {
+    /// The AWS region (`us-east-1`): the endpoint's and the signature's.
+    pub region: String,
+    /// Configured keys; without them the environment's are read when the
+    /// provider is built (`AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`,
+    /// `AWS_SESSION_TOKEN`).
+    pub access_key_id: Option<Secret>,
+    pub secret_access_key: Option<Secret>,
+    pub session_token: Option<Secret>,
 }
 
 /// One model of a mock provider's `listing:`, as a real listing gives it.

@@ -9,6 +9,7 @@
 //! here panics on any input.
 
 mod anthropic;
+mod cloud;
 mod ollama;
 mod openai_like;
 mod openrouter;
@@ -42,12 +43,27 @@ pub enum ListingFormat {
     Ollama,
     /// vLLM's `/v1/models`: `max_model_len` is the context.
     Vllm,
+    /// Azure OpenAI's deployments (`GET /openai/deployments`): the ids a
+    /// `kind: azure` provider calls.
+    Azure,
+    /// Gemini's paged `GET /models`: `inputTokenLimit`,
+    /// `supportedGenerationMethods`, `nextPageToken`.
+    Gemini,
 }
 
 impl ListingFormat {
     /// Every format, for help texts and config errors.
-    pub const ALL: [ListingFormat; 7] =
-        [Self::Openai, Self::Groq, Self::Openrouter, Self::Anthropic, Self::Gigachat, Self::Ollama, Self::Vllm];
+    pub const ALL: [ListingFormat; 9] = [
+        Self::Openai,
+        Self::Groq,
+        Self::Openrouter,
+        Self::Anthropic,
+        Self::Gigachat,
+        Self::Ollama,
+        Self::Vllm,
+        Self::Azure,
+        Self::Gemini,
+    ];
 
     /// The config spelling.
     pub fn as_str(self) -> &'static str {
@@ -59,6 +75,8 @@ impl ListingFormat {
             Self::Gigachat => "gigachat",
             Self::Ollama => "ollama",
             Self::Vllm => "vllm",
+            Self::Azure => "azure",
+            Self::Gemini => "gemini",
         }
     }
 }
@@ -71,7 +89,9 @@ impl fmt::Display for ListingFormat {
 
 /// An unknown format name; says which ones exist.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("unknown listing format `{0}`; expected one of openai, groq, openrouter, anthropic, gigachat, ollama, vllm")]
+#[error(
+    "unknown listing format `{0}`; expected one of openai, groq, openrouter, anthropic, gigachat, ollama, vllm, azure, gemini"
+)]
 pub struct UnknownFormat(pub String);
 
 impl FromStr for ListingFormat {
@@ -93,6 +113,7 @@ pub fn listing_path(format: ListingFormat) -> &'static str {
     match format {
         ListingFormat::Anthropic => "/v1/models",
         ListingFormat::Ollama => "/api/tags",
+        ListingFormat::Azure => cloud::AZURE_DEPLOYMENTS,
         _ => "/models",
     }
 }
@@ -115,6 +136,8 @@ pub fn listing_url(format: ListingFormat, base_url: &str, after: Option<&str>) -
             let host = base.strip_suffix("/v1").unwrap_or(base);
             format!("{host}/api/tags")
         }
+        ListingFormat::Azure => cloud::azure_url(base),
+        ListingFormat::Gemini => return cloud::gemini_url(base, after),
         _ => format!("{base}/models"),
     };
     if format == ListingFormat::Anthropic {
@@ -136,7 +159,8 @@ pub struct Listing {
     /// model ref where there is one; meant for a WARN log line each.
     pub warnings: Vec<String>,
     /// Anthropic: `has_more` was true; fetch again with this `after_id`
-    /// (see [`listing_url`]) and append. Always `None` for other formats.
+    /// (see [`listing_url`]) and append; Gemini: its `nextPageToken`.
+    /// Always `None` for other formats.
     pub next_page: Option<String>,
 }
 
@@ -176,7 +200,7 @@ impl ListingError {
 /// Reads one listing body of `format` for the provider named `provider`.
 pub fn parse_listing(format: ListingFormat, provider: &str, body: &[u8]) -> Result<Listing, ListingError> {
     let root: Value = serde_json::from_slice(body)?;
-    let field = if format == ListingFormat::Ollama { "models" } else { "data" };
+    let field = if matches!(format, ListingFormat::Ollama | ListingFormat::Gemini) { "models" } else { "data" };
     let entries = root.get(field).and_then(Value::as_array).ok_or(ListingError::NoModelArray { field })?;
 
     let mut out = Listing::default();
@@ -191,6 +215,8 @@ pub fn parse_listing(format: ListingFormat, provider: &str, body: &[u8]) -> Resu
             ListingFormat::Openrouter => openrouter::model(provider, entry, &mut out.warnings),
             ListingFormat::Anthropic => anthropic::model(provider, entry, &mut out.warnings),
             ListingFormat::Ollama => ollama::model(provider, entry, &mut out.warnings),
+            ListingFormat::Azure => cloud::azure_deployment(provider, entry, &mut out.warnings),
+            ListingFormat::Gemini => cloud::gemini_model(provider, entry, &mut out.warnings),
         };
         match parsed {
             Entry::Model(m) => {
@@ -210,6 +236,9 @@ pub fn parse_listing(format: ListingFormat, provider: &str, body: &[u8]) -> Resu
     }
     if format == ListingFormat::Anthropic {
         out.next_page = anthropic::next_page(&root, &out.models, &mut out.warnings);
+    }
+    if format == ListingFormat::Gemini {
+        out.next_page = cloud::gemini_next_page(&root);
     }
     Ok(out)
 }

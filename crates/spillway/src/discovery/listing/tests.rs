@@ -59,9 +59,9 @@ fn bad_bodies_are_errors_not_panics() {
     ];
     for format in ListingFormat::ALL {
         for (body, label) in cases {
-            // Ollama keeps its models under `models`, so `data` is "no array".
-            let label =
-                if format == ListingFormat::Ollama && *label == "no_usable_models" { "no_model_array" } else { label };
+            // Ollama and Gemini keep their models under `models`, so `data` is "no array".
+            let under_models = matches!(format, ListingFormat::Ollama | ListingFormat::Gemini);
+            let label = if under_models && *label == "no_usable_models" { "no_model_array" } else { label };
             let err = parse_listing(format, "p", body).unwrap_err();
             assert_eq!(err.metric_label(), label, "{format}: {}", String::from_utf8_lossy(body));
         }

@@ -9,6 +9,7 @@
 
 use serde_json::{json, Map, Value};
 
+use crate::providers::parts::{field, stop_list, unsupported, Turns};
 use crate::providers::translate::TranslateError;
 
 mod tools;
@@ -33,7 +34,9 @@ pub fn to_anthropic(req: &Value, model_id: &str, default_max_tokens: u32) -> Res
     }
 
     let mut system: Vec<String> = Vec::new();
-    let mut turns = Turns::default();
+    // Tool results must open the user turn that follows the `tool_use`
+    // (reference §4.1 pairing rule), ahead of any text.
+    let mut turns = Turns::new("content", is_tool_result);
     for (at, msg) in messages.iter().enumerate() {
         let role = msg.get("role").and_then(Value::as_str).unwrap_or("");
         let content = msg.get("content");
@@ -47,7 +50,7 @@ pub fn to_anthropic(req: &Value, model_id: &str, default_max_tokens: u32) -> Res
             }
         }
     }
-    if turns.0.is_empty() {
+    if turns.is_empty() {
         return Err(unsupported("no user or assistant messages"));
     }
     if let Some(instruction) = response_format_instruction(field(req, "response_format"))? {
@@ -100,51 +103,8 @@ pub fn to_anthropic(req: &Value, model_id: &str, default_max_tokens: u32) -> Res
     Ok(Value::Object(out))
 }
 
-/// The Anthropic conversation being built: alternating user/assistant turns.
-#[derive(Default)]
-struct Turns(Vec<(&'static str, Vec<Value>)>);
-
-impl Turns {
-    /// Appends blocks as a turn of `role`, merging into the previous turn when
-    /// it has the same role (Anthropic wants strict alternation). Empty
-    /// block lists are skipped so they never split a run of equal roles.
-    fn push(&mut self, role: &'static str, blocks: Vec<Value>) {
-        if blocks.is_empty() {
-            return;
-        }
-        let Some((_, last)) = self.0.last_mut().filter(|(r, _)| *r == role) else {
-            self.0.push((role, blocks));
-            return;
-        };
-        for block in blocks {
-            if is_tool_result(&block) {
-                // Tool results must open the user turn that follows the
-                // `tool_use` (reference §4.1 pairing rule), ahead of any text.
-                let at = last.iter().take_while(|b| is_tool_result(b)).count();
-                last.insert(at, block);
-            } else {
-                last.push(block);
-            }
-        }
-    }
-
-    fn into_value(self) -> Value {
-        let turns = self.0.into_iter().map(|(role, content)| json!({ "role": role, "content": content }));
-        Value::Array(turns.collect())
-    }
-}
-
 fn is_tool_result(block: &Value) -> bool {
     block.get("type").and_then(Value::as_str) == Some("tool_result")
-}
-
-/// A field of the request, treating an explicit `null` as absent.
-fn field<'a>(obj: &'a Map<String, Value>, key: &str) -> Option<&'a Value> {
-    obj.get(key).filter(|v| !v.is_null())
-}
-
-fn unsupported(detail: impl Into<String>) -> TranslateError {
-    TranslateError::Unsupported(detail.into())
 }
 
 fn text_block(text: String) -> Value {
@@ -166,12 +126,7 @@ fn max_tokens(req: &Map<String, Value>, default: u32) -> Value {
 }
 
 fn stop_sequences(stop: Option<&Value>) -> Option<Value> {
-    let stops: Vec<Value> = match stop? {
-        Value::String(s) => vec![Value::from(s.as_str())],
-        Value::Array(items) => items.clone(),
-        _ => return None,
-    };
-    let stops: Vec<Value> = stops.into_iter().filter(|s| s.as_str().is_some_and(|s| !s.is_empty())).collect();
+    let stops = stop_list(stop);
     (!stops.is_empty()).then_some(Value::Array(stops))
 }
 

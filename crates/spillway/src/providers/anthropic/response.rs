@@ -178,19 +178,10 @@ pub(crate) fn classify_value(status: Option<u16>, body: &Value) -> (ErrorClass, 
     (class, message)
 }
 
+/// 5xx, 529, and an error without a status (inside a 2xx stream) are
+/// upstream failures; 408/409 too (the SDK retries them).
 fn class_from_status(status: Option<u16>) -> ErrorClass {
-    match status {
-        Some(401) => ErrorClass::AuthRejected,
-        Some(402) => ErrorClass::QuotaExhausted,
-        Some(403) => ErrorClass::Forbidden,
-        Some(404) => ErrorClass::NotFound,
-        Some(429) => ErrorClass::RateLimited,
-        // 408/409 are transient (the SDK retries them).
-        Some(408 | 409) => ErrorClass::Upstream,
-        Some(400..=499) => ErrorClass::InvalidRequest,
-        // 5xx, 529, and anything odd (an error body inside a 2xx stream).
-        _ => ErrorClass::Upstream,
-    }
+    status.map_or(ErrorClass::Upstream, crate::providers::classify::class_of_status)
 }
 
 /// The start of a non-JSON body on one line, for the attempt log.

@@ -10,19 +10,18 @@
 
 use std::collections::HashMap;
 
-use serde_json::{json, Map, Value};
+use serde_json::{json, Value};
 
 use super::response::{classify_value, finish_reason, malformed, UsageTally};
+use crate::providers::chunks::ChunkWriter;
 use crate::providers::translate::{StreamItem, TranslateError};
 
 /// Translation state for one Anthropic stream; one decoder per attempt.
 #[derive(Debug, Clone)]
 pub struct StreamDecoder {
-    /// Whether the client asked for `stream_options.include_usage`: then
-    /// every chunk carries `usage: null` and a usage chunk precedes the end.
-    include_usage: bool,
-    /// Whether `delta.role` was sent; OpenAI clients expect it first.
-    role_sent: bool,
+    /// Writes the chunks: the role first, `usage: null` on each and a usage
+    /// chunk before the end when the client asked for it.
+    out: ChunkWriter,
     /// Every started content block by Anthropic index → its OpenAI
     /// tool-call index; `None` for blocks that are not `tool_use` (text,
     /// thinking, server tools), whose JSON deltas are not the client's.
@@ -40,8 +39,7 @@ impl StreamDecoder {
     /// A decoder for a fresh stream.
     pub fn new(include_usage: bool) -> Self {
         Self {
-            include_usage,
-            role_sent: false,
+            out: ChunkWriter::new(include_usage),
             blocks: HashMap::new(),
             next_tool_index: 0,
             usage: None,
@@ -192,12 +190,8 @@ impl StreamDecoder {
         let mut items = vec![self.chunk(json!({}), Some(reason))];
         // Without any counts from upstream, no usage chunk: a made-up zero
         // would undercount cost silently (reference §9.3).
-        if let Some(usage) = self.usage.filter(|_| self.include_usage) {
-            items.push(StreamItem::Chunk(json!({
-                "object": "chat.completion.chunk",
-                "choices": [],
-                "usage": usage.to_openai(),
-            })));
+        if let Some(usage) = self.usage.and_then(|u| self.out.usage(u.to_openai())) {
+            items.push(usage);
         }
         items.push(StreamItem::Done);
         items
@@ -214,21 +208,8 @@ impl StreamDecoder {
 
     /// One OpenAI chunk with a single choice. The first chunk of the stream
     /// also carries the role, even if `message_start` never came.
-    fn chunk(&mut self, mut delta: Value, finish: Option<&'static str>) -> StreamItem {
-        if !self.role_sent {
-            self.role_sent = true;
-            delta["role"] = Value::from("assistant");
-        }
-        let mut chunk = Map::new();
-        chunk.insert("object".into(), Value::from("chat.completion.chunk"));
-        chunk.insert(
-            "choices".into(),
-            json!([{ "index": 0, "delta": delta, "logprobs": null, "finish_reason": finish }]),
-        );
-        if self.include_usage {
-            chunk.insert("usage".into(), Value::Null);
-        }
-        StreamItem::Chunk(Value::Object(chunk))
+    fn chunk(&mut self, delta: Value, finish: Option<&'static str>) -> StreamItem {
+        self.out.chunk(delta, finish)
     }
 }
 

@@ -109,6 +109,19 @@ impl Endpoint {
         Ok(Self { uri, ..self.clone() })
     }
 
+    /// Another endpoint of the same origin at `path_and_query` (from the
+    /// `/` on), sharing this one's connections, TLS setup and headers: one
+    /// Azure deployment's chat path beside another's.
+    pub fn at_path(&self, path_and_query: &str) -> Result<Self, EndpointError> {
+        // Through a proxy, plain-HTTP requests name the whole URL.
+        let text = match (self.uri.scheme_str(), self.uri.authority()) {
+            (Some(scheme), Some(authority)) => format!("{scheme}://{authority}{path_and_query}"),
+            _ => path_and_query.to_owned(),
+        };
+        let uri: Uri = text.parse().map_err(|e| EndpointError(format!("invalid URL path: {e}")))?;
+        Ok(Self { uri, ..self.clone() })
+    }
+
     /// Posts `body` and returns the response head with its body to read.
     pub async fn post(&self, body: Bytes) -> Result<Response<Body>, HttpError> {
         self.post_as(body, None).await
