@@ -481,6 +481,11 @@ pub struct RawCascade {
     pub min_other_providers: Option<u32>,
     /// Models kept (default 10).
     pub size: Option<u32>,
+    /// Where `preferred` models go: `price_class` (default: preferred free
+    /// models first, then the other free ones, then preferred paid ones,
+    /// then the other paid ones) or `strict` (every preferred model first,
+    /// paid or free).
+    pub preferred_order: Option<String>,
     /// Tried after the cascade.
     pub last_resort: Option<String>,
     /// Queue the request for a person when everything failed.

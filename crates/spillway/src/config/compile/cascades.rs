@@ -66,6 +66,7 @@ pub(super) fn compile_cascade(
         ("filters", c.filters.is_some()),
         ("min_other_providers", c.min_other_providers.is_some()),
         ("size", c.size.is_some()),
+        ("preferred_order", c.preferred_order.is_some()),
     ];
     let source = if let Some(models) = c.models {
         for (key, present) in discovery_keys {
@@ -120,6 +121,17 @@ pub(super) fn compile_cascade(
                 cx.err(format!("{path}.filters.max_cost_per_1m"), "cannot be negative");
             }
         }
+        let preferred_order = match c.preferred_order.as_deref() {
+            None | Some("price_class") => PreferredOrder::PriceClass,
+            Some("strict") => PreferredOrder::Strict,
+            Some(other) => {
+                cx.err(
+                    format!("{path}.preferred_order"),
+                    format!("unknown order `{other}`: expected price_class or strict"),
+                );
+                PreferredOrder::PriceClass
+            }
+        };
         let size = c.size.unwrap_or(10);
         if size == 0 {
             cx.err(format!("{path}.size"), "must be greater than 0");
@@ -136,6 +148,7 @@ pub(super) fn compile_cascade(
             },
             min_other_providers: c.min_other_providers.unwrap_or(0),
             size,
+            preferred_order,
         })
     };
     let last_resort = c.last_resort.as_ref().and_then(|m| model_ref(cx, &format!("{path}.last_resort"), m, providers));
