@@ -82,7 +82,9 @@ fn findings(c: &Config, cascade: &crate::config::CascadeConfig) -> Vec<Finding> 
             spec.preferred.iter().map(|r| r.provider.as_str()).filter(|p| !spec.providers.iter().any(|x| x == p)),
         );
         for (i, name) in providers.into_iter().enumerate() {
-            let Some(p) = c.providers.get(name).filter(|p| lists_unpriced(p)) else { continue };
+            if !c.providers.get(name).is_some_and(lists_unpriced) {
+                continue;
+            }
             let carries = i == 0 || spec.preferred.iter().any(|r| r.provider == name);
             let text = format!(
                 "providers.{name} lists no prices and sets no price_per_1m: with {filter} its models are left out \

@@ -255,6 +255,19 @@ pub struct RawMockBehavior {
     pub error_status: Option<u16>,
     /// Requests per minute before answering 429 with `Retry-After`.
     pub rate_limit_per_min: Option<u32>,
+    /// Requests per day (days of 24 h counted from start-up) before
+    /// answering 429 as Groq does when its daily cap is reached:
+    /// `x-ratelimit-remaining-requests: 0` and `x-ratelimit-reset-requests`
+    /// giving the rest of the day (`5h12m0s`), read as any 429's headers are.
+    pub requests_per_day: Option<u32>,
+    /// Tokens (prompt and completion) per day before answering 429 with
+    /// `x-ratelimit-remaining-tokens: 0` and `x-ratelimit-reset-tokens`.
+    pub tokens_per_day: Option<u64>,
+    /// Requests the model works on at once, as a vLLM server's
+    /// `max_num_seqs`: more wait in a queue, first come first served, for a
+    /// free place (their first token comes later; none is refused). Default:
+    /// no queue.
+    pub concurrency: Option<u32>,
     /// Share of requests (0..1) answered with an empty reply.
     pub empty_rate: Option<f64>,
     /// Share of streamed answers (0..1) cut off halfway (the connection

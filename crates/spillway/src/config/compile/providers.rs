@@ -270,8 +270,15 @@ pub(super) fn compile_behavior(cx: &mut Ctx, path: &str, b: RawMockBehavior) -> 
             cx.err(format!("{path}.tokens_per_s"), "cannot be negative");
         }
     }
-    if b.rate_limit_per_min == Some(0) {
-        cx.err(format!("{path}.rate_limit_per_min"), "must be greater than 0 (leave it out for no limit)");
+    for (field, value) in [
+        ("rate_limit_per_min", b.rate_limit_per_min.map(u64::from)),
+        ("requests_per_day", b.requests_per_day.map(u64::from)),
+        ("tokens_per_day", b.tokens_per_day),
+        ("concurrency", b.concurrency.map(u64::from)),
+    ] {
+        if value == Some(0) {
+            cx.err(format!("{path}.{field}"), "must be greater than 0 (leave it out for no limit)");
+        }
     }
     let outages = b
         .outages
@@ -291,6 +298,9 @@ pub(super) fn compile_behavior(cx: &mut Ctx, path: &str, b: RawMockBehavior) -> 
         error_rate: cx.share(&format!("{path}.error_rate"), b.error_rate, 0.0),
         error_status,
         rate_limit_per_min: b.rate_limit_per_min,
+        requests_per_day: b.requests_per_day,
+        tokens_per_day: b.tokens_per_day,
+        concurrency: b.concurrency,
         empty_rate: cx.share(&format!("{path}.empty_rate"), b.empty_rate, 0.0),
         cut_rate: cx.share(&format!("{path}.cut_rate"), b.cut_rate, 0.0),
         json,
