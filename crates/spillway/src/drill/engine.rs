@@ -61,6 +61,10 @@ pub struct Sample {
     pub rank: u32,
     /// The answering model costs nothing (a known zero price or `:free`).
     pub free: bool,
+    /// The answering model's price is known (free, or a price the config or
+    /// its listing gives); a self-hosted model without one is neither free
+    /// nor paid, and its answers cost $0 in the report.
+    pub priced: bool,
     /// The load profile the answer was served under (`x-spillway-load-profile`).
     pub profile: Option<String>,
     /// Completion tokens of the answer (its usage).
@@ -97,6 +101,9 @@ pub struct Run {
     /// Every cascade's models in order as the first request found them
     /// (discovered cascades after the start-up discovery round).
     pub cascades: Vec<(String, Vec<String>)>,
+    /// Each discovered cascade as discovery built it before the first
+    /// request: its models with their reasons, its notes, what it left out.
+    pub discovered: Vec<(String, crate::discovery::BuiltCascade)>,
     /// The load each monitored provider read, sampled through the run:
     /// `(when, provider, load 0..1)`.
     pub load: Vec<(Duration, String, f64)>,
@@ -123,7 +130,7 @@ pub fn run(scenario: &Scenario) -> Result<Run, RunError> {
     // clock; this is the one place that wants the real one.
     #[allow(clippy::disallowed_methods)]
     let wall = std::time::Instant::now();
-    let (samples, alerts, json, cascades, load) = runtime.block_on(async move {
+    let (samples, alerts, json, (cascades, discovered), load) = runtime.block_on(async move {
         fastrand::seed(scenario.seed);
         let app = crate::app::App::start(config).map_err(|e| RunError::Build(e.to_string()))?;
         let state = app.state.clone();
@@ -141,6 +148,8 @@ pub fn run(scenario: &Scenario) -> Result<Run, RunError> {
             .iter()
             .map(|(name, plan)| (name.clone(), plan.targets.iter().map(|t| t.name.clone()).collect()))
             .collect();
+        let discovered: Vec<(String, crate::discovery::BuiltCascade)> =
+            state.gateway.load().shared.discovery.current().cascades.clone().into_iter().collect();
         let start = Instant::now();
         let (stop, stopped) = tokio::sync::oneshot::channel();
         let every = (scenario.step / 20).max(Duration::from_millis(100));
@@ -171,9 +180,9 @@ pub fn run(scenario: &Scenario) -> Result<Run, RunError> {
                 });
             }
         }
-        Ok::<_, RunError>((samples, alerts, json, cascades, load))
+        Ok::<_, RunError>((samples, alerts, json, (cascades, discovered), load))
     })?;
-    Ok(Run { samples, alerts, wall: wall.elapsed(), json, cascades, load })
+    Ok(Run { samples, alerts, wall: wall.elapsed(), json, cascades, discovered, load })
 }
 
 /// Reads every monitored provider's load `every` so often until `stop`.
@@ -285,6 +294,7 @@ async fn one(state: Arc<AppState>, traffic: Arc<[Traffic]>, i: usize, start: Ins
         cost_usd: 0.0,
         rank: 0,
         free: false,
+        priced: false,
         profile: None,
         completion_tokens: 0,
         unattempted: false,
@@ -334,9 +344,9 @@ async fn one(state: Arc<AppState>, traffic: Arc<[Traffic]>, i: usize, start: Ins
             let at = plan.and_then(|p| p.targets.iter().position(|target| target.name == *model));
             sample.rank = at.map_or(1, |i| u32::try_from(i + 1).unwrap_or(u32::MAX));
         }
-        if let (Some(p), Some((input, output))) =
-            (crate::usage::price(&gw.config, &gw.shared.discovery, model), read.usage)
-        {
+        let price = crate::usage::price(&gw.config, &gw.shared.discovery, model);
+        sample.priced = sample.free || price.is_some();
+        if let (Some(p), Some((input, output))) = (price, read.usage) {
             sample.cost_usd = (input as f64 * p.input + output as f64 * p.output) / 1e6;
         }
     }

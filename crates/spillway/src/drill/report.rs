@@ -89,8 +89,17 @@ pub struct CascadeReport {
     pub ranks: IndexMap<String, f64>,
     /// Share of requests answered by a free model (last resort excluded).
     pub free_share: f64,
-    /// Share answered by a paid model (or one of unknown price), last resort excluded.
+    /// Share answered by a model of known, non-zero price, last resort excluded.
     pub paid_share: f64,
+    /// Share answered by a model whose price nobody gave (a self-hosted
+    /// model without `price_per_1m`: it costs $0 in the report), last
+    /// resort excluded.
+    pub unpriced_share: f64,
+    /// Share that got an error (from the counts, so never below 0).
+    pub failed_rate: f64,
+    /// The cascade as discovery built it, with its notes (`None` for a
+    /// fixed chain).
+    pub discovered: Option<super::discovered::Discovered>,
     /// Share answered by the cascade's `last_resort`.
     pub last_resort_share: f64,
     /// `cost_usd` extrapolated to 30 days of the same traffic.
@@ -280,7 +289,7 @@ pub fn build(scenario: &Scenario, run: &Run) -> Report {
         .map(|name| {
             let samples: Vec<&Sample> =
                 run.samples.iter().filter(|s| &scenario.traffic[s.traffic].cascade == name).collect();
-            cascade_report(name, &samples, &Frame { scenario, steps })
+            cascade_report(name, &samples, &Frame { scenario, run, steps })
         })
         .collect::<Vec<_>>();
     let alerts: Vec<AlertRow> = run
@@ -339,10 +348,15 @@ pub fn build(scenario: &Scenario, run: &Run) -> Report {
 /// What every cascade's figures are measured against.
 struct Frame<'a> {
     scenario: &'a Scenario,
+    run: &'a Run,
     steps: usize,
 }
 
 impl Frame<'_> {
+    fn discovered(&self, cascade: &str) -> Option<super::discovered::Discovered> {
+        self.run.discovered.iter().find(|(name, _)| name == cascade).map(|(_, built)| built.into())
+    }
+
     fn in_fault(&self, s: &Sample) -> bool {
         self.scenario.faults.iter().any(|f| s.sent >= f.at && s.sent < f.at + f.lasts)
     }
@@ -417,7 +431,10 @@ fn cascade_report(name: &str, samples: &[&Sample], frame: &Frame<'_>) -> Cascade
         failed_without_attempt: samples.iter().filter(|s| s.unattempted).count(),
         ranks: rank_shares(samples),
         free_share: count(&|s| answered_as(s, false) && s.free),
-        paid_share: count(&|s| answered_as(s, false) && !s.free),
+        paid_share: count(&|s| answered_as(s, false) && !s.free && s.priced),
+        unpriced_share: count(&|s| answered_as(s, false) && !s.priced),
+        failed_rate: count(&|s| matches!(s.outcome, Outcome::Failed { .. })),
+        discovered: frame.discovered(name),
         last_resort_share: count(&|s| answered_as(s, true)),
         cost_per_month_usd: cost * month / frame.scenario.duration.as_secs_f64().max(f64::MIN_POSITIVE),
         models: model_rows(samples, &keys),
@@ -598,7 +615,7 @@ impl Report {
                 "  answered {}   handoff {}   failed {}{}",
                 pct(c.success_rate),
                 pct(c.handoff_rate),
-                pct(1.0 - c.success_rate - c.handoff_rate),
+                pct(c.failed_rate),
                 if failed.is_empty() { String::new() } else { format!(" ({})", failed.join(", ")) }
             );
             if c.failed_without_attempt > 0 {
@@ -625,13 +642,18 @@ impl Report {
                 c.cost_usd,
                 c.cost_per_month_usd
             );
+            let unpriced =
+                if c.unpriced_share > 0.0 { format!("   unpriced {}", pct(c.unpriced_share)) } else { String::new() };
             let _ = writeln!(
                 out,
-                "  free {}   paid {}   last resort {}",
+                "  free {}   paid {}{unpriced}   last resort {}",
                 pct(c.free_share),
                 pct(c.paid_share),
                 pct(c.last_resort_share)
             );
+            if let Some(d) = &c.discovered {
+                out.push_str(&d.text());
+            }
             let ranks: Vec<String> =
                 c.ranks.iter().filter(|(_, &v)| v > 0.0).map(|(k, v)| format!("{k} {}", pct(*v))).collect();
             let _ = writeln!(out, "  by rank: {}", ranks.join(", "));
@@ -752,9 +774,10 @@ fn steps_table(c: &CascadeReport) -> String {
     out
 }
 
-/// `0.987` → `98.7%`.
+/// `0.987` → `98.7%`; a share that rounds to zero is `0.0%`, never `-0.0%`.
 pub fn pct(v: f64) -> String {
-    format!("{:.1}%", v * 100.0)
+    let percent = v * 100.0;
+    format!("{:.1}%", if percent.abs() < 0.05 { 0.0 } else { percent })
 }
 
 /// Seconds, in ms below one.
@@ -793,5 +816,7 @@ mod tests {
         assert_eq!((clock(0.0), clock(125.0), clock(3725.0)), ("0:00".into(), "2:05".into(), "1:02:05".into()));
         assert_eq!((secs(0.152), secs(1.5)), ("152 ms".to_string(), "1.50 s".to_string()));
         assert_eq!(pct(0.987), "98.7%");
+        // 1 − 0.9 − 0.1 is a hair below zero in floating point.
+        assert_eq!((pct(1.0 - 0.9 - 0.1), pct(-0.0)), ("0.0%".to_string(), "0.0%".to_string()));
     }
 }

@@ -19,7 +19,12 @@ pub(super) fn model_ref(
             cx.err(path, format!("unknown provider `{}` in `{text}`", r.provider));
             None
         }
-        Some(p) if p.kind == ProviderKind::Mock && !p.models.iter().any(|m| m.id == r.model) => {
+        // A mock answers for its `models:` and the ids of its `listing:`.
+        Some(p)
+            if p.kind == ProviderKind::Mock
+                && !p.models.iter().any(|m| m.id == r.model)
+                && !p.listing.iter().flatten().any(|m| m.id == r.model) =>
+        {
             cx.err(path, format!("mock provider `{}` has no model `{}`", r.provider, r.model));
             None
         }
