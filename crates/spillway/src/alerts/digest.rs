@@ -8,8 +8,11 @@
 //!
 //! A breaker that re-opens after a failed probe while its first alert is
 //! still within the window is held like any repeat and reported in the
-//! digest, never dropped. The digest lives on the [`super::AlertBus`], so
-//! a config reload keeps what is held.
+//! digest, never dropped. When the state an alert opened ends (the breaker
+//! closes: see [`super::resolve`]), its digest goes out at once
+//! ([`Digest::take_key`]) and covers the time up to then, not a window that
+//! would end after the resolved message. The digest lives on the
+//! [`super::AlertBus`], so a config reload keeps what is held.
 
 use super::Event;
 use std::collections::HashMap;
@@ -38,6 +41,8 @@ pub struct Due {
     pub last: Event,
     /// How many were held.
     pub count: u64,
+    /// Unix ms the window it covers began (it ends when the digest goes out).
+    pub opened_ms: u64,
 }
 
 fn ms(d: Duration) -> u64 {
@@ -81,7 +86,7 @@ impl Digest {
             }
             match g.last.take() {
                 Some(last) if g.held > 0 => {
-                    due.push(Due { last, count: g.held });
+                    due.push(Due { last, count: g.held, opened_ms: g.opened_ms });
                     *g = Group { opened_ms: now_ms, held: 0, last: None };
                     true
                 }
@@ -89,6 +94,15 @@ impl Digest {
             }
         });
         due
+    }
+
+    /// Ends `key`'s window now, whatever its age: what it held (if
+    /// anything), and the key is forgotten, so its next event goes out at
+    /// once. For a state that ended (see [`super::resolve`]).
+    pub fn take_key(&mut self, key: &str) -> Option<Due> {
+        let g = self.groups.remove(key)?;
+        let last = g.last.filter(|_| g.held > 0)?;
+        Some(Due { last, count: g.held, opened_ms: g.opened_ms })
     }
 
     /// When the next window with something held ends, Unix ms.
@@ -116,7 +130,7 @@ mod tests {
         assert_eq!(d.next_due(w), Some(600_000));
         assert!(d.take_due(599_999, w).is_empty());
         let due = d.take_due(600_000, w);
-        assert_eq!(due, [Due { last: queued("r11"), count: 12 }]);
+        assert_eq!(due, [Due { last: queued("r11"), count: 12, opened_ms: 0 }]);
         // The next window: held again, then a quiet window closes the group.
         assert!(!d.offer(&queued("x"), 700_000, w));
         assert_eq!(d.take_due(1_200_000, w).len(), 1);
@@ -134,6 +148,21 @@ mod tests {
         let reopened = Event::BreakerOpened { model: "p/m".into(), reason: "probe failed".into() };
         assert!(d.offer(&reopened, 0, w));
         assert!(!d.offer(&reopened, 30_000, w), "a re-open within the window is held, not dropped");
-        assert_eq!(d.take_due(60_000, w), [Due { last: reopened, count: 1 }]);
+        assert_eq!(d.take_due(60_000, w), [Due { last: reopened, count: 1, opened_ms: 0 }]);
+    }
+
+    /// A state that ends takes its digest out of the window at once.
+    #[test]
+    fn take_key_ends_the_window_early() {
+        let mut d = Digest::default();
+        let w = Duration::from_secs(1800);
+        let reopened = Event::BreakerOpened { model: "p/m".into(), reason: "probe failed".into() };
+        assert!(d.offer(&reopened, 0, w));
+        assert!(!d.offer(&reopened, 120_000, w));
+        assert!(!d.offer(&reopened, 240_000, w));
+        assert_eq!(d.take_key(&reopened.key()), Some(Due { last: reopened.clone(), count: 2, opened_ms: 0 }));
+        assert_eq!(d.next_due(w), None, "nothing left to send at the window's end");
+        assert!(d.offer(&reopened, 300_000, w), "a new state is sent at once");
+        assert_eq!(d.take_key(&reopened.key()), None, "nothing held: nothing to send");
     }
 }

@@ -5,9 +5,9 @@
 //! ([`super::share::ShareJob`]), which may wait on the shared store, and
 //! publishes its alerts on the bus.
 
+use super::rule::ShareRule;
 use super::share::ShareJob;
 use super::sink::{Message, Sink, Worker};
-use super::window::ShareRule;
 use super::{AlertBus, Event, Outbound};
 use crate::config::{AlertsConfig, Secret};
 use crate::discovery::DiscoveryEvent;
@@ -130,6 +130,10 @@ fn from_discovery(e: DiscoveryEvent) -> Option<Event> {
 impl Dispatcher {
     fn emit(&self, event: &Event) {
         let now = crate::health::clock::now_ms();
+        if let Some(opener) = event.resolves() {
+            self.resolve(&opener, event, now);
+            return;
+        }
         let first = self.bus.digest.lock().unwrap_or_else(std::sync::PoisonError::into_inner).offer(
             event,
             now,
@@ -138,8 +142,33 @@ impl Dispatcher {
         if !first {
             return;
         }
+        if event.opens() {
+            self.bus.open.opened(event.key(), now);
+        }
         let text = event.text_in(now, self.language);
         let body = json!({"kind": event.kind(), "text": text, "at_ms": now, "key": event.key(), "count": 1});
+        self.deliver(event.kind(), Message { text, body });
+    }
+
+    /// The state `opener` announced has ended: what its digest held, then
+    /// the resolved message (see [`super::resolve`]).
+    fn resolve(&self, opener: &str, event: &Event, now: u64) {
+        let held = self.bus.digest.lock().unwrap_or_else(std::sync::PoisonError::into_inner).take_key(opener);
+        if let Some(d) = held {
+            self.send_digest(&d, now);
+        }
+        let Some(opened_ms) = self.bus.open.close(opener) else {
+            tracing::debug!(
+                alert = event.kind(),
+                "A state ended whose alert did not go out from here; nothing to resolve."
+            );
+            return;
+        };
+        let text = super::text::resolved(event, opened_ms, now, self.language);
+        let body = json!({
+            "kind": event.kind(), "text": text, "at_ms": now, "key": event.key(), "count": 1,
+            "resolves": opener, "opened_ms": opened_ms,
+        });
         self.deliver(event.kind(), Message { text, body });
     }
 
@@ -149,13 +178,19 @@ impl Dispatcher {
         let due =
             self.bus.digest.lock().unwrap_or_else(std::sync::PoisonError::into_inner).take_due(now, self.repeat_after);
         for d in due {
-            let text = super::text::digest(&d.last, d.count, self.repeat_after, self.language, now);
-            let body = json!({
-                "kind": d.last.kind(), "text": text, "at_ms": now, "key": d.last.key(),
-                "count": d.count, "digest": true,
-            });
-            self.deliver(d.last.kind(), Message { text, body });
+            self.send_digest(&d, now);
         }
+    }
+
+    /// One digest, covering its own window: from its opening to `now`.
+    fn send_digest(&self, d: &super::digest::Due, now: u64) {
+        let window = Duration::from_millis(now.saturating_sub(d.opened_ms));
+        let text = super::text::digest(&d.last, d.count, window, self.language, now);
+        let body = json!({
+            "kind": d.last.kind(), "text": text, "at_ms": now, "key": d.last.key(),
+            "count": d.count, "digest": true,
+        });
+        self.deliver(d.last.kind(), Message { text, body });
     }
 
     /// When the next digest is due, on tokio's clock.

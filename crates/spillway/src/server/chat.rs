@@ -184,7 +184,7 @@ async fn unanswered_request(
     };
     // Past `timeouts.total` the models may only be slow, not dead.
     if !timed_out {
-        gw.shared.alerts.publish(crate::alerts::Event::CascadeDead { cascade: plan.name.clone() });
+        gw.shared.alerts.cascade_dead(&plan.name);
     }
     if plan.handoff {
         // The last tier, also after the deadline: a person answers instead.

@@ -217,6 +217,9 @@ pub fn observe(books: Books<'_>, ledger: &Ledger, plan: &CascadePlan, served: &c
     // Fallback traffic by position: anything but the cascade's first model
     // (the handoff included), for fixed chains and discovered cascades alike.
     books.alerts.traffic.record_model(&served.cascade, &served.model, served.rank != Some(1), now);
+    if served.handoff_id.is_none() {
+        books.alerts.cascade_answered(&served.cascade);
+    }
     if let crate::cascade::ServedBody::Complete(c) = &served.body {
         if served.handoff_id.is_none() {
             let target = plan.targets.iter().find(|t| t.name == served.model);
