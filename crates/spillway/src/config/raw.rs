@@ -175,6 +175,11 @@ pub struct RawProvider {
     /// `health.breaker` for this provider's models; unset fields keep
     /// `health.breaker`'s.
     pub breaker: Option<RawBreaker>,
+    /// The first-token deadline of this provider's models, over
+    /// `health.timeouts.first_token` (a provider that hangs rather than
+    /// fails — a half-open probe waits this long — or one that is always
+    /// slow to start).
+    pub first_token: Option<String>,
     /// Mock providers only: the model listing discovery reads, as a real
     /// provider's `/models` would list them (ids, context, prices, free
     /// flags); turns discovery on for the mock. A listed model the mock
@@ -457,6 +462,12 @@ pub struct RawTimeouts {
     /// Until the first token (default `15s`), streamed or not: a whole answer
     /// is read from the upstream as a stream where its kind can stream.
     pub first_token: Option<String>,
+    /// Until the first token of the last model a request can still use —
+    /// none after it is alive, fits the request or has its breaker closed —
+    /// where failing over has nowhere to go and a slow answer beats an
+    /// error (default: `total`; set it to `first_token` to give up there
+    /// too).
+    pub last_model_first_token: Option<String>,
     /// Longest silence in the middle of a stream (default `30s`).
     pub idle: Option<String>,
     /// Whole request, every attempt included (default `120s`).

@@ -184,6 +184,14 @@ pub(super) fn compile_provider(
         continuation: continuation_mode(cx, &format!("{path}.continuation"), p.continuation.as_deref()),
         allow_any_model: p.allow_any_model.unwrap_or(false),
         whole_as_stream: p.whole_as_stream.unwrap_or(true),
+        first_token: p.first_token.as_ref().map(|d| {
+            let at = format!("{path}.first_token");
+            let d = cx.duration(&at, Some(d), Duration::from_secs(15));
+            if d.is_zero() {
+                cx.err(&at, "must be greater than 0");
+            }
+            d
+        }),
         price,
         breaker,
         listing,

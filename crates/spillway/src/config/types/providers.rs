@@ -91,6 +91,9 @@ pub struct ProviderConfig {
     /// Mock providers: the model listing discovery reads instead of a
     /// `/models` endpoint (`None`: the mock lists nothing).
     pub listing: Option<Vec<ListedModel>>,
+    /// `first_token`: this provider's first-token deadline, over
+    /// `health.timeouts.first_token`.
+    pub first_token: Option<std::time::Duration>,
 }
 
 /// One model of a mock provider's `listing:`, as a real listing gives it.

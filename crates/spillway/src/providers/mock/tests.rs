@@ -45,6 +45,7 @@ fn provider_with_load(b: MockBehavior, load: Option<LoadConfig>) -> MockProvider
         price: None,
         breaker: None,
         listing: None,
+        first_token: None,
     };
     MockProvider::new(&config)
 }
