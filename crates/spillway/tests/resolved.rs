@@ -175,3 +175,27 @@ async fn a_dead_cascade_is_resolved_when_it_answers_again() {
         assert!(alive["text"].as_str().unwrap().contains("Cascade lonely answers again since"), "{alive}");
     }
 }
+
+/// A cascade that flaps (dies, answers, dies again within `repeat_after`)
+/// is one alert and its resolution, then one digest for the window that
+/// says the last time ended too — not a pair of messages per flap.
+#[tokio::test(start_paused = true)]
+async fn a_flapping_state_is_one_alert_one_resolution_and_one_digest() {
+    let mut gw = start(&yaml("{ start: 0s, duration: 1m, status: 502 }, { start: 5m, duration: 1m, status: 502 }"));
+    for at_minute in [0u64, 5] {
+        let until = Duration::from_secs(at_minute * 60 + 30);
+        tokio::time::sleep(until.saturating_sub(Duration::from_millis(spillway::health::clock::now_ms() - gw.t0)))
+            .await;
+        assert_eq!(ask(&gw.state, "lonely", at_minute == 5).await, 503);
+        tokio::time::sleep(Duration::from_secs(60)).await;
+        assert_eq!(ask(&gw.state, "lonely", at_minute == 0).await, 200);
+    }
+    tokio::time::sleep(Duration::from_secs(30 * 60)).await;
+    let msgs = sent(&mut gw);
+    let kinds: Vec<&str> = msgs.iter().map(|(_, b)| b["kind"].as_str().unwrap()).collect();
+    assert_eq!(kinds, ["cascade_dead", "cascade_alive", "cascade_dead"], "{msgs:?}");
+    let digest = &msgs[2].1;
+    assert_eq!((digest["digest"].as_bool(), digest["count"].as_u64()), (Some(true), Some(1)));
+    assert!(digest["text"].as_str().unwrap().contains(" Over again since "), "{digest}");
+    assert!((30.0..31.0).contains(&msgs[2].0), "at the window's end: {msgs:?}");
+}

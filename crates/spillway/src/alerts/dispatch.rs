@@ -142,28 +142,34 @@ impl Dispatcher {
         if !first {
             return;
         }
-        if event.opens() {
+        let opens = event.opens();
+        if opens {
             self.bus.open.opened(event.key(), now);
         }
         let text = event.text_in(now, self.language);
-        let body = json!({"kind": event.kind(), "text": text, "at_ms": now, "key": event.key(), "count": 1});
+        let mut body = json!({"kind": event.kind(), "text": text, "at_ms": now, "key": event.key(), "count": 1});
+        if opens {
+            body["opens"] = json!(true);
+        }
         self.deliver(event.kind(), Message { text, body });
     }
 
     /// The state `opener` announced has ended: what its digest held, then
     /// the resolved message (see [`super::resolve`]).
     fn resolve(&self, opener: &str, event: &Event, now: u64) {
-        let held = self.bus.digest.lock().unwrap_or_else(std::sync::PoisonError::into_inner).take_key(opener);
-        if let Some(d) = held {
-            self.send_digest(&d, now);
-        }
+        let mut digest = self.bus.digest.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         let Some(opened_ms) = self.bus.open.close(opener) else {
-            tracing::debug!(
-                alert = event.kind(),
-                "A state ended whose alert did not go out from here; nothing to resolve."
-            );
+            // Its alert is only held in a digest (or went out elsewhere):
+            // the digest will say it ended.
+            digest.ended(opener, now);
             return;
         };
+        let held = digest.take_key(opener, now);
+        drop(digest);
+        if let Some(d) = held {
+            // The resolved message right after says it ended.
+            self.send_digest(&d, now, false);
+        }
         let text = super::text::resolved(event, opened_ms, now, self.language);
         let body = json!({
             "kind": event.kind(), "text": text, "at_ms": now, "key": event.key(), "count": 1,
@@ -178,14 +184,22 @@ impl Dispatcher {
         let due =
             self.bus.digest.lock().unwrap_or_else(std::sync::PoisonError::into_inner).take_due(now, self.repeat_after);
         for d in due {
-            self.send_digest(&d, now);
+            self.send_digest(&d, now, true);
         }
     }
 
-    /// One digest, covering its own window: from its opening to `now`.
-    fn send_digest(&self, d: &super::digest::Due, now: u64) {
+    /// One digest, covering its own window: from its opening to `now`. A
+    /// state it reports that is still on is open from here: its end will
+    /// be a resolved message.
+    fn send_digest(&self, d: &super::digest::Due, now: u64, say_end: bool) {
+        if d.last.opens() && d.ended_ms.is_none() {
+            self.bus.open.opened(d.last.key(), now);
+        }
         let window = Duration::from_millis(now.saturating_sub(d.opened_ms));
-        let text = super::text::digest(&d.last, d.count, window, self.language, now);
+        let mut text = super::text::digest(&d.last, d.count, window, self.language, now);
+        if let Some(ended) = d.ended_ms.filter(|_| say_end && d.last.opens()) {
+            text.push_str(&super::text::ended(ended, self.language));
+        }
         let body = json!({
             "kind": d.last.kind(), "text": text, "at_ms": now, "key": d.last.key(),
             "count": d.count, "digest": true,

@@ -10,8 +10,12 @@
 //! resolution of one of them first sends what that alert's digest held, so
 //! the digest covers only the time the state lasted and never arrives
 //! stale after it ended; then the resolved message, which is never held or
-//! deduplicated (a state ends once). A resolution whose opening alert did
-//! not go out (another instance sent it, or it was never raised) is quiet.
+//! deduplicated (a state ends once). The digest's window goes on: a state
+//! that opens again within it (one that flaps) is held and reported in the
+//! window's digest, which says when it ended if it did; one still on when
+//! the digest goes out is open from then, and its end is a resolved
+//! message. A resolution whose opening alert went out nowhere here (another
+//! instance sent it) is quiet.
 //!
 //! Adding a kind: an opening kind is listed in [`Event::opens`]; its
 //! resolving kind names the opener's key in [`Event::resolves`], and both

@@ -56,6 +56,14 @@ pub(super) fn resolved(e: &Event, opened_ms: u64, at_ms: u64, lang: Language) ->
     }
 }
 
+/// Said after a digest whose last state ended before it went out.
+pub(super) fn ended(at_ms: u64, lang: Language) -> String {
+    match lang {
+        Language::En => format!(" Over again since {}.", clock_text(at_ms)),
+        Language::Ru => format!(" Снова в норме с {}.", clock_text(at_ms)),
+    }
+}
+
 /// `38 min`, `45 s`, `2 h 5 min`.
 pub(super) fn span(d: Duration, lang: Language) -> String {
     let secs = d.as_secs();

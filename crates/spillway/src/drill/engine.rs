@@ -84,6 +84,14 @@ pub struct AlertSeen {
     pub kind: String,
     /// Its text.
     pub text: String,
+    /// Its grouping key.
+    pub key: String,
+    /// It opened a state that a later message resolves.
+    pub opens: bool,
+    /// The key of the alert it resolves, for a resolved message.
+    pub resolves: Option<String>,
+    /// A digest of repeats.
+    pub digest: bool,
 }
 
 /// Everything a run observed.
@@ -176,6 +184,10 @@ pub fn run(scenario: &Scenario) -> Result<Run, RunError> {
                 alerts.push(AlertSeen {
                     at: Duration::from_millis(at_ms).saturating_sub(epoch_ms(start)),
                     kind: m.body.get("kind").and_then(Value::as_str).unwrap_or("alert").to_string(),
+                    key: m.body.get("key").and_then(Value::as_str).unwrap_or_default().to_string(),
+                    opens: m.body.get("opens").and_then(Value::as_bool).unwrap_or(false),
+                    resolves: m.body.get("resolves").and_then(Value::as_str).map(str::to_string),
+                    digest: m.body.get("digest").and_then(Value::as_bool).unwrap_or(false),
                     text: m.text,
                 });
             }

@@ -13,6 +13,7 @@
 
 pub mod discovered;
 pub mod engine;
+pub mod marks;
 pub mod report;
 pub mod scenario;
 pub mod svg;

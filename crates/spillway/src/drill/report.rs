@@ -199,6 +199,14 @@ pub struct AlertRow {
     pub kind: String,
     /// Text.
     pub text: String,
+    /// Its grouping key (`breaker_opened:gigachat/GigaChat-Pro`).
+    pub key: String,
+    /// It opened a state that a later message resolves.
+    pub opens: bool,
+    /// The key of the alert it resolves, for a resolved message.
+    pub resolves: Option<String>,
+    /// A digest of repeats.
+    pub digest: bool,
 }
 
 /// One pass mark.
@@ -295,9 +303,17 @@ pub fn build(scenario: &Scenario, run: &Run) -> Report {
     let alerts: Vec<AlertRow> = run
         .alerts
         .iter()
-        .map(|a| AlertRow { at_s: a.at.as_secs_f64(), kind: a.kind.clone(), text: a.text.clone() })
+        .map(|a| AlertRow {
+            at_s: a.at.as_secs_f64(),
+            kind: a.kind.clone(),
+            text: a.text.clone(),
+            key: a.key.clone(),
+            opens: a.opens,
+            resolves: a.resolves.clone(),
+            digest: a.digest,
+        })
         .collect();
-    let checks = checks(scenario, &cascades, &alerts);
+    let checks = super::marks::checks(scenario, &cascades, &alerts);
     let totals = run.json.iter().fold([0u64; 3], |t, (_, c)| [t[0] + c[0], t[1] + c[1], t[2] + c[2]]);
     let json_answers = totals.iter().sum::<u64>();
     let of = |n: u64| (json_answers > 0).then(|| n as f64 / json_answers as f64);
@@ -532,62 +548,6 @@ fn tier_shares(samples: &[&Sample]) -> IndexMap<String, f64> {
     tiers
 }
 
-fn checks(scenario: &Scenario, cascades: &[CascadeReport], alerts: &[AlertRow]) -> Vec<Check> {
-    let mut out = Vec::new();
-    for (name, e) in &scenario.expect {
-        let Some(c) = cascades.iter().find(|c| &c.cascade == name) else { continue };
-        let mut check = |what: String, actual: f64, passed: bool| {
-            out.push(Check { cascade: name.clone(), what, actual, passed });
-        };
-        if let Some(min) = e.min_success_rate {
-            check(format!("success rate ≥ {}", pct(min)), c.success_rate, c.success_rate >= min);
-        }
-        if let Some(min) = e.min_valid_rate {
-            let actual = c.valid_rate.unwrap_or(0.0);
-            check(format!("valid-output rate ≥ {}", pct(min)), actual, actual >= min);
-        }
-        if let Some(max) = e.max_p99 {
-            check(format!("p99 ≤ {}", secs(max.as_secs_f64())), c.latency_s.p99, c.latency_s.p99 <= max.as_secs_f64());
-        }
-        if let Some(max) = e.max_handoff_rate {
-            check(format!("handoff rate ≤ {}", pct(max)), c.handoff_rate, c.handoff_rate <= max);
-        }
-        if let Some(min) = e.min_free_share {
-            check(format!("served free ≥ {}", pct(min)), c.free_share, c.free_share >= min);
-        }
-        if let Some(max) = e.max_cost_per_month {
-            check(format!("cost a month ≤ ${max:.2}"), c.cost_per_month_usd, c.cost_per_month_usd <= max);
-        }
-        if let Some(max) = e.max_first_byte_p99 {
-            let actual = c.first_byte_s.p99;
-            check(format!("first-byte p99 ≤ {}", secs(max.as_secs_f64())), actual, actual <= max.as_secs_f64());
-        }
-        if let Some(max) = e.max_latency_growth {
-            // The worst model: its mean latency over its own.
-            let growth = c
-                .models
-                .values()
-                .filter_map(|m| Some(m.latency_mean_s / m.latency_own_s.filter(|own| *own > 0.0)? - 1.0))
-                .fold(0.0, f64::max);
-            check(format!("latency growth over a model's own ≤ {}", pct(max)), growth, growth <= max);
-        }
-        if e.shorter_by_profile {
-            let lengths: Vec<f64> = c.profiles.values().map(|p| p.tokens_mean).collect();
-            let shorter = lengths.len() >= 2 && lengths.windows(2).all(|w| w[1] < w[0]);
-            let ratio = match (lengths.first(), lengths.last()) {
-                (Some(first), Some(last)) if *first > 0.0 => last / first,
-                _ => 1.0,
-            };
-            check("answers shorter with each heavier profile (last/first length)".into(), ratio, shorter);
-        }
-        for kind in &e.alerts {
-            let seen = alerts.iter().filter(|a| &a.kind == kind).count();
-            check(format!("alert `{kind}` sent (count)"), seen as f64, seen > 0);
-        }
-    }
-    out
-}
-
 impl Report {
     /// Whether every pass mark passed.
     pub fn passed(&self) -> bool {
@@ -729,12 +689,14 @@ impl Report {
         if !self.checks.is_empty() {
             let _ = writeln!(out, "\nChecks:");
             for c in &self.checks {
-                let actual = if c.what.contains("p99") {
+                let actual = if c.what.ends_with("(min)") {
+                    format!("{:.1} min", c.actual)
+                } else if c.what.contains("p99") {
                     secs(c.actual)
                 } else if c.what.starts_with("cost") {
                     format!("${:.2}", c.actual)
                 } else if c.what.contains("(count)") {
-                    format!("{}", c.actual)
+                    format!("{:.2}", c.actual).trim_end_matches('0').trim_end_matches('.').to_string()
                 } else {
                     pct(c.actual)
                 };

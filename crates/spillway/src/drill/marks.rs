@@ -1,0 +1,106 @@
+//! A drill's pass marks (`expect:`), each measured on the report: what
+//! was checked, the value found, and whether it passed.
+
+use super::report::{clock, pct, secs, AlertRow, CascadeReport, Check};
+use super::scenario::Scenario;
+use std::time::Duration;
+
+/// One evaluation of the fallback-share rule (a tenth of its `for`,
+/// between 1 s and 1 min): how far an alert may be from its mark.
+fn evaluation(scenario: &Scenario) -> Duration {
+    scenario
+        .config
+        .alerts
+        .fallback_share
+        .map_or(Duration::from_secs(60), |(above, for_)| crate::alerts::rule::ShareRule::new(above, for_).tick())
+}
+
+pub(super) fn checks(scenario: &Scenario, cascades: &[CascadeReport], alerts: &[AlertRow]) -> Vec<Check> {
+    let mut out = Vec::new();
+    for (name, e) in &scenario.expect {
+        let Some(c) = cascades.iter().find(|c| &c.cascade == name) else { continue };
+        let mut check = |what: String, actual: f64, passed: bool| {
+            out.push(Check { cascade: name.clone(), what, actual, passed });
+        };
+        if let Some(min) = e.min_success_rate {
+            check(format!("success rate ≥ {}", pct(min)), c.success_rate, c.success_rate >= min);
+        }
+        if let Some(min) = e.min_valid_rate {
+            let actual = c.valid_rate.unwrap_or(0.0);
+            check(format!("valid-output rate ≥ {}", pct(min)), actual, actual >= min);
+        }
+        if let Some(max) = e.max_p99 {
+            check(format!("p99 ≤ {}", secs(max.as_secs_f64())), c.latency_s.p99, c.latency_s.p99 <= max.as_secs_f64());
+        }
+        if let Some(max) = e.max_handoff_rate {
+            check(format!("handoff rate ≤ {}", pct(max)), c.handoff_rate, c.handoff_rate <= max);
+        }
+        if let Some(min) = e.min_free_share {
+            check(format!("served free ≥ {}", pct(min)), c.free_share, c.free_share >= min);
+        }
+        if let Some(max) = e.max_cost_per_month {
+            check(format!("cost a month ≤ ${max:.2}"), c.cost_per_month_usd, c.cost_per_month_usd <= max);
+        }
+        if let Some(max) = e.max_first_byte_p99 {
+            let actual = c.first_byte_s.p99;
+            check(format!("first-byte p99 ≤ {}", secs(max.as_secs_f64())), actual, actual <= max.as_secs_f64());
+        }
+        if let Some(max) = e.max_latency_growth {
+            // The worst model: its mean latency over its own.
+            let growth = c
+                .models
+                .values()
+                .filter_map(|m| Some(m.latency_mean_s / m.latency_own_s.filter(|own| *own > 0.0)? - 1.0))
+                .fold(0.0, f64::max);
+            check(format!("latency growth over a model's own ≤ {}", pct(max)), growth, growth <= max);
+        }
+        if e.shorter_by_profile {
+            let lengths: Vec<f64> = c.profiles.values().map(|p| p.tokens_mean).collect();
+            let shorter = lengths.len() >= 2 && lengths.windows(2).all(|w| w[1] < w[0]);
+            let ratio = match (lengths.first(), lengths.last()) {
+                (Some(first), Some(last)) if *first > 0.0 => last / first,
+                _ => 1.0,
+            };
+            check("answers shorter with each heavier profile (last/first length)".into(), ratio, shorter);
+        }
+        for kind in &e.alerts {
+            let seen = alerts.iter().filter(|a| &a.kind == kind).count();
+            check(format!("alert `{kind}` sent (count)"), seen as f64, seen > 0);
+        }
+        if let Some(max) = e.max_last_resort_share {
+            check(format!("served by the last resort ≤ {}", pct(max)), c.last_resort_share, c.last_resort_share <= max);
+        }
+        if e.paid_before_last_resort {
+            // The cheap paid tier carries the overflow of the free models;
+            // the (dear) last resort only what it could not.
+            let ratio = if c.last_resort_share > 0.0 { c.paid_share / c.last_resort_share } else { f64::INFINITY };
+            check(
+                "paid tier carries more than the last resort (paid / last resort, count)".into(),
+                ratio,
+                c.paid_share >= c.last_resort_share,
+            );
+        }
+        for (kind, after) in &e.alert_after {
+            let tolerance = evaluation(scenario);
+            let start = scenario.faults.iter().map(|f| f.at).min().unwrap_or_default();
+            let first = alerts.iter().find(|a| &a.kind == kind && !a.digest);
+            let actual = first.map_or(f64::INFINITY, |a| a.at_s - start.as_secs_f64());
+            let what = format!(
+                "first `{kind}` {} ± {} after the first fault (min)",
+                clock(after.as_secs_f64()),
+                clock(tolerance.as_secs_f64())
+            );
+            check(what, actual / 60.0, (actual - after.as_secs_f64()).abs() <= tolerance.as_secs_f64());
+        }
+        if e.resolved {
+            let opened: Vec<&AlertRow> = alerts.iter().filter(|a| a.opens).collect();
+            let resolved = opened
+                .iter()
+                .filter(|o| alerts.iter().any(|r| r.at_s >= o.at_s && r.resolves.as_deref() == Some(o.key.as_str())))
+                .count();
+            let share = if opened.is_empty() { 1.0 } else { resolved as f64 / opened.len() as f64 };
+            check("every alert that opened was resolved".into(), share, !opened.is_empty() && resolved == opened.len());
+        }
+    }
+    out
+}
