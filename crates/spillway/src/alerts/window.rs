@@ -119,10 +119,14 @@ impl Traffic {
 
     /// [`Traffic::record`], naming the model ref that answered (`""`: not
     /// named), so the alert can say which models carry the fallback share.
-    pub fn record_model(&self, cascade: &str, model: &str, fallback: bool, now_ms: u64) {
+    /// `at_ms` is when the request came in: a request that waited out a
+    /// hanging model's first-token deadline fell back when it arrived, not
+    /// when its answer came. One whose bucket has left the window is not
+    /// counted.
+    pub fn record_model(&self, cascade: &str, model: &str, fallback: bool, at_ms: u64) {
         let mut inner = self.inner.lock().unwrap_or_else(PoisonError::into_inner);
         let Some(rings) = inner.as_mut() else { return };
-        let index = now_ms / rings.width_ms;
+        let index = at_ms / rings.width_ms;
         let ring = match rings.by_cascade.get_mut(cascade) {
             Some(r) => r,
             None => {
@@ -130,6 +134,9 @@ impl Traffic {
             }
         };
         let slot = &mut ring[(index % SLOTS as u64) as usize];
+        if slot.index > index {
+            return;
+        }
         if slot.index != index {
             *slot = Slot { index, ..Slot::default() };
         }

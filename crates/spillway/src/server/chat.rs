@@ -153,7 +153,7 @@ pub(super) async fn serve(
         Err(unanswered) => Box::pin(unanswered_request(gw, &plan, &req, unanswered, notes)).await?,
     };
     served.escalated = escalated;
-    crate::usage::observe((&**gw).into(), &gw.shared.usage, &plan, &served);
+    crate::usage::observe((&**gw).into(), &gw.shared.usage, &plan, &served, now);
     if let ServedBody::Forward(f) = &mut served.body {
         f.meter(gw.books().meter(&plan.name));
         if plan.continue_streams && plan.targets.len() > 1 {
