@@ -156,6 +156,20 @@ fn check_exits_1_when_a_filtered_cascade_loses_its_primary_to_a_missing_price() 
     std::fs::write(dir.join("g.yaml"), priced).unwrap();
     let (code, out) = spillway_in(&dir, &["check", "--config", "g.yaml"], &[]);
     assert_eq!(code, 0, "{out}");
+    // The seed's own config (examples/drills/seed-000-gateway.yaml): fine
+    // with Groq's price, an error without it.
+    let seed =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/drills/seed-000-gateway.yaml"))
+            .unwrap();
+    std::fs::write(dir.join("seed.yaml"), &seed).unwrap();
+    let (code, out) = spillway_in(&dir, &["check", "--config", "seed.yaml"], &[]);
+    assert_eq!(code, 0, "{out}");
+    let unpriced = seed.replacen("    price_per_1m: { input: 0, output: 0 }\n", "", 1);
+    assert_ne!(unpriced, seed);
+    std::fs::write(dir.join("seed.yaml"), unpriced).unwrap();
+    let (code, out) = spillway_in(&dir, &["check", "--config", "seed.yaml"], &[]);
+    assert_eq!(code, 1, "{out}");
+    assert!(out.contains("error: providers.groq lists no prices") && out.contains("cascade chat"), "{out}");
     let _ = std::fs::remove_dir_all(dir);
 }
 
