@@ -156,10 +156,10 @@ fn check_exits_1_when_a_filtered_cascade_loses_its_primary_to_a_missing_price() 
     std::fs::write(dir.join("g.yaml"), priced).unwrap();
     let (code, out) = spillway_in(&dir, &["check", "--config", "g.yaml"], &[]);
     assert_eq!(code, 0, "{out}");
-    // The seed's own config (examples/drills/seed-000-gateway.yaml): fine
+    // The seed's own config (examples/seed-000-free-cascade.yaml): fine
     // with Groq's price, an error without it.
     let seed =
-        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/drills/seed-000-gateway.yaml"))
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/seed-000-free-cascade.yaml"))
             .unwrap();
     std::fs::write(dir.join("seed.yaml"), &seed).unwrap();
     let (code, out) = spillway_in(&dir, &["check", "--config", "seed.yaml"], &[]);

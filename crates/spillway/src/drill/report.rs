@@ -4,7 +4,10 @@
 //! (in [`super::svg`]) a chart.
 
 use super::engine::{Outcome, Run, Sample};
+use super::marks::Figures;
+pub use super::marks::{AlertRow, Check};
 use super::scenario::Scenario;
+pub use super::units::{clock, pct, secs};
 use indexmap::IndexMap;
 use serde::Serialize;
 use std::fmt::Write as _;
@@ -190,38 +193,6 @@ pub struct FaultRow {
     pub label: String,
 }
 
-/// An alert.
-#[derive(Debug, Clone, Serialize)]
-pub struct AlertRow {
-    /// When, seconds.
-    pub at_s: f64,
-    /// Kind.
-    pub kind: String,
-    /// Text.
-    pub text: String,
-    /// Its grouping key (`breaker_opened:gigachat/GigaChat-Pro`).
-    pub key: String,
-    /// It opened a state that a later message resolves.
-    pub opens: bool,
-    /// The key of the alert it resolves, for a resolved message.
-    pub resolves: Option<String>,
-    /// A digest of repeats.
-    pub digest: bool,
-}
-
-/// One pass mark.
-#[derive(Debug, Clone, Serialize)]
-pub struct Check {
-    /// Cascade.
-    pub cascade: String,
-    /// What was checked (`success_rate >= 0.99`).
-    pub what: String,
-    /// The measured value.
-    pub actual: f64,
-    /// Whether it passed.
-    pub passed: bool,
-}
-
 /// The key under which an outcome is counted in `served`.
 fn served_key(o: &Outcome) -> &str {
     match o {
@@ -313,7 +284,8 @@ pub fn build(scenario: &Scenario, run: &Run) -> Report {
             digest: a.digest,
         })
         .collect();
-    let checks = super::marks::checks(scenario, &cascades, &alerts);
+    let figures: Vec<Figures<'_>> = cascades.iter().map(figures).collect();
+    let checks = super::marks::checks(scenario, &figures, &alerts);
     let totals = run.json.iter().fold([0u64; 3], |t, (_, c)| [t[0] + c[0], t[1] + c[1], t[2] + c[2]]);
     let json_answers = totals.iter().sum::<u64>();
     let of = |n: u64| (json_answers > 0).then(|| n as f64 / json_answers as f64);
@@ -548,6 +520,29 @@ fn tier_shares(samples: &[&Sample]) -> IndexMap<String, f64> {
     tiers
 }
 
+/// What the pass marks read of a cascade's report.
+fn figures(c: &CascadeReport) -> Figures<'_> {
+    Figures {
+        cascade: &c.cascade,
+        success_rate: c.success_rate,
+        valid_rate: c.valid_rate,
+        p99_s: c.latency_s.p99,
+        first_byte_p99_s: c.first_byte_s.p99,
+        handoff_rate: c.handoff_rate,
+        free_share: c.free_share,
+        paid_share: c.paid_share,
+        last_resort_share: c.last_resort_share,
+        cost_per_month_usd: c.cost_per_month_usd,
+        // The worst model: its mean latency over its own.
+        latency_growth: c
+            .models
+            .values()
+            .filter_map(|m| Some(m.latency_mean_s / m.latency_own_s.filter(|own| *own > 0.0)? - 1.0))
+            .fold(0.0, f64::max),
+        profile_tokens: c.profiles.values().map(|p| p.tokens_mean).collect(),
+    }
+}
+
 impl Report {
     /// Whether every pass mark passed.
     pub fn passed(&self) -> bool {
@@ -734,31 +729,6 @@ fn steps_table(c: &CascadeReport) -> String {
         out.push('\n');
     }
     out
-}
-
-/// `0.987` → `98.7%`; a share that rounds to zero is `0.0%`, never `-0.0%`.
-pub fn pct(v: f64) -> String {
-    let percent = v * 100.0;
-    format!("{:.1}%", if percent.abs() < 0.05 { 0.0 } else { percent })
-}
-
-/// Seconds, in ms below one.
-pub fn secs(v: f64) -> String {
-    if v < 1.0 {
-        format!("{:.0} ms", v * 1000.0)
-    } else {
-        format!("{v:.2} s")
-    }
-}
-
-/// `125.0` → `2:05`; hours when needed.
-pub fn clock(seconds: f64) -> String {
-    let s = seconds.round() as u64;
-    if s >= 3600 {
-        format!("{}:{:02}:{:02}", s / 3600, s / 60 % 60, s % 60)
-    } else {
-        format!("{}:{:02}", s / 60, s % 60)
-    }
 }
 
 #[cfg(test)]
