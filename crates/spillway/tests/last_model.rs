@@ -12,7 +12,6 @@ use serde_json::json;
 use spillway::app::App;
 use spillway::server::AppState;
 use std::sync::Arc;
-use std::time::Duration;
 use tokio::time::Instant;
 
 /// `slow/gpu` takes 20 s to its first token; `spare/m` answers at once.

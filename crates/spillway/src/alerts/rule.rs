@@ -76,7 +76,7 @@ impl ShareRule {
         for s in series {
             // Complete buckets with answers, newest first.
             let mut done: Vec<&Bucket> = s.buckets.iter().filter(|b| b.index < current && b.total > 0).collect();
-            done.sort_unstable_by(|a, b| b.index.cmp(&a.index));
+            done.sort_unstable_by_key(|b| std::cmp::Reverse(b.index));
             let Some(latest) = done.first() else { continue };
             if !self.is_above(latest) {
                 out.extend(self.end(&s.cascade, latest.fallback as f64 / latest.total as f64));
