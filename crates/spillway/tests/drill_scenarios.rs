@@ -127,8 +127,15 @@ traffic:
 }
 
 fn example(name: &str) -> (Scenario, Report) {
+    example_with(name, |_| {})
+}
+
+/// Runs a scenario of `examples/drills/` after `edit` changes its compiled
+/// config, and prints its report.
+fn example_with(name: &str, edit: impl FnOnce(&mut spillway::config::Config)) -> (Scenario, Report) {
     let path = std::path::PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/drills")).join(name);
-    let s = drill::load_file(&path).unwrap_or_else(|e| panic!("{name}: {e}"));
+    let mut s = drill::load_file(&path).unwrap_or_else(|e| panic!("{name}: {e}"));
+    edit(&mut s.config);
     let run = drill::run(&s).unwrap();
     let r = drill::report::build(&s, &run);
     println!("{}", r.text(name));
@@ -201,15 +208,9 @@ fn gpu_saturation_passes_its_marks() {
 // incident replayed with its author's YAML and thresholds, every pass mark
 // required. The figures printed are the closing note's.
 
-/// Runs a scenario after `edit` changes its compiled config.
+/// [`example_with`], the report only.
 fn edited(name: &str, edit: impl FnOnce(&mut spillway::config::Config)) -> Report {
-    let path = std::path::PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/drills")).join(name);
-    let mut s = drill::load_file(&path).unwrap_or_else(|e| panic!("{name}: {e}"));
-    edit(&mut s.config);
-    let run = drill::run(&s).unwrap();
-    let r = drill::report::build(&s, &run);
-    println!("{}", r.text(&format!("{name} (edited)")));
-    r
+    example_with(name, edit).1
 }
 
 fn discovered(c: &spillway::drill::report::CascadeReport) -> Vec<(&str, &str)> {

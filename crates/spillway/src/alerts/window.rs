@@ -175,19 +175,7 @@ impl Traffic {
 
     /// Each cascade's fallback share over the window, when it had enough traffic.
     pub fn shares(&self, now_ms: u64) -> Vec<(String, f64)> {
-        let inner = self.inner.lock().unwrap_or_else(PoisonError::into_inner);
-        let Some(rings) = inner.as_ref() else { return Vec::new() };
-        let current = now_ms / rings.width_ms;
-        let oldest = current.saturating_sub(SLOTS as u64 - 1);
-        rings
-            .by_cascade
-            .iter()
-            .filter_map(|(name, ring)| {
-                let live = ring.iter().filter(|s| s.index >= oldest && s.index <= current);
-                let (total, fallback) = live.fold((0, 0), |(t, f), s| (t + s.total, f + s.fallback));
-                share(total, fallback).map(|s| (name.clone(), s))
-            })
-            .collect()
+        self.series(now_ms).into_iter().filter_map(|s| s.share().map(|share| (s.cascade, share))).collect()
     }
 
     /// Each cascade's answers over the window, bucket by bucket.

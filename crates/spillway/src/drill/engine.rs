@@ -5,6 +5,8 @@
 //! to the handler in-process, no sockets; the mocks' delays, deadlines,
 //! dead marks, breakers and outage windows all run on that clock.
 
+/// An alert that went out during the run (`at_s` from its start).
+pub use super::marks::AlertRow as AlertSeen;
 use super::scenario::{Output, Scenario, Traffic};
 use crate::server::AppState;
 use bytes::Bytes;
@@ -73,25 +75,6 @@ pub struct Sample {
     /// breakers, dead marks, full bulkheads) or the gateway refused the
     /// request itself.
     pub unattempted: bool,
-}
-
-/// An alert that went out during the run.
-#[derive(Debug, Clone)]
-pub struct AlertSeen {
-    /// When, from the start of the run.
-    pub at: Duration,
-    /// Its kind (`breaker_opened`, …).
-    pub kind: String,
-    /// Its text.
-    pub text: String,
-    /// Its grouping key.
-    pub key: String,
-    /// It opened a state that a later message resolves.
-    pub opens: bool,
-    /// The key of the alert it resolves, for a resolved message.
-    pub resolves: Option<String>,
-    /// A digest of repeats.
-    pub digest: bool,
 }
 
 /// Everything a run observed.
@@ -182,7 +165,7 @@ pub fn run(scenario: &Scenario) -> Result<Run, RunError> {
             while let Ok(m) = rx.try_recv() {
                 let at_ms = m.body.get("at_ms").and_then(Value::as_u64).unwrap_or(0);
                 alerts.push(AlertSeen {
-                    at: Duration::from_millis(at_ms).saturating_sub(epoch_ms(start)),
+                    at_s: Duration::from_millis(at_ms).saturating_sub(epoch_ms(start)).as_secs_f64(),
                     kind: m.body.get("kind").and_then(Value::as_str).unwrap_or("alert").to_string(),
                     key: m.body.get("key").and_then(Value::as_str).unwrap_or_default().to_string(),
                     opens: m.body.get("opens").and_then(Value::as_bool).unwrap_or(false),

@@ -271,19 +271,7 @@ pub fn build(scenario: &Scenario, run: &Run) -> Report {
             cascade_report(name, &samples, &Frame { scenario, run, steps })
         })
         .collect::<Vec<_>>();
-    let alerts: Vec<AlertRow> = run
-        .alerts
-        .iter()
-        .map(|a| AlertRow {
-            at_s: a.at.as_secs_f64(),
-            kind: a.kind.clone(),
-            text: a.text.clone(),
-            key: a.key.clone(),
-            opens: a.opens,
-            resolves: a.resolves.clone(),
-            digest: a.digest,
-        })
-        .collect();
+    let alerts: Vec<AlertRow> = run.alerts.clone();
     let figures: Vec<Figures<'_>> = cascades.iter().map(figures).collect();
     let checks = super::marks::checks(scenario, &figures, &alerts);
     let totals = run.json.iter().fold([0u64; 3], |t, (_, c)| [t[0] + c[0], t[1] + c[1], t[2] + c[2]]);
