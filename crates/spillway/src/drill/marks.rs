@@ -131,8 +131,12 @@ pub(super) fn checks(scenario: &Scenario, cascades: &[Figures<'_>], alerts: &[Al
         if e.paid_before_last_resort {
             // The cheap paid tier carries the overflow of the free models;
             // the (dear) last resort only what it could not.
-            let ratio = if c.last_resort_share > 0.0 { c.paid_share / c.last_resort_share } else { f64::INFINITY };
-            check("paid share over the last resort's (count)".into(), ratio, c.paid_share >= c.last_resort_share);
+            let margin = c.paid_share - c.last_resort_share;
+            check(
+                "paid tier serves at least the last resort's share (paid − last resort)".into(),
+                margin,
+                margin >= 0.0,
+            );
         }
         for (kind, after) in &e.alert_after {
             let tolerance = evaluation(scenario);
