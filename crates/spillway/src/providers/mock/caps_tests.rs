@@ -71,3 +71,13 @@ async fn past_its_concurrency_a_model_queues() {
     // Each answer holds its place 1.1 s (100 ms, then 10 gaps of 100 ms).
     assert_eq!(ms, [100, 100, 1200, 1200, 2300], "two at a time, in arrival order");
 }
+
+/// Whole answers wait their place as streamed ones do.
+#[tokio::test(start_paused = true)]
+async fn whole_answers_queue_too() {
+    let p = provider(MockBehavior { latency: Duration::from_secs(1), concurrency: Some(1), ..Default::default() });
+    let t = Instant::now();
+    let (a, b) = tokio::join!(call(&p, hello(), false), call(&p, hello(), false));
+    assert!(a.is_ok() && b.is_ok());
+    assert_eq!(t.elapsed(), Duration::from_secs(2), "one at a time");
+}
