@@ -2,7 +2,8 @@
 //! was checked, the value found, and whether it passed.
 
 use super::scenario::Scenario;
-use super::units::{clock, pct, secs};
+use super::times::clock;
+use super::units::{pct, secs};
 use serde::Serialize;
 use std::time::Duration;
 

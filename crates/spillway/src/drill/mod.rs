@@ -17,6 +17,7 @@ pub mod marks;
 pub mod report;
 pub mod scenario;
 pub mod svg;
+pub mod times;
 pub mod units;
 
 pub use engine::{run, Run, RunError};

@@ -1,4 +1,5 @@
-//! How a drill's report writes its numbers: shares, seconds, clock times.
+//! How a drill's report writes its numbers: shares and seconds (clock
+//! times are `super::times`).
 
 /// `0.987` → `98.7%`; a share that rounds to zero is `0.0%`, never `-0.0%`.
 pub fn pct(v: f64) -> String {
@@ -12,15 +13,5 @@ pub fn secs(v: f64) -> String {
         format!("{:.0} ms", v * 1000.0)
     } else {
         format!("{v:.2} s")
-    }
-}
-
-/// `125.0` → `2:05`; hours when needed.
-pub fn clock(seconds: f64) -> String {
-    let s = seconds.round() as u64;
-    if s >= 3600 {
-        format!("{}:{:02}:{:02}", s / 3600, s / 60 % 60, s % 60)
-    } else {
-        format!("{}:{:02}", s / 60, s % 60)
     }
 }

@@ -18,30 +18,20 @@
 
 use super::key_id::KeyIds;
 use super::{Answered, HandoffError, Item, Queue, Status};
+use crate::state::lazy_redis::LazyRedis;
 use futures_util::future::BoxFuture;
 use futures_util::FutureExt;
-use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use serde::{Deserialize, Serialize};
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
 
-/// The most one Redis call of the queue may take (a request or an admin
-/// call is waiting on it); the connection's own timeouts are shorter.
-pub const CALL_DEADLINE: Duration = Duration::from_secs(1);
-/// After a failure, calls fail at once for this long instead of each
-/// waiting out its deadline against a server known to be down.
-const DOWN_FOR_MS: u64 = 1_000;
+pub use crate::state::lazy_redis::CALL_DEADLINE;
 
 /// The Redis-backed queue. It connects on first use, never waits longer
 /// than [`CALL_DEADLINE`] for a call, and fails fast while the server is
-/// known to be down.
+/// known to be down ([`LazyRedis`]).
 #[derive(Clone)]
 pub struct RedisQueue {
-    client: redis::Client,
-    conn: Arc<tokio::sync::OnceCell<ConnectionManager>>,
-    /// Unix ms until which calls fail without trying.
-    down_until: Arc<AtomicU64>,
+    redis: LazyRedis,
     prefix: String,
     /// Keyed by `handoff:key-id`, shared by every instance; read (or set,
     /// the first instance winning) on first use.
@@ -53,11 +43,6 @@ pub struct RedisQueue {
 struct StoredAnswer {
     text: String,
     answered_ms: u64,
-}
-
-fn store_err(e: &redis::RedisError) -> HandoffError {
-    // The error kind and the server's message; never the URL (it may hold a password).
-    HandoffError::Store(format!("redis: {:?}: {}", e.kind(), e.detail().unwrap_or("request failed")))
 }
 
 /// Records an answer once: returns 0 (no such item), 1 (answered now) or
@@ -74,11 +59,8 @@ return 1
 impl RedisQueue {
     /// A queue for `url` under `prefix`; no I/O until the first call.
     pub fn new(url: &str, prefix: &str) -> Result<Self, HandoffError> {
-        let client = redis::Client::open(url).map_err(|e| store_err(&e))?;
         Ok(Self {
-            client,
-            conn: Arc::default(),
-            down_until: Arc::default(),
+            redis: LazyRedis::new(url).map_err(HandoffError::Store)?,
             prefix: format!("{prefix}handoff:"),
             key_ids: Arc::default(),
         })
@@ -87,44 +69,16 @@ impl RedisQueue {
     /// A queue that has connected once (tests, and callers that want to know now).
     pub async fn connect(url: &str, prefix: &str) -> Result<Self, HandoffError> {
         let q = Self::new(url, prefix)?;
-        q.conn().await?;
+        q.redis.conn().await.map_err(HandoffError::Store)?;
         Ok(q)
     }
 
-    /// The connection: made on first use, within the call deadline.
-    async fn conn(&self) -> Result<ConnectionManager, HandoffError> {
-        let now = crate::health::clock::now_ms();
-        if self.down_until.load(Ordering::Relaxed) > now {
-            return Err(HandoffError::Store("redis: down (retrying shortly)".into()));
-        }
-        let made = self.conn.get_or_try_init(|| async {
-            let config = ConnectionManagerConfig::new()
-                .set_connection_timeout(Duration::from_millis(500))
-                .set_response_timeout(Duration::from_millis(500))
-                .set_number_of_retries(0);
-            let connect = ConnectionManager::new_with_config(self.client.clone(), config);
-            match tokio::time::timeout(CALL_DEADLINE, connect).await {
-                Ok(r) => r.map_err(|e| store_err(&e)),
-                Err(_) => Err(HandoffError::Store("redis: no connection within the deadline".into())),
-            }
-        });
-        match made.await {
-            Ok(c) => Ok(c.clone()),
-            Err(e) => Err(self.failed(e)),
-        }
-    }
-
-    /// Runs one call with the deadline; a failure marks the server down for a moment.
+    /// Runs one call with the deadline.
     async fn call<'f, T>(
         &self,
-        f: impl FnOnce(ConnectionManager) -> BoxFuture<'f, redis::RedisResult<T>>,
+        f: impl FnOnce(redis::aio::ConnectionManager) -> BoxFuture<'f, redis::RedisResult<T>>,
     ) -> Result<T, HandoffError> {
-        let conn = self.conn().await?;
-        match tokio::time::timeout(CALL_DEADLINE, f(conn)).await {
-            Ok(Ok(v)) => Ok(v),
-            Ok(Err(e)) => Err(self.failed(store_err(&e))),
-            Err(_) => Err(self.failed(HandoffError::Store("redis: no answer within the deadline".into()))),
-        }
+        self.redis.call(f).await.map_err(HandoffError::Store)
     }
 
     /// The shared key-id key: the first instance's wins (`NX`), every
@@ -142,11 +96,6 @@ impl RedisQueue {
             Ok(Arc::new(ids))
         });
         made.await.cloned()
-    }
-
-    fn failed(&self, e: HandoffError) -> HandoffError {
-        self.down_until.store(crate::health::clock::now_ms() + DOWN_FOR_MS, Ordering::Relaxed);
-        e
     }
 
     fn key(&self, part: &str) -> String {

@@ -145,7 +145,9 @@ pub(super) async fn serve(
     notes: &RequestNotes,
 ) -> Result<Served, ApiError> {
     req.request_id = Some(notes.id.clone());
-    let plan = gw.resolve(&req.model).ok_or_else(|| ApiError::ModelNotFound(req.model.clone()))?;
+    let plan = gw
+        .resolve(&req.model)
+        .ok_or_else(|| super::kinds::unresolved(gw, &req.model, crate::config::CascadeKind::Chat))?;
     let (plan, escalated) =
         crate::escalation::rules::choose(&gw.config.escalation, &gw.cascades, &gw.metrics, plan, &req, escalate);
     let now = crate::health::clock::now_ms();
@@ -158,6 +160,9 @@ pub(super) async fn serve(
     crate::usage::observe((&**gw).into(), &gw.shared.usage, &plan, &served, now);
     if let ServedBody::Forward(f) = &mut served.body {
         f.meter(gw.books().meter(&plan.name));
+        if let Some(link) = notes.link() {
+            f.bind(link.clone());
+        }
         if plan.continue_streams && plan.targets.len() > 1 {
             f.continue_with(gw.runner_owned(), plan.clone(), req);
         }

@@ -10,14 +10,19 @@ pub mod admin;
 pub mod admin_discovery;
 pub mod admin_load;
 pub mod admin_state;
+pub mod aliases;
 pub mod auth;
 pub mod chat;
+pub mod client_io;
+pub mod completions;
 pub mod conventions;
 pub mod embeddings;
 pub mod handoff_routes;
+pub mod kinds;
 pub mod messages;
 pub mod responses;
 pub mod routes;
+pub mod stored_routes;
 pub mod ui;
 pub mod workers;
 
@@ -59,6 +64,8 @@ impl AppState {
 struct Front {
     state: Arc<AppState>,
     router: TowerToHyperService<axum::Router>,
+    /// The connection's link, which the requests on it carry in their notes.
+    link: Option<Arc<crate::client_link::ClientLink>>,
 }
 
 impl hyper::service::Service<http::Request<hyper::body::Incoming>> for Front {
@@ -69,13 +76,14 @@ impl hyper::service::Service<http::Request<hyper::body::Incoming>> for Front {
     fn call(&self, mut req: http::Request<hyper::body::Incoming>) -> Self::Future {
         let entered = {
             let gw = self.state.gateway.load();
-            conventions::enter(&mut req, gw.config.server.cors.as_ref())
+            conventions::enter(&mut req, gw.config.server.cors.as_ref(), self.link.clone())
         };
         let entered = match entered {
             Ok(e) => e,
             Err(preflight) => return Box::pin(std::future::ready(Ok(*preflight))),
         };
         let span = entered.span.clone();
+        aliases::add_v1(&mut req);
         if req.method() == http::Method::POST && req.uri().path() == "/v1/chat/completions" {
             let state = self.state.clone();
             // The handler's future is made inside the boxed one, not moved
@@ -101,20 +109,45 @@ impl hyper::service::Service<http::Request<hyper::body::Incoming>> for Front {
 /// Serves until `shutdown` is cancelled, then drains within the grace period.
 pub async fn serve(listener: TcpListener, state: Arc<AppState>, shutdown: CancellationToken) -> std::io::Result<()> {
     tracing::info!(addr = %listener.local_addr()?, "Spillway is listening.");
-    accept_loop(listener, state, shutdown).await
+    let grace = state.gateway.load().config.server.shutdown_grace;
+    let (drained, ()) = tokio::join!(accept_loop(listener, state, shutdown.clone()), shutting_down(&shutdown, grace));
+    drained_note(drained?);
+    Ok(())
 }
 
-/// Accepts and serves connections on the current event loop; see [`serve`].
+/// Says once, when `shutdown` comes, that the gateway is draining (every
+/// serving thread drains on its own; the lines are the process's).
+pub(crate) async fn shutting_down(shutdown: &CancellationToken, grace: std::time::Duration) {
+    shutdown.cancelled().await;
+    tracing::info!(
+        grace_s = grace.as_secs_f64(),
+        "Shutting down: no new connections; letting requests in flight finish."
+    );
+}
+
+/// Says once how the drain ended.
+pub(crate) fn drained_note(drained: bool) {
+    if drained {
+        tracing::info!("All connections closed.");
+    } else {
+        tracing::warn!("Grace period over; dropping the remaining connections.");
+    }
+}
+
+/// Accepts and serves connections on the current event loop until
+/// `shutdown`, then drains them within the grace period; whether every
+/// connection closed in time. See [`serve`].
 pub(crate) async fn accept_loop(
     listener: TcpListener,
     state: Arc<AppState>,
     shutdown: CancellationToken,
-) -> std::io::Result<()> {
+) -> std::io::Result<bool> {
     let (header_timeout, grace) = {
         let gw = state.gateway.load();
         (gw.config.server.header_read_timeout, gw.config.server.shutdown_grace)
     };
-    let front = Front { state: state.clone(), router: TowerToHyperService::new(routes::router(state.clone())) };
+    let front =
+        Front { state: state.clone(), router: TowerToHyperService::new(routes::router(state.clone())), link: None };
     let mut http = hyper::server::conn::http1::Builder::new();
     http.timer(TokioTimer::new()).header_read_timeout(header_timeout).keep_alive(true);
     let graceful = GracefulShutdown::new();
@@ -134,7 +167,11 @@ pub(crate) async fn accept_loop(
             () = shutdown.cancelled() => break,
         };
         let _ = stream.set_nodelay(true);
-        let conn = http.serve_connection(TokioIo::new(stream), front.clone());
+        let link = Arc::new(crate::client_link::ClientLink::new());
+        let write_timeout = state.gateway.load().config.server.client_write_timeout;
+        let io = client_io::ClientIo::new(stream, link.clone(), state.metrics.clone(), write_timeout);
+        let front = Front { link: Some(link), ..front.clone() };
+        let conn = http.serve_connection(TokioIo::new(io), front);
         let conn = graceful.watch(conn);
         tasks.spawn(async move {
             if let Err(e) = conn.await {
@@ -144,13 +181,8 @@ pub(crate) async fn accept_loop(
     }
     drop(listener);
     tasks.close();
-    tracing::info!(
-        grace_s = grace.as_secs_f64(),
-        "Shutting down: no new connections; letting requests in flight finish."
-    );
-    tokio::select! {
-        () = graceful.shutdown() => tracing::info!("All connections closed."),
-        () = tokio::time::sleep(grace) => tracing::warn!("Grace period over; dropping the remaining connections."),
-    }
-    Ok(())
+    Ok(tokio::select! {
+        () = graceful.shutdown() => true,
+        () = tokio::time::sleep(grace) => false,
+    })
 }

@@ -23,12 +23,20 @@ pub struct ServerConfig {
     /// Deadline for a client's request body (a slow body never holds a
     /// concurrency slot: it is read first).
     pub body_read_timeout: Duration,
+    /// How long a client may accept no bytes of an answer being written
+    /// before its connection is closed.
+    pub client_write_timeout: Duration,
     /// Grace period for in-flight requests at shutdown.
     pub shutdown_grace: Duration,
     /// Serving threads (`spillway serve`).
     pub workers: usize,
     /// Cross-origin requests (none: off).
     pub cors: Option<CorsConfig>,
+    /// Serving a non-loopback address without client keys was asked for.
+    pub allow_unauthenticated: bool,
+    /// `admin_token` was made at start (loopback only): `serve` prints it
+    /// and keeps it in `state.data_dir` for `spillway status`.
+    pub generate_admin_token: bool,
 }
 
 /// `server.cors`, compiled.
@@ -40,6 +48,9 @@ pub struct CorsConfig {
     pub any_origin: bool,
     /// `Access-Control-Allow-Headers`, lower case, comma-separated.
     pub allow_headers: String,
+    /// Prefixes of `name-*` entries: a requested header that starts with
+    /// one is allowed too (named back in the preflight's answer).
+    pub allow_header_prefixes: Vec<String>,
     /// `Access-Control-Max-Age`.
     pub max_age: Duration,
 }
