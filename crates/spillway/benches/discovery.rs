@@ -147,6 +147,7 @@ fn cascades() -> Vec<CascadeSpec> {
         filters,
         size,
         min_other_providers: min_other,
+        preferred_order: Default::default(),
     };
     vec![
         spec(

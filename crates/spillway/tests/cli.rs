@@ -139,6 +139,40 @@ fn check_prints_values_as_written_in_yaml() {
     let _ = std::fs::remove_dir_all(dir);
 }
 
+/// Incident 000: Groq without a price under `max_cost_per_1m` compiles
+/// and runs, but leaves the cascade nearly without free models: `check`
+/// says so as an error and exits 1; with the price the docs give, 0.
+#[test]
+fn check_exits_1_when_a_filtered_cascade_loses_its_primary_to_a_missing_price() {
+    let dir = tempdir("unpriced");
+    let yaml = "providers:\n  groq:\n    kind: openai\n    base_url: https://api.groq.com/openai/v1\n    discovery: { format: groq }\ncascades:\n  chat:\n    providers: [groq]\n    filters: { max_cost_per_1m: 0.5 }\n";
+    std::fs::write(dir.join("g.yaml"), yaml).unwrap();
+    let (code, out) = spillway_in(&dir, &["check", "--config", "g.yaml"], &[]);
+    assert_eq!(code, 1, "{out}");
+    assert!(out.contains("Config OK"), "the config itself compiles: {out}");
+    assert!(out.contains("error: providers.groq lists no prices"), "{out}");
+    assert!(out.contains("1 finding(s) of level error"), "{out}");
+    let priced = yaml.replace("format: groq }\n", "format: groq }\n    price_per_1m: { input: 0, output: 0 }\n");
+    std::fs::write(dir.join("g.yaml"), priced).unwrap();
+    let (code, out) = spillway_in(&dir, &["check", "--config", "g.yaml"], &[]);
+    assert_eq!(code, 0, "{out}");
+    // The seed's own config (examples/seed-000-free-cascade.yaml): fine
+    // with Groq's price, an error without it.
+    let seed =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/seed-000-free-cascade.yaml"))
+            .unwrap();
+    std::fs::write(dir.join("seed.yaml"), &seed).unwrap();
+    let (code, out) = spillway_in(&dir, &["check", "--config", "seed.yaml"], &[]);
+    assert_eq!(code, 0, "{out}");
+    let unpriced = seed.replacen("    price_per_1m: { input: 0, output: 0 }\n", "", 1);
+    assert_ne!(unpriced, seed);
+    std::fs::write(dir.join("seed.yaml"), unpriced).unwrap();
+    let (code, out) = spillway_in(&dir, &["check", "--config", "seed.yaml"], &[]);
+    assert_eq!(code, 1, "{out}");
+    assert!(out.contains("error: providers.groq lists no prices") && out.contains("cascade chat"), "{out}");
+    let _ = std::fs::remove_dir_all(dir);
+}
+
 #[test]
 fn discover_without_discovery_says_no_cascade_uses_it() {
     let dir = tempdir("nodisc");

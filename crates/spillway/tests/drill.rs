@@ -254,3 +254,67 @@ fn the_report_has_means_ranks_and_the_chart_shows_volume_faults_and_latency() {
     assert!(svg.contains(">main/fast 503</text>"), "{svg}");
     assert!(svg.contains("<polyline") && svg.contains("mean latency"), "{svg}");
 }
+
+/// Issue 24 §11: a self-hosted model without a price is `unpriced` (its
+/// answers cost $0), not paid; no share prints as `-0.0%`; and a
+/// discovered cascade's report shows how discovery built it and what it
+/// left out, and why.
+#[test]
+fn the_report_tells_unpriced_from_paid_and_shows_the_built_cascade() {
+    let text = r#"
+gateway:
+  providers:
+    local:
+      kind: mock
+      models: [ { id: t-lite, behavior: { latency: 100ms } } ]
+    groq:
+      kind: mock
+      listing:
+        - { id: llama-3.3-70b-versatile, context: 131072, price_per_1m: { input: 0, output: 0 } }
+        - { id: qwen3-32b, context: 131072 }
+    openrouter:
+      kind: mock
+      listing:
+        - { id: "google/gemma-4-27b-it", context: 131072, price_per_1m: { input: 0.1, output: 0.14 } }
+        - { id: "meta-llama/llama-3.3-70b-instruct:free", context: 131072, free: true }
+  cascades:
+    self_hosted: { models: [local/t-lite] }
+    free:
+      providers: [groq, openrouter]
+      preferred: [groq/llama-3.3-70b-versatile, openrouter/google/gemma-4-27b-it]
+      filters: { max_cost_per_1m: 0.5 }
+duration: 1m
+step: 10s
+traffic:
+  - { cascade: self_hosted, rps: 1 }
+  - { cascade: free, rps: 0.5 }
+"#;
+    let s = scenario(text);
+    let r = report(&s);
+    let local = &r.cascades[0];
+    assert_eq!((local.free_share, local.paid_share, local.unpriced_share), (0.0, 0.0, 1.0));
+    assert_eq!((local.failed_rate, local.cost_usd), (0.0, 0.0));
+    assert!(local.discovered.is_none(), "a fixed chain");
+    let out = r.text("t");
+    assert!(out.contains("free 0.0%   paid 0.0%   unpriced 100.0%   last resort 0.0%"), "{out}");
+    assert!(out.contains("failed 0.0%") && !out.contains("-0.0%"), "{out}");
+
+    let free = &r.cascades[1];
+    let built = free.discovered.as_ref().unwrap();
+    let models: Vec<(&str, &str)> = built.models.iter().map(|m| (m.model.as_str(), m.price.as_str())).collect();
+    assert_eq!(
+        models,
+        [
+            ("groq/llama-3.3-70b-versatile", "free"),
+            ("openrouter/meta-llama/llama-3.3-70b-instruct:free", "free"),
+            ("openrouter/google/gemma-4-27b-it", "$0.14/M")
+        ]
+    );
+    assert_eq!(built.models[2].reason, "preferred #2");
+    assert_eq!(
+        built.left_out,
+        ["groq/qwen3-32b is left out: price unknown — set providers.groq.price_per_1m or a models: hint"]
+    );
+    assert!(out.contains("built by discovery:"), "{out}");
+    assert!(out.contains("left out: groq/qwen3-32b is left out: price unknown"), "{out}");
+}

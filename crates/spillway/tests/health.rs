@@ -89,6 +89,34 @@ async fn rate_limit_reset_headers_in_groq_form() {
     assert!((177..=180).contains(&left), "dead for {left}s, expected about 180");
 }
 
+/// Groq's daily cap: a 429 whose reset header says hours keeps the model
+/// dead for those hours — past `dead_ttl` (1h here), not minutes — whole
+/// and streamed, and no request is spent on it meanwhile.
+#[tokio::test]
+async fn a_daily_cap_429_keeps_the_model_dead_for_hours() {
+    for stream in [false, true] {
+        let (a, _b, gw) = setup("").await;
+        a.push(
+            Reply::error(429, "rate_limit_exceeded", "Rate limit reached on requests per day (RPD)")
+                .header("x-ratelimit-limit-requests", "1000")
+                .header("x-ratelimit-remaining-requests", "0")
+                .header("x-ratelimit-reset-requests", "2h3m0s"),
+        );
+        a.set_default(if stream { Reply::stream(&["m2"]) } else { Reply::text("m2") });
+        for _ in 0..2 {
+            let resp = gw.post(&chat("chat", stream)).await;
+            assert_eq!(resp.status(), 200);
+            assert_eq!(header(&resp, "x-spillway-model"), "a/m2", "stream: {stream}");
+            let _ = resp.bytes().await;
+        }
+        assert_eq!(asked(&a), ["m1", "m2", "m2"], "stream: {stream}");
+        let dead = model(&admin_state(&gw).await, "a/m1")["dead"].clone();
+        assert_eq!(dead["reason"], "rate_limited");
+        let left = dead["seconds_left"].as_u64().unwrap();
+        assert!((7370..=7380).contains(&left), "dead for {left}s, expected about 2h3m (stream: {stream})");
+    }
+}
+
 #[tokio::test]
 async fn rate_limit_without_hints_uses_dead_ttl() {
     let (a, _b, gw) = setup("").await;

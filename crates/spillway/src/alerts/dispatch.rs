@@ -5,9 +5,9 @@
 //! ([`super::share::ShareJob`]), which may wait on the shared store, and
 //! publishes its alerts on the bus.
 
+use super::rule::ShareRule;
 use super::share::ShareJob;
 use super::sink::{Message, Sink, Worker};
-use super::window::ShareRule;
 use super::{AlertBus, Event, Outbound};
 use crate::config::{AlertsConfig, Secret};
 use crate::discovery::DiscoveryEvent;
@@ -130,6 +130,10 @@ fn from_discovery(e: DiscoveryEvent) -> Option<Event> {
 impl Dispatcher {
     fn emit(&self, event: &Event) {
         let now = crate::health::clock::now_ms();
+        if let Some(opener) = event.resolves() {
+            self.resolve(&opener, event, now);
+            return;
+        }
         let first = self.bus.digest.lock().unwrap_or_else(std::sync::PoisonError::into_inner).offer(
             event,
             now,
@@ -138,8 +142,39 @@ impl Dispatcher {
         if !first {
             return;
         }
+        let opens = event.opens();
+        if opens {
+            self.bus.open.opened(event.key(), now);
+        }
         let text = event.text_in(now, self.language);
-        let body = json!({"kind": event.kind(), "text": text, "at_ms": now, "key": event.key(), "count": 1});
+        let mut body = json!({"kind": event.kind(), "text": text, "at_ms": now, "key": event.key(), "count": 1});
+        if opens {
+            body["opens"] = json!(true);
+        }
+        self.deliver(event.kind(), Message { text, body });
+    }
+
+    /// The state `opener` announced has ended: what its digest held, then
+    /// the resolved message (see [`super::resolve`]).
+    fn resolve(&self, opener: &str, event: &Event, now: u64) {
+        let mut digest = self.bus.digest.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let Some(opened_ms) = self.bus.open.close(opener) else {
+            // Its alert is only held in a digest (or went out elsewhere):
+            // the digest will say it ended.
+            digest.ended(opener, now);
+            return;
+        };
+        let held = digest.take_key(opener, now);
+        drop(digest);
+        if let Some(d) = held {
+            // The resolved message right after says it ended.
+            self.send_digest(&d, now, false);
+        }
+        let text = super::text::resolved(event, opened_ms, now, self.language);
+        let body = json!({
+            "kind": event.kind(), "text": text, "at_ms": now, "key": event.key(), "count": 1,
+            "resolves": opener, "opened_ms": opened_ms,
+        });
         self.deliver(event.kind(), Message { text, body });
     }
 
@@ -149,13 +184,27 @@ impl Dispatcher {
         let due =
             self.bus.digest.lock().unwrap_or_else(std::sync::PoisonError::into_inner).take_due(now, self.repeat_after);
         for d in due {
-            let text = super::text::digest(&d.last, d.count, self.repeat_after, self.language, now);
-            let body = json!({
-                "kind": d.last.kind(), "text": text, "at_ms": now, "key": d.last.key(),
-                "count": d.count, "digest": true,
-            });
-            self.deliver(d.last.kind(), Message { text, body });
+            self.send_digest(&d, now, true);
         }
+    }
+
+    /// One digest, covering its own window: from its opening to `now`. A
+    /// state it reports that is still on is open from here: its end will
+    /// be a resolved message.
+    fn send_digest(&self, d: &super::digest::Due, now: u64, say_end: bool) {
+        if d.last.opens() && d.ended_ms.is_none() {
+            self.bus.open.opened(d.last.key(), now);
+        }
+        let window = Duration::from_millis(now.saturating_sub(d.opened_ms));
+        let mut text = super::text::digest(&d.last, d.count, window, self.language, now);
+        if let Some(ended) = d.ended_ms.filter(|_| say_end && d.last.opens()) {
+            text.push_str(&super::text::ended(ended, self.language));
+        }
+        let body = json!({
+            "kind": d.last.kind(), "text": text, "at_ms": now, "key": d.last.key(),
+            "count": d.count, "digest": true,
+        });
+        self.deliver(d.last.kind(), Message { text, body });
     }
 
     /// When the next digest is due, on tokio's clock.

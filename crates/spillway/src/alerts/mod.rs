@@ -18,6 +18,8 @@
 
 pub mod digest;
 pub mod dispatch;
+pub mod resolve;
+pub mod rule;
 pub mod share;
 pub mod sink;
 mod text;
@@ -75,6 +77,12 @@ pub enum Event {
         /// Cascade name.
         cascade: String,
     },
+    /// A cascade that had nothing left answered a request again: resolves
+    /// [`Event::CascadeDead`].
+    CascadeAlive {
+        /// Cascade name.
+        cascade: String,
+    },
     /// Models other than a cascade's first carry too much of its traffic.
     FallbackShare {
         /// Cascade name.
@@ -89,6 +97,18 @@ pub enum Event {
         /// The models carrying it, each with its share of all answers,
         /// largest first (this instance's counts).
         models: Vec<(String, f64)>,
+    },
+    /// The fallback share is back under the threshold: resolves
+    /// [`Event::FallbackShare`].
+    FallbackShareBack {
+        /// Cascade name.
+        cascade: String,
+        /// The share over the latest bucket (a tenth of `for`), 0..1.
+        share: f64,
+        /// `fallback_share.above`.
+        above: f64,
+        /// Unix ms since when it had been above.
+        since_ms: u64,
     },
     /// A request was queued for a person.
     HandoffQueued {
@@ -134,6 +154,8 @@ impl Event {
             Self::BreakerClosed { model } => format!("breaker_closed:{model}"),
             Self::KeyRejected { provider } => format!("key_rejected:{provider}"),
             Self::CascadeDead { cascade } => format!("cascade_dead:{cascade}"),
+            Self::CascadeAlive { cascade } => format!("cascade_alive:{cascade}"),
+            Self::FallbackShareBack { cascade, .. } => format!("fallback_share_back:{cascade}"),
             Self::FallbackShare { cascade, .. } => format!("fallback_share:{cascade}"),
             // Per cascade, not per item: an outage queues many.
             Self::HandoffQueued { cascade, .. } => format!("handoff_queued:{cascade}"),
@@ -152,6 +174,8 @@ impl Event {
             Self::BreakerClosed { .. } => "breaker_closed",
             Self::KeyRejected { .. } => "key_rejected",
             Self::CascadeDead { .. } => "cascade_dead",
+            Self::CascadeAlive { .. } => "cascade_alive",
+            Self::FallbackShareBack { .. } => "fallback_share_back",
             Self::FallbackShare { .. } => "fallback_share",
             Self::HandoffQueued { .. } => "handoff_queued",
             Self::ReloadRejected { .. } => "reload_rejected",
@@ -202,6 +226,10 @@ pub struct AlertBus {
     pub digest: Mutex<digest::Digest>,
     /// Per-cascade tier counters for the fallback-share rule.
     pub traffic: window::Traffic,
+    /// Opening alerts that went out and wait for their resolved message.
+    pub open: resolve::Open,
+    /// Cascades with nothing left, until one of their requests is answered.
+    dead: resolve::DeadCascades,
     /// An in-process receiver of every alert that goes out, beside the
     /// sinks (`spillway drill` reports them); see [`AlertBus::tap`].
     tap: std::sync::OnceLock<tokio::sync::mpsc::Sender<sink::Message>>,
@@ -216,6 +244,8 @@ impl Default for AlertBus {
             sent: Mutex::new(HashMap::new()),
             digest: Mutex::new(digest::Digest::default()),
             traffic: window::Traffic::default(),
+            open: resolve::Open::default(),
+            dead: resolve::DeadCascades::default(),
             tap: std::sync::OnceLock::new(),
         }
     }
@@ -225,6 +255,20 @@ impl AlertBus {
     /// Publishes an event; never blocks (dropped when no dispatcher runs).
     pub fn publish(&self, event: Event) {
         let _ = self.tx.send(Outbound::Alert(event));
+    }
+
+    /// Nothing of `cascade` could answer a request: [`Event::CascadeDead`].
+    pub fn cascade_dead(&self, cascade: &str) {
+        self.dead.died(cascade);
+        self.publish(Event::CascadeDead { cascade: cascade.to_owned() });
+    }
+
+    /// A model of `cascade` answered: [`Event::CascadeAlive`] when it had
+    /// nothing left before (one atomic load otherwise).
+    pub fn cascade_answered(&self, cascade: &str) {
+        if self.dead.answered(cascade) {
+            self.publish(Event::CascadeAlive { cascade: cascade.to_owned() });
+        }
     }
 
     /// Queues a `handoff.webhook` notification.

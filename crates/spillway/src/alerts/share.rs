@@ -9,15 +9,16 @@
 //! `traffic:{cascade}:{first|fallback}:{width_ms}:{bucket}` (bucket =
 //! `now_ms / width_ms`, so every instance counts into the same keys; the
 //! width is in the key so a changed `for` never mixes windows), then reads
-//! every instance's totals over the window: traffic split over instances
-//! crosses the threshold when the sum does. An alert is then claimed with
+//! every instance's totals over the window, bucket by bucket: traffic split
+//! over instances crosses the threshold when the sum does. An alert is then claimed with
 //! the counter `alert:{key}`, which lives `repeat_after`: only the instance
 //! that created it publishes, so one alert goes out for all instances. When
 //! the store fails the round decides from local counts and the unsent
 //! answers wait for the next round. All of it runs here, never on the
 //! request path, which only counts into [`Traffic`].
 
-use super::window::{share, ShareRule, Traffic, Unsent};
+use super::rule::ShareRule;
+use super::window::{Bucket, Series, Traffic, Unsent};
 use super::AlertBus;
 use super::Event;
 use crate::state::{StateError, StateStatus, StateStore};
@@ -35,15 +36,15 @@ fn key(cascade: &str, series: &str, width_ms: u64, index: u64) -> String {
 }
 
 /// Adds this instance's new answers to the shared counters, then returns
-/// every instance's share per cascade over the window (`cascades` plus any
-/// that answered here). `Err` when the store failed; what was not added is
-/// kept for the next round.
-pub async fn shared_shares(
+/// every instance's answers per cascade over the window, bucket by bucket
+/// (`cascades` plus any that answered here). `Err` when the store failed;
+/// what was not added is kept for the next round.
+pub async fn shared_series(
     traffic: &Traffic,
     store: &dyn StateStore,
     cascades: &[String],
     now_ms: u64,
-) -> Result<Vec<(String, f64)>, StateError> {
+) -> Result<Vec<Series>, StateError> {
     let Some(width_ms) = traffic.width_ms() else { return Ok(Vec::new()) };
     // Twice the window: a bucket is read for one window after it began,
     // and instances' clocks differ a little.
@@ -66,24 +67,30 @@ pub async fn shared_shares(
         .flat_map(|name| buckets.clone().flat_map(move |i| ["first", "fallback"].map(|series| (name, series, i))));
     let counts = join_all(reads.map(|(name, series, i)| async move {
         let n = store.counter(&key(name, series, width_ms, i)).await?;
-        Ok::<_, StateError>((name, series, n))
+        Ok::<_, StateError>((name, series, i, n))
     }))
     .await;
-    let mut totals: Vec<(u64, u64)> = vec![(0, 0); names.len()];
+    let mut out: Vec<Series> = names.iter().map(|name| Series { cascade: name.clone(), buckets: Vec::new() }).collect();
     for count in counts {
-        let (name, series, n) = count?;
-        if let Some(slot) = names.iter().position(|x| x == name).and_then(|p| totals.get_mut(p)) {
-            match series {
-                "first" => slot.0 += n,
-                _ => slot.1 += n,
+        let (name, series, index, n) = count?;
+        let Some(s) = out.iter_mut().find(|s| &s.cascade == name) else { continue };
+        if n == 0 {
+            continue;
+        }
+        let bucket = match s.buckets.iter_mut().position(|b| b.index == index) {
+            Some(at) => &mut s.buckets[at],
+            None => {
+                s.buckets.push(Bucket { index, ..Bucket::default() });
+                let last = s.buckets.len() - 1;
+                &mut s.buckets[last]
             }
+        };
+        bucket.total += n;
+        if series == "fallback" {
+            bucket.fallback += n;
         }
     }
-    Ok(names
-        .into_iter()
-        .zip(totals)
-        .filter_map(|(name, (first, fallback))| share(first + fallback, fallback).map(|s| (name, s)))
-        .collect())
+    Ok(out)
 }
 
 async fn add(store: &dyn StateStore, u: &Unsent, width_ms: u64, ttl: Duration) -> Result<(), StateError> {
@@ -130,21 +137,24 @@ impl ShareJob {
         let traffic = &self.bus.traffic;
         // The store is set once the state backend is up; read it each round.
         let store = self.state.store();
-        let shares = match &store {
-            Some(store) => match shared_shares(traffic, store.as_ref(), &self.cascades, now_ms).await {
-                Ok(shares) => shares,
+        let series = match &store {
+            Some(store) => match shared_series(traffic, store.as_ref(), &self.cascades, now_ms).await {
+                Ok(series) => series,
                 Err(e) => {
                     tracing::debug!(error = %e, "Cannot share traffic counters now; using this instance's.");
-                    traffic.shares(now_ms)
+                    traffic.series(now_ms)
                 }
             },
-            None => traffic.shares(now_ms),
+            None => traffic.series(now_ms),
         };
-        for mut event in self.rule.check(&shares, now_ms) {
+        let Some(width_ms) = traffic.width_ms() else { return };
+        for mut event in self.rule.check(&series, width_ms, now_ms) {
             if let Event::FallbackShare { cascade, models, .. } = &mut event {
                 *models = traffic.carriers(cascade, now_ms);
             }
-            if let Some(store) = &store {
+            // A resolution is not claimed: it goes out from the instance
+            // whose alert it resolves (its dispatcher knows), and only there.
+            if let Some(store) = store.as_ref().filter(|_| event.resolves().is_none()) {
                 if !claim(store.as_ref(), &event, self.repeat_after).await {
                     continue;
                 }
@@ -190,17 +200,18 @@ mod tests {
             assert!(t.shares(now).is_empty(), "3 answers are too few alone");
         }
         let none: &[String] = &[];
-        let first = shared_shares(&a, &store, none, now).await.unwrap();
-        assert!(first.is_empty(), "only a's answers are in yet: {first:?}");
-        let both = shared_shares(&b, &store, none, now).await.unwrap();
+        let first = shared_series(&a, &store, none, now).await.unwrap();
+        assert_eq!(first[0].share(), None, "only a's answers are in yet: {first:?}");
+        let both = shared_series(&b, &store, none, now).await.unwrap();
         assert_eq!(both.len(), 1);
-        assert!((both[0].1 - 4.0 / 6.0).abs() < 1e-9, "{both:?}");
+        assert_eq!(both[0].buckets, [Bucket { index: now / 1_000, total: 6, fallback: 4 }]);
+        assert!((both[0].share().unwrap() - 4.0 / 6.0).abs() < 1e-9, "{both:?}");
         // Nothing is added twice.
-        let again = shared_shares(&a, &store, &["chat".to_string()], now).await.unwrap();
+        let again = shared_series(&a, &store, &["chat".to_string()], now).await.unwrap();
         assert_eq!(again, both);
         // The window moves on.
         let later = now + 10_000;
-        assert!(shared_shares(&a, &store, none, later).await.unwrap().is_empty());
+        assert!(shared_series(&a, &store, none, later).await.unwrap()[0].buckets.is_empty());
     }
 
     #[tokio::test(start_paused = true)]

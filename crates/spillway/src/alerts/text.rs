@@ -45,6 +45,25 @@ pub(super) fn digest(last: &Event, count: u64, window: Duration, lang: Language,
     }
 }
 
+/// The resolved message of `e` (a resolving event), whose opening alert
+/// went out at `opened_ms`: how long the state lasted, then what ended it.
+pub(super) fn resolved(e: &Event, opened_ms: u64, at_ms: u64, lang: Language) -> String {
+    let lasted = span(Duration::from_millis(at_ms.saturating_sub(opened_ms)), lang);
+    let opened = clock_text(opened_ms);
+    match lang {
+        Language::En => format!("Resolved after {lasted} (alert of {opened}): {}", english(e, at_ms)),
+        Language::Ru => format!("Решено через {lasted} (тревога от {opened}): {}", russian(e, at_ms)),
+    }
+}
+
+/// Said after a digest whose last state ended before it went out.
+pub(super) fn ended(at_ms: u64, lang: Language) -> String {
+    match lang {
+        Language::En => format!(" Over again since {}.", clock_text(at_ms)),
+        Language::Ru => format!(" Снова в норме с {}.", clock_text(at_ms)),
+    }
+}
+
 /// `38 min`, `45 s`, `2 h 5 min`.
 pub(super) fn span(d: Duration, lang: Language) -> String {
     let secs = d.as_secs();
@@ -91,6 +110,14 @@ fn english(e: &Event, at_ms: u64) -> String {
         Event::CascadeDead { cascade } => {
             format!("Every model of cascade {cascade} failed or is dead; requests get handoff or 503 since {at}.")
         }
+        Event::CascadeAlive { cascade } => format!("Cascade {cascade} answers again since {at}."),
+        Event::FallbackShareBack { cascade, share, above, since_ms } => format!(
+            "Cascade {cascade}: fallback models serve {} of traffic again, under the {} threshold, since {at} \
+             (above it since {}).",
+            percent(*share),
+            percent(*above),
+            clock_text(*since_ms)
+        ),
         Event::FallbackShare { cascade, share, since_ms, at_ms: seen, models } => {
             let lasted = span(Duration::from_millis(seen.saturating_sub(*since_ms)), Language::En);
             let by = if models.is_empty() { String::new() } else { format!(", carried by {}", carriers(models)) };
@@ -154,6 +181,14 @@ fn russian(e: &Event, at_ms: u64) -> String {
         Event::CascadeDead { cascade } => {
             format!("Все модели каскада {cascade} недоступны; с {at} запросы уходят оператору или получают 503.")
         }
+        Event::CascadeAlive { cascade } => format!("Каскад {cascade} снова отвечает с {at}."),
+        Event::FallbackShareBack { cascade, share, above, since_ms } => format!(
+            "Каскад {cascade}: резервные модели снова обслуживают {} трафика, ниже порога {}, с {at} \
+             (выше порога было с {}).",
+            percent(*share),
+            percent(*above),
+            clock_text(*since_ms)
+        ),
         Event::FallbackShare { cascade, share, since_ms, at_ms: seen, models } => {
             let lasted = span(Duration::from_millis(seen.saturating_sub(*since_ms)), Language::Ru);
             let by = if models.is_empty() { String::new() } else { format!(" (несут: {})", carriers(models)) };
@@ -234,5 +269,28 @@ mod tests {
             left.text_in(0, Language::Ru)
         );
         assert!(left.text(0).contains("price unknown — set providers.groq.price_per_1m or a models: hint"));
+    }
+
+    #[test]
+    fn resolved_messages_say_how_long_it_lasted_in_both_languages() {
+        let back = Event::FallbackShareBack { cascade: "support".into(), share: 0.04, above: 0.2, since_ms: 0 };
+        let at = 38 * 60_000;
+        assert_eq!(
+            resolved(&back, 10 * 60_000, at, Language::En),
+            "Resolved after 28 min (alert of 1970-01-01 00:10:00 UTC): Cascade support: fallback models serve 4% \
+             of traffic again, under the 20% threshold, since 1970-01-01 00:38:00 UTC (above it since \
+             1970-01-01 00:00:00 UTC)."
+        );
+        assert_eq!(
+            resolved(&Event::BreakerClosed { model: "gigachat/GigaChat-Pro".into() }, 0, at, Language::Ru),
+            "Решено через 38 мин (тревога от 1970-01-01 00:00:00 UTC): Предохранитель gigachat/GigaChat-Pro \
+             замкнут: модель снова отвечает с 1970-01-01 00:38:00 UTC."
+        );
+        assert_eq!(
+            resolved(&Event::CascadeAlive { cascade: "chat".into() }, 0, 90_000, Language::En),
+            "Resolved after 90 s (alert of 1970-01-01 00:00:00 UTC): Cascade chat answers again since \
+             1970-01-01 00:01:30 UTC."
+        );
+        assert!(resolved(&back, 0, at, Language::Ru).contains("ниже порога 20%"));
     }
 }

@@ -5,17 +5,15 @@
 //! The request path counts each answer in [`Traffic`]: a ring of ten
 //! buckets per cascade, each a tenth of `for` wide, so the share over the
 //! last `for` costs one short lock to record and ten additions to read.
-//! [`ShareRule`] reads it on the dispatcher's tick: the share must stay
-//! above the threshold at every tick for `for` before the alert goes out
-//! (so a short burst of fallbacks is not an alert), and a window with fewer
-//! than [`MIN_REQUESTS`] answers says nothing.
+//! [`super::rule::ShareRule`] reads it bucket by bucket ([`Series`]) on the
+//! job's tick; a window with fewer than [`MIN_REQUESTS`] answers says
+//! nothing.
 //!
 //! Counters are per instance. With a shared store (`backend: redis`) the
 //! [`super::share::ShareJob`] adds each bucket's new answers to shared
 //! counters and decides from every instance's totals ([`Traffic::take_unsent`]
 //! says what is new); without one, each instance decides from its own.
 
-use super::Event;
 use std::collections::HashMap;
 use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
@@ -51,6 +49,35 @@ pub struct Unsent {
     pub total: u64,
     /// Of which a later tier served.
     pub fallback: u64,
+}
+
+/// One bucket of a cascade's answers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Bucket {
+    /// `now_ms / width_ms` of its time, the same on every instance.
+    pub index: u64,
+    /// Answers.
+    pub total: u64,
+    /// Of which a later tier served.
+    pub fallback: u64,
+}
+
+/// A cascade's answers over the window, bucket by bucket (those with
+/// answers, in any order).
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Series {
+    /// Cascade name.
+    pub cascade: String,
+    /// Its buckets within the window.
+    pub buckets: Vec<Bucket>,
+}
+
+impl Series {
+    /// The share over the whole window, when it had enough answers.
+    pub fn share(&self) -> Option<f64> {
+        let (total, fallback) = self.buckets.iter().fold((0, 0), |(t, f), b| (t + b.total, f + b.fallback));
+        share(total, fallback)
+    }
 }
 
 /// A cascade's fallback share, when `total` answers are enough to say.
@@ -92,10 +119,14 @@ impl Traffic {
 
     /// [`Traffic::record`], naming the model ref that answered (`""`: not
     /// named), so the alert can say which models carry the fallback share.
-    pub fn record_model(&self, cascade: &str, model: &str, fallback: bool, now_ms: u64) {
+    /// `at_ms` is when the request came in: a request that waited out a
+    /// hanging model's first-token deadline fell back when it arrived, not
+    /// when its answer came. One whose bucket has left the window is not
+    /// counted.
+    pub fn record_model(&self, cascade: &str, model: &str, fallback: bool, at_ms: u64) {
         let mut inner = self.inner.lock().unwrap_or_else(PoisonError::into_inner);
         let Some(rings) = inner.as_mut() else { return };
-        let index = now_ms / rings.width_ms;
+        let index = at_ms / rings.width_ms;
         let ring = match rings.by_cascade.get_mut(cascade) {
             Some(r) => r,
             None => {
@@ -103,6 +134,9 @@ impl Traffic {
             }
         };
         let slot = &mut ring[(index % SLOTS as u64) as usize];
+        if slot.index > index {
+            return;
+        }
         if slot.index != index {
             *slot = Slot { index, ..Slot::default() };
         }
@@ -141,6 +175,11 @@ impl Traffic {
 
     /// Each cascade's fallback share over the window, when it had enough traffic.
     pub fn shares(&self, now_ms: u64) -> Vec<(String, f64)> {
+        self.series(now_ms).into_iter().filter_map(|s| s.share().map(|share| (s.cascade, share))).collect()
+    }
+
+    /// Each cascade's answers over the window, bucket by bucket.
+    pub fn series(&self, now_ms: u64) -> Vec<Series> {
         let inner = self.inner.lock().unwrap_or_else(PoisonError::into_inner);
         let Some(rings) = inner.as_ref() else { return Vec::new() };
         let current = now_ms / rings.width_ms;
@@ -148,10 +187,13 @@ impl Traffic {
         rings
             .by_cascade
             .iter()
-            .filter_map(|(name, ring)| {
-                let live = ring.iter().filter(|s| s.index >= oldest && s.index <= current);
-                let (total, fallback) = live.fold((0, 0), |(t, f), s| (t + s.total, f + s.fallback));
-                share(total, fallback).map(|s| (name.clone(), s))
+            .map(|(name, ring)| Series {
+                cascade: name.clone(),
+                buckets: ring
+                    .iter()
+                    .filter(|s| s.index >= oldest && s.index <= current && s.total > 0)
+                    .map(|s| Bucket { index: s.index, total: s.total, fallback: s.fallback })
+                    .collect(),
             })
             .collect()
     }
@@ -201,104 +243,9 @@ impl Traffic {
     }
 }
 
-/// The rule's memory: since when each cascade has been above the threshold.
-#[derive(Debug)]
-pub struct ShareRule {
-    above: f64,
-    for_ms: u64,
-    since: HashMap<String, u64>,
-}
-
-impl ShareRule {
-    /// `fallback_share: {above, for}`.
-    pub fn new(above: f64, for_: Duration) -> Self {
-        Self { above, for_ms: u64::try_from(for_.as_millis()).unwrap_or(u64::MAX), since: HashMap::new() }
-    }
-
-    /// How often to check: a tenth of the window, between 1 s and 1 min.
-    pub fn tick(&self) -> Duration {
-        Duration::from_millis((self.for_ms / SLOTS as u64).clamp(1_000, 60_000))
-    }
-
-    /// Takes each cascade's share over the window (this instance's
-    /// [`Traffic::shares`], or every instance's); returns an alert for each
-    /// cascade above the threshold for `for` (repeats are deduplicated later).
-    pub fn check(&mut self, shares: &[(String, f64)], now_ms: u64) -> Vec<Event> {
-        self.since.retain(|name, _| shares.iter().any(|(n, s)| n == name && *s > self.above));
-        let mut alerts = Vec::new();
-        for (cascade, share) in shares {
-            if *share <= self.above {
-                continue;
-            }
-            let since = *self.since.entry(cascade.clone()).or_insert(now_ms);
-            if now_ms.saturating_sub(since) >= self.for_ms {
-                alerts.push(Event::FallbackShare {
-                    cascade: cascade.clone(),
-                    share: *share,
-                    since_ms: since,
-                    at_ms: now_ms,
-                    models: Vec::new(),
-                });
-            }
-        }
-        alerts
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::health::clock::now_ms;
-
-    fn serve(t: &Traffic, fallbacks: u64, firsts: u64) {
-        let now = now_ms();
-        (0..fallbacks).for_each(|_| t.record("chat", true, now));
-        (0..firsts).for_each(|_| t.record("chat", false, now));
-    }
-
-    /// Fallback traffic at 50% for less than `for` is quiet; held for `for`
-    /// it alerts; back under the threshold the memory resets.
-    #[tokio::test(start_paused = true)]
-    async fn share_must_hold_for_the_whole_window() {
-        let t = Traffic::default();
-        t.configure(Some(Duration::from_secs(600)));
-        let mut rule = ShareRule::new(0.2, Duration::from_secs(600));
-        assert_eq!(rule.tick(), Duration::from_secs(60));
-        for _ in 0..9 {
-            serve(&t, 5, 5);
-            assert!(rule.check(&t.shares(now_ms()), now_ms()).is_empty());
-            tokio::time::advance(rule.tick()).await;
-        }
-        serve(&t, 5, 5);
-        tokio::time::advance(rule.tick()).await;
-        let alerts = rule.check(&t.shares(now_ms()), now_ms());
-        assert!(
-            matches!(&alerts[..], [Event::FallbackShare { cascade, share, .. }] if cascade == "chat" && (*share - 0.5).abs() < 1e-9),
-            "{alerts:?}"
-        );
-        // Recovery: the first tier serves everything for a window.
-        for _ in 0..10 {
-            serve(&t, 0, 20);
-            tokio::time::advance(rule.tick()).await;
-        }
-        assert!(rule.check(&t.shares(now_ms()), now_ms()).is_empty());
-        assert!(rule.since.is_empty());
-    }
-
-    #[tokio::test(start_paused = true)]
-    async fn a_short_burst_or_thin_traffic_is_quiet() {
-        let t = Traffic::default();
-        t.configure(Some(Duration::from_secs(100)));
-        let mut rule = ShareRule::new(0.2, Duration::from_secs(100));
-        serve(&t, 4, 0); // below MIN_REQUESTS
-        assert!(t.shares(now_ms()).is_empty());
-        serve(&t, 10, 0);
-        assert!(rule.check(&t.shares(now_ms()), now_ms()).is_empty());
-        // The burst ages out of the window before `for` has passed at share > 0.2.
-        tokio::time::advance(Duration::from_secs(101)).await;
-        serve(&t, 0, 10);
-        assert!(rule.check(&t.shares(now_ms()), now_ms()).is_empty());
-    }
 
     #[test]
     fn unsent_answers_are_taken_once_and_restored_on_failure() {
@@ -330,6 +277,22 @@ mod tests {
         assert_eq!(c.iter().map(|(m, _)| m.as_str()).collect::<Vec<_>>(), ["p/b", "p/c"]);
         assert!((c[0].1 - 0.8).abs() < 1e-9, "{c:?}");
         assert!(t.carriers("chat", 30_000).is_empty(), "out of the window");
+    }
+
+    #[test]
+    fn series_are_the_buckets_in_the_window() {
+        let t = Traffic::default();
+        t.configure(Some(Duration::from_secs(10))); // 1 s buckets
+        t.record("chat", true, 3_000);
+        t.record("chat", false, 3_500);
+        t.record("chat", false, 12_100);
+        let s = t.series(12_500);
+        assert_eq!(s.len(), 1);
+        let mut buckets = s[0].buckets.clone();
+        buckets.sort_by_key(|b| b.index);
+        assert_eq!(buckets, [Bucket { index: 3, total: 2, fallback: 1 }, Bucket { index: 12, total: 1, fallback: 0 }]);
+        assert_eq!(s[0].share(), None, "3 answers are too few for a share");
+        assert!(t.series(14_000)[0].buckets.iter().all(|b| b.index == 12), "bucket 3 left the window");
     }
 
     #[test]

@@ -169,8 +169,7 @@ pub async fn once(
     continuing: Option<(&str, Mode)>,
 ) -> Result<(Answer, Learned), AttemptError> {
     let started = Instant::now();
-    let first_token = walk.ctx.rules.timeouts.first_token;
-    let token_deadline = walk.deadline.min(started + first_token);
+    let token_deadline = walk.deadline.min(started + first_token(walk, target));
     let mut prepared = prepare::prepare(&walk.ctx, target, walk.req);
     if let Some(plan) = walk.json.as_ref().filter(|_| !target.provider.config.native_json) {
         if plan.instruction.is_some() {
@@ -250,6 +249,21 @@ pub async fn once(
     }
     let upstream_request_id = hints.upstream_id().map(str::to_string);
     Ok((answer, Learned { load_profile: prepared.load_profile, upstream_request_id }))
+}
+
+/// How long `target` has for its first token: its provider's `first_token`
+/// or `health.timeouts.first_token` — but when nothing after it can be
+/// tried, `last_model_first_token` (default `total`): there a deadline
+/// would turn a slow answer into an error with nowhere to fail over to
+/// (incident 004), while the load profile shortens the answers instead.
+fn first_token(walk: &Walk<'_>, target: &Target) -> Duration {
+    let timeouts = &walk.ctx.rules.timeouts;
+    let own = target.provider.config.first_token.unwrap_or(timeouts.first_token);
+    if gate::any_after(walk, target) {
+        own
+    } else {
+        own.max(timeouts.last_model_first_token)
+    }
 }
 
 /// Drops the events the adapter's decoder could not read

@@ -102,7 +102,8 @@ async fn once(
     req: &EmbeddingRequest,
     deadline: Instant,
 ) -> Result<Vectors, AttemptError> {
-    let until = deadline.min(Instant::now() + ctx.rules.timeouts.first_token);
+    let first_token = target.provider.config.first_token.unwrap_or(ctx.rules.timeouts.first_token);
+    let until = deadline.min(Instant::now() + first_token);
     let call = target.provider.embed(&target.model_ref.model, req);
     tokio::pin!(call);
     let mut vectors = match timeout_at(until, call).await {

@@ -8,7 +8,7 @@ use super::pass::Pass;
 use super::plan::Target;
 use super::prepare;
 use super::walk::Walk;
-use crate::health::breaker::Admission;
+use crate::health::breaker::{Admission, State};
 use crate::health::clock::now_ms;
 use crate::outcome::{AttemptError, Failure};
 use std::sync::atomic::Ordering;
@@ -70,6 +70,25 @@ pub fn admit(
         }
     }
     None
+}
+
+/// Whether a target after `target` could still be tried now: alive, large
+/// enough, not routed around for load, its breaker closed or due for a
+/// probe. Only looks: admits nothing, records nothing. A target that is
+/// not one of the walk's own (a continuation's) counts as having some.
+pub fn any_after(walk: &Walk<'_>, target: &Target) -> bool {
+    let targets = &walk.plan.targets;
+    let Some(at) = targets.iter().position(|t| std::ptr::eq(t, target)) else { return true };
+    let needed = walk.req.prompt_tokens.max(walk.min_context.load(Ordering::Relaxed));
+    let now = now_ms();
+    targets[at + 1..].iter().any(|t| {
+        closed_gate(&walk.ctx, t, needed).is_none()
+            && match t.health.breaker_state() {
+                State::Closed | State::HalfOpen { probing: false, .. } => true,
+                State::Open { until_ms, .. } => now >= until_ms,
+                State::HalfOpen { probing: true, .. } => false,
+            }
+    })
 }
 
 /// A retry of `target` (the same model again, after a failed call): a new

@@ -217,6 +217,11 @@ pub struct RawProvider {
     /// Bedrock: the session token of temporary credentials (default:
     /// `AWS_SESSION_TOKEN`).
     pub aws_session_token: Option<String>,
+    /// The first-token deadline of this provider's models, over
+    /// `health.timeouts.first_token` (a provider that hangs rather than
+    /// fails — a half-open probe waits this long — or one that is always
+    /// slow to start).
+    pub first_token: Option<String>,
     /// Mock providers only: the model listing discovery reads, as a real
     /// provider's `/models` would list them (ids, context, prices, free
     /// flags); turns discovery on for the mock. A listed model the mock
@@ -297,6 +302,19 @@ pub struct RawMockBehavior {
     pub error_status: Option<u16>,
     /// Requests per minute before answering 429 with `Retry-After`.
     pub rate_limit_per_min: Option<u32>,
+    /// Requests per day (days of 24 h counted from start-up) before
+    /// answering 429 as Groq does when its daily cap is reached:
+    /// `x-ratelimit-remaining-requests: 0` and `x-ratelimit-reset-requests`
+    /// giving the rest of the day (`5h12m0s`), read as any 429's headers are.
+    pub requests_per_day: Option<u32>,
+    /// Tokens (prompt and completion) per day before answering 429 with
+    /// `x-ratelimit-remaining-tokens: 0` and `x-ratelimit-reset-tokens`.
+    pub tokens_per_day: Option<u64>,
+    /// Requests the model works on at once, as a vLLM server's
+    /// `max_num_seqs`: more wait in a queue, first come first served, for a
+    /// free place (their first token comes later; none is refused). Default:
+    /// no queue.
+    pub concurrency: Option<u32>,
     /// Share of requests (0..1) answered with an empty reply.
     pub empty_rate: Option<f64>,
     /// Share of streamed answers (0..1) cut off halfway (the connection
@@ -486,6 +504,12 @@ pub struct RawTimeouts {
     /// Until the first token (default `15s`), streamed or not: a whole answer
     /// is read from the upstream as a stream where its kind can stream.
     pub first_token: Option<String>,
+    /// Until the first token of the last model a request can still use —
+    /// none after it is alive, fits the request or has its breaker closed —
+    /// where failing over has nowhere to go and a slow answer beats an
+    /// error (default: `total`; set it to `first_token` to give up there
+    /// too).
+    pub last_model_first_token: Option<String>,
     /// Longest silence in the middle of a stream (default `30s`).
     pub idle: Option<String>,
     /// Whole request, every attempt included (default `120s`).
@@ -523,6 +547,11 @@ pub struct RawCascade {
     pub min_other_providers: Option<u32>,
     /// Models kept (default 10).
     pub size: Option<u32>,
+    /// Where `preferred` models go: `price_class` (default: preferred free
+    /// models first, then the other free ones, then preferred paid ones,
+    /// then the other paid ones) or `strict` (every preferred model first,
+    /// paid or free).
+    pub preferred_order: Option<String>,
     /// Tried after the cascade.
     pub last_resort: Option<String>,
     /// Queue the request for a person when everything failed.

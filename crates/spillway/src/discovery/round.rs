@@ -61,6 +61,7 @@ pub fn cascade_spec(name: &str, spec: &config::DiscoverySpec) -> CascadeSpec {
         },
         size: spec.size as usize,
         min_other_providers: spec.min_other_providers as usize,
+        preferred_order: spec.preferred_order,
     }
 }
 

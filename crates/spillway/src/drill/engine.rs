@@ -5,6 +5,8 @@
 //! to the handler in-process, no sockets; the mocks' delays, deadlines,
 //! dead marks, breakers and outage windows all run on that clock.
 
+/// An alert that went out during the run (`at_s` from its start).
+pub use super::marks::AlertRow as AlertSeen;
 use super::scenario::{Output, Scenario, Traffic};
 use crate::server::AppState;
 use bytes::Bytes;
@@ -61,6 +63,10 @@ pub struct Sample {
     pub rank: u32,
     /// The answering model costs nothing (a known zero price or `:free`).
     pub free: bool,
+    /// The answering model's price is known (free, or a price the config or
+    /// its listing gives); a self-hosted model without one is neither free
+    /// nor paid, and its answers cost $0 in the report.
+    pub priced: bool,
     /// The load profile the answer was served under (`x-spillway-load-profile`).
     pub profile: Option<String>,
     /// Completion tokens of the answer (its usage).
@@ -69,17 +75,6 @@ pub struct Sample {
     /// breakers, dead marks, full bulkheads) or the gateway refused the
     /// request itself.
     pub unattempted: bool,
-}
-
-/// An alert that went out during the run.
-#[derive(Debug, Clone)]
-pub struct AlertSeen {
-    /// When, from the start of the run.
-    pub at: Duration,
-    /// Its kind (`breaker_opened`, …).
-    pub kind: String,
-    /// Its text.
-    pub text: String,
 }
 
 /// Everything a run observed.
@@ -97,6 +92,9 @@ pub struct Run {
     /// Every cascade's models in order as the first request found them
     /// (discovered cascades after the start-up discovery round).
     pub cascades: Vec<(String, Vec<String>)>,
+    /// Each discovered cascade as discovery built it before the first
+    /// request: its models with their reasons, its notes, what it left out.
+    pub discovered: Vec<(String, crate::discovery::BuiltCascade)>,
     /// The load each monitored provider read, sampled through the run:
     /// `(when, provider, load 0..1)`.
     pub load: Vec<(Duration, String, f64)>,
@@ -123,7 +121,7 @@ pub fn run(scenario: &Scenario) -> Result<Run, RunError> {
     // clock; this is the one place that wants the real one.
     #[allow(clippy::disallowed_methods)]
     let wall = std::time::Instant::now();
-    let (samples, alerts, json, cascades, load) = runtime.block_on(async move {
+    let (samples, alerts, json, (cascades, discovered), load) = runtime.block_on(async move {
         fastrand::seed(scenario.seed);
         let app = crate::app::App::start(config).map_err(|e| RunError::Build(e.to_string()))?;
         let state = app.state.clone();
@@ -141,6 +139,8 @@ pub fn run(scenario: &Scenario) -> Result<Run, RunError> {
             .iter()
             .map(|(name, plan)| (name.clone(), plan.targets.iter().map(|t| t.name.clone()).collect()))
             .collect();
+        let discovered: Vec<(String, crate::discovery::BuiltCascade)> =
+            state.gateway.load().shared.discovery.current().cascades.clone().into_iter().collect();
         let start = Instant::now();
         let (stop, stopped) = tokio::sync::oneshot::channel();
         let every = (scenario.step / 20).max(Duration::from_millis(100));
@@ -166,16 +166,20 @@ pub fn run(scenario: &Scenario) -> Result<Run, RunError> {
             while let Ok(m) = rx.try_recv() {
                 let at_ms = m.body.get("at_ms").and_then(Value::as_u64).unwrap_or(0);
                 alerts.push(AlertSeen {
-                    at: Duration::from_millis(at_ms.saturating_sub(start_ms)),
+                    at_s: Duration::from_millis(at_ms.saturating_sub(start_ms)).as_secs_f64(),
                     kind: m.body.get("kind").and_then(Value::as_str).unwrap_or("alert").to_string(),
+                    key: m.body.get("key").and_then(Value::as_str).unwrap_or_default().to_string(),
+                    opens: m.body.get("opens").and_then(Value::as_bool).unwrap_or(false),
+                    resolves: m.body.get("resolves").and_then(Value::as_str).map(str::to_string),
+                    digest: m.body.get("digest").and_then(Value::as_bool).unwrap_or(false),
                     // The virtual clock's dates mean nothing to a reader: times from the drill's start.
                     text: super::times::relative_times(&m.text, start_ms),
                 });
             }
         }
-        Ok::<_, RunError>((samples, alerts, json, cascades, load))
+        Ok::<_, RunError>((samples, alerts, json, (cascades, discovered), load))
     })?;
-    Ok(Run { samples, alerts, wall: wall.elapsed(), json, cascades, load })
+    Ok(Run { samples, alerts, wall: wall.elapsed(), json, cascades, discovered, load })
 }
 
 /// Reads every monitored provider's load `every` so often until `stop`.
@@ -287,6 +291,7 @@ async fn one(state: Arc<AppState>, traffic: Arc<[Traffic]>, i: usize, start: Ins
         cost_usd: 0.0,
         rank: 0,
         free: false,
+        priced: false,
         profile: None,
         completion_tokens: 0,
         unattempted: false,
@@ -336,9 +341,9 @@ async fn one(state: Arc<AppState>, traffic: Arc<[Traffic]>, i: usize, start: Ins
             let at = plan.and_then(|p| p.targets.iter().position(|target| target.name == *model));
             sample.rank = at.map_or(1, |i| u32::try_from(i + 1).unwrap_or(u32::MAX));
         }
-        if let (Some(p), Some((input, output))) =
-            (crate::usage::price(&gw.config, &gw.shared.discovery, model), read.usage)
-        {
+        let price = crate::usage::price(&gw.config, &gw.shared.discovery, model);
+        sample.priced = sample.free || price.is_some();
+        if let (Some(p), Some((input, output))) = (price, read.usage) {
             sample.cost_usd = (input as f64 * p.input + output as f64 * p.output) / 1e6;
         }
     }

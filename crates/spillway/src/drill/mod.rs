@@ -8,13 +8,17 @@
 //! seconds and the same seed gives the same report. The report
 //! ([`report`], [`svg`]) gives per cascade the success rate, the share each
 //! tier and model served over time, latency percentiles, the valid-output
-//! rate and the cost, as a table, JSON and an SVG chart.
+//! rate and the cost, as a table, JSON and an SVG chart; for a discovered
+//! cascade, the cascade discovery built and what it said ([`discovered`]).
 
+pub mod discovered;
 pub mod engine;
+pub mod marks;
 pub mod report;
 pub mod scenario;
 pub mod svg;
 pub mod times;
+pub mod units;
 
 pub use engine::{run, Run, RunError};
 pub use report::Report;

@@ -4,8 +4,11 @@
 //! (in [`super::svg`]) a chart.
 
 use super::engine::{Outcome, Run, Sample};
+use super::marks::Figures;
+pub use super::marks::{AlertRow, Check};
 use super::scenario::Scenario;
 pub use super::times::clock;
+pub use super::units::{pct, secs};
 use indexmap::IndexMap;
 use serde::Serialize;
 use std::fmt::Write as _;
@@ -90,8 +93,17 @@ pub struct CascadeReport {
     pub ranks: IndexMap<String, f64>,
     /// Share of requests answered by a free model (last resort excluded).
     pub free_share: f64,
-    /// Share answered by a paid model (or one of unknown price), last resort excluded.
+    /// Share answered by a model of known, non-zero price, last resort excluded.
     pub paid_share: f64,
+    /// Share answered by a model whose price nobody gave (a self-hosted
+    /// model without `price_per_1m`: it costs $0 in the report), last
+    /// resort excluded.
+    pub unpriced_share: f64,
+    /// Share that got an error (from the counts, so never below 0).
+    pub failed_rate: f64,
+    /// The cascade as discovery built it, with its notes (`None` for a
+    /// fixed chain).
+    pub discovered: Option<super::discovered::Discovered>,
     /// Share answered by the cascade's `last_resort`.
     pub last_resort_share: f64,
     /// `cost_usd` extrapolated to 30 days of the same traffic.
@@ -182,30 +194,6 @@ pub struct FaultRow {
     pub label: String,
 }
 
-/// An alert.
-#[derive(Debug, Clone, Serialize)]
-pub struct AlertRow {
-    /// When, seconds.
-    pub at_s: f64,
-    /// Kind.
-    pub kind: String,
-    /// Text.
-    pub text: String,
-}
-
-/// One pass mark.
-#[derive(Debug, Clone, Serialize)]
-pub struct Check {
-    /// Cascade.
-    pub cascade: String,
-    /// What was checked (`success_rate >= 0.99`).
-    pub what: String,
-    /// The measured value.
-    pub actual: f64,
-    /// Whether it passed.
-    pub passed: bool,
-}
-
 /// The key under which an outcome is counted in `served`.
 fn served_key(o: &Outcome) -> &str {
     match o {
@@ -281,15 +269,12 @@ pub fn build(scenario: &Scenario, run: &Run) -> Report {
         .map(|name| {
             let samples: Vec<&Sample> =
                 run.samples.iter().filter(|s| &scenario.traffic[s.traffic].cascade == name).collect();
-            cascade_report(name, &samples, &Frame { scenario, steps })
+            cascade_report(name, &samples, &Frame { scenario, run, steps })
         })
         .collect::<Vec<_>>();
-    let alerts: Vec<AlertRow> = run
-        .alerts
-        .iter()
-        .map(|a| AlertRow { at_s: a.at.as_secs_f64(), kind: a.kind.clone(), text: a.text.clone() })
-        .collect();
-    let checks = checks(scenario, &cascades, &alerts);
+    let alerts: Vec<AlertRow> = run.alerts.clone();
+    let figures: Vec<Figures<'_>> = cascades.iter().map(figures).collect();
+    let checks = super::marks::checks(scenario, &figures, &alerts);
     let totals = run.json.iter().fold([0u64; 3], |t, (_, c)| [t[0] + c[0], t[1] + c[1], t[2] + c[2]]);
     let json_answers = totals.iter().sum::<u64>();
     let of = |n: u64| (json_answers > 0).then(|| n as f64 / json_answers as f64);
@@ -340,10 +325,15 @@ pub fn build(scenario: &Scenario, run: &Run) -> Report {
 /// What every cascade's figures are measured against.
 struct Frame<'a> {
     scenario: &'a Scenario,
+    run: &'a Run,
     steps: usize,
 }
 
 impl Frame<'_> {
+    fn discovered(&self, cascade: &str) -> Option<super::discovered::Discovered> {
+        self.run.discovered.iter().find(|(name, _)| name == cascade).map(|(_, built)| built.into())
+    }
+
     fn in_fault(&self, s: &Sample) -> bool {
         self.scenario.faults.iter().any(|f| s.sent >= f.at && s.sent < f.at + f.lasts)
     }
@@ -418,7 +408,10 @@ fn cascade_report(name: &str, samples: &[&Sample], frame: &Frame<'_>) -> Cascade
         failed_without_attempt: samples.iter().filter(|s| s.unattempted).count(),
         ranks: rank_shares(samples),
         free_share: count(&|s| answered_as(s, false) && s.free),
-        paid_share: count(&|s| answered_as(s, false) && !s.free),
+        paid_share: count(&|s| answered_as(s, false) && !s.free && s.priced),
+        unpriced_share: count(&|s| answered_as(s, false) && !s.priced),
+        failed_rate: count(&|s| matches!(s.outcome, Outcome::Failed { .. })),
+        discovered: frame.discovered(name),
         last_resort_share: count(&|s| answered_as(s, true)),
         cost_per_month_usd: cost * month / frame.scenario.duration.as_secs_f64().max(f64::MIN_POSITIVE),
         models: model_rows(samples, &keys),
@@ -516,60 +509,27 @@ fn tier_shares(samples: &[&Sample]) -> IndexMap<String, f64> {
     tiers
 }
 
-fn checks(scenario: &Scenario, cascades: &[CascadeReport], alerts: &[AlertRow]) -> Vec<Check> {
-    let mut out = Vec::new();
-    for (name, e) in &scenario.expect {
-        let Some(c) = cascades.iter().find(|c| &c.cascade == name) else { continue };
-        let mut check = |what: String, actual: f64, passed: bool| {
-            out.push(Check { cascade: name.clone(), what, actual, passed });
-        };
-        if let Some(min) = e.min_success_rate {
-            check(format!("success rate ≥ {}", pct(min)), c.success_rate, c.success_rate >= min);
-        }
-        if let Some(min) = e.min_valid_rate {
-            let actual = c.valid_rate.unwrap_or(0.0);
-            check(format!("valid-output rate ≥ {}", pct(min)), actual, actual >= min);
-        }
-        if let Some(max) = e.max_p99 {
-            check(format!("p99 ≤ {}", secs(max.as_secs_f64())), c.latency_s.p99, c.latency_s.p99 <= max.as_secs_f64());
-        }
-        if let Some(max) = e.max_handoff_rate {
-            check(format!("handoff rate ≤ {}", pct(max)), c.handoff_rate, c.handoff_rate <= max);
-        }
-        if let Some(min) = e.min_free_share {
-            check(format!("served free ≥ {}", pct(min)), c.free_share, c.free_share >= min);
-        }
-        if let Some(max) = e.max_cost_per_month {
-            check(format!("cost a month ≤ ${max:.2}"), c.cost_per_month_usd, c.cost_per_month_usd <= max);
-        }
-        if let Some(max) = e.max_first_byte_p99 {
-            let actual = c.first_byte_s.p99;
-            check(format!("first-byte p99 ≤ {}", secs(max.as_secs_f64())), actual, actual <= max.as_secs_f64());
-        }
-        if let Some(max) = e.max_latency_growth {
-            // The worst model: its mean latency over its own.
-            let growth = c
-                .models
-                .values()
-                .filter_map(|m| Some(m.latency_mean_s / m.latency_own_s.filter(|own| *own > 0.0)? - 1.0))
-                .fold(0.0, f64::max);
-            check(format!("latency growth over a model's own ≤ {}", pct(max)), growth, growth <= max);
-        }
-        if e.shorter_by_profile {
-            let lengths: Vec<f64> = c.profiles.values().map(|p| p.tokens_mean).collect();
-            let shorter = lengths.len() >= 2 && lengths.windows(2).all(|w| w[1] < w[0]);
-            let ratio = match (lengths.first(), lengths.last()) {
-                (Some(first), Some(last)) if *first > 0.0 => last / first,
-                _ => 1.0,
-            };
-            check("answers shorter with each heavier profile (last/first length)".into(), ratio, shorter);
-        }
-        for kind in &e.alerts {
-            let seen = alerts.iter().filter(|a| &a.kind == kind).count();
-            check(format!("alert `{kind}` sent (count)"), seen as f64, seen > 0);
-        }
+/// What the pass marks read of a cascade's report.
+fn figures(c: &CascadeReport) -> Figures<'_> {
+    Figures {
+        cascade: &c.cascade,
+        success_rate: c.success_rate,
+        valid_rate: c.valid_rate,
+        p99_s: c.latency_s.p99,
+        first_byte_p99_s: c.first_byte_s.p99,
+        handoff_rate: c.handoff_rate,
+        free_share: c.free_share,
+        paid_share: c.paid_share,
+        last_resort_share: c.last_resort_share,
+        cost_per_month_usd: c.cost_per_month_usd,
+        // The worst model: its mean latency over its own.
+        latency_growth: c
+            .models
+            .values()
+            .filter_map(|m| Some(m.latency_mean_s / m.latency_own_s.filter(|own| *own > 0.0)? - 1.0))
+            .fold(0.0, f64::max),
+        profile_tokens: c.profiles.values().map(|p| p.tokens_mean).collect(),
     }
-    out
 }
 
 impl Report {
@@ -599,7 +559,7 @@ impl Report {
                 "  answered {}   handoff {}   failed {}{}",
                 pct(c.success_rate),
                 pct(c.handoff_rate),
-                pct(1.0 - c.success_rate - c.handoff_rate),
+                pct(c.failed_rate),
                 if failed.is_empty() { String::new() } else { format!(" ({})", failed.join(", ")) }
             );
             if c.failed_without_attempt > 0 {
@@ -626,13 +586,18 @@ impl Report {
                 c.cost_usd,
                 c.cost_per_month_usd
             );
+            let unpriced =
+                if c.unpriced_share > 0.0 { format!("   unpriced {}", pct(c.unpriced_share)) } else { String::new() };
             let _ = writeln!(
                 out,
-                "  free {}   paid {}   last resort {}",
+                "  free {}   paid {}{unpriced}   last resort {}",
                 pct(c.free_share),
                 pct(c.paid_share),
                 pct(c.last_resort_share)
             );
+            if let Some(d) = &c.discovered {
+                out.push_str(&d.text());
+            }
             let ranks: Vec<String> =
                 c.ranks.iter().filter(|(_, &v)| v > 0.0).map(|(k, v)| format!("{k} {}", pct(*v))).collect();
             let _ = writeln!(out, "  by rank: {}", ranks.join(", "));
@@ -708,12 +673,14 @@ impl Report {
         if !self.checks.is_empty() {
             let _ = writeln!(out, "\nChecks:");
             for c in &self.checks {
-                let actual = if c.what.contains("p99") {
+                let actual = if c.what.ends_with("(min)") {
+                    format!("{:.1} min", c.actual)
+                } else if c.what.contains("p99") {
                     secs(c.actual)
                 } else if c.what.starts_with("cost") {
                     format!("${:.2}", c.actual)
                 } else if c.what.contains("(count)") {
-                    format!("{}", c.actual)
+                    format!("{:.2}", c.actual).trim_end_matches('0').trim_end_matches('.').to_string()
                 } else {
                     pct(c.actual)
                 };
@@ -753,20 +720,6 @@ fn steps_table(c: &CascadeReport) -> String {
     out
 }
 
-/// `0.987` → `98.7%`.
-pub fn pct(v: f64) -> String {
-    format!("{:.1}%", v * 100.0)
-}
-
-/// Seconds, in ms below one.
-pub fn secs(v: f64) -> String {
-    if v < 1.0 {
-        format!("{:.0} ms", v * 1000.0)
-    } else {
-        format!("{v:.2} s")
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -784,5 +737,7 @@ mod tests {
         assert_eq!((clock(0.0), clock(125.0), clock(3725.0)), ("0:00".into(), "2:05".into(), "1:02:05".into()));
         assert_eq!((secs(0.152), secs(1.5)), ("152 ms".to_string(), "1.50 s".to_string()));
         assert_eq!(pct(0.987), "98.7%");
+        // 1 − 0.9 − 0.1 is a hair below zero in floating point.
+        assert_eq!((pct(1.0 - 0.9 - 0.1), pct(-0.0)), ("0.0%".to_string(), "0.0%".to_string()));
     }
 }

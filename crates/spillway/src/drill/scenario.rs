@@ -14,6 +14,10 @@
 //!   - { at: 6m, for: 1m, provider: free, hang: true }
 //! expect:
 //!   chat: { min_success_rate: 0.99, max_p99: 5s, min_valid_rate: 1.0 }
+//!   # also: max_handoff_rate, min_free_share, max_last_resort_share,
+//!   # paid_before_last_resort, max_cost_per_month, max_first_byte_p99,
+//!   # max_latency_growth, shorter_by_profile, alerts: [kind, …],
+//!   # alert_after: { fallback_share: 10m }, resolved: true
 //! ```
 //!
 //! Parsed with the config file's machinery: unknown keys are errors and
@@ -91,6 +95,11 @@ struct RawExpect {
     shorter_by_profile: Option<bool>,
     #[serde(default)]
     alerts: Vec<String>,
+    max_last_resort_share: Option<f64>,
+    paid_before_last_resort: Option<bool>,
+    #[serde(default)]
+    alert_after: IndexMap<String, String>,
+    resolved: Option<bool>,
 }
 
 /// A compiled scenario, ready to run.
@@ -186,6 +195,18 @@ pub struct Expect {
     pub shorter_by_profile: bool,
     /// Alert kinds that must have gone out during the run.
     pub alerts: Vec<String>,
+    /// Largest share answered by the cascade's `last_resort`.
+    pub max_last_resort_share: Option<f64>,
+    /// The paid models of the cascade carry at least as much as its last
+    /// resort: the free models' overflow goes to the cheap tier first.
+    pub paid_before_last_resort: bool,
+    /// Per alert kind: when its first message must go out, counted from
+    /// the first fault's start, within one evaluation of the
+    /// fallback-share rule.
+    pub alert_after: IndexMap<String, Duration>,
+    /// Every alert that opened a state (a breaker, the fallback share, a
+    /// dead cascade) was followed by its resolved message.
+    pub resolved: bool,
 }
 
 /// Reads and compiles a scenario file.
@@ -243,6 +264,17 @@ pub fn load_str(text: &str, source: Option<&Path>, lookup: env::Lookup<'_>) -> R
             max_latency_growth: cx.non_negative(&format!("{path}.max_latency_growth"), e.max_latency_growth),
             shorter_by_profile: e.shorter_by_profile.unwrap_or(false),
             alerts: e.alerts,
+            max_last_resort_share: cx.share(&format!("{path}.max_last_resort_share"), e.max_last_resort_share),
+            paid_before_last_resort: e.paid_before_last_resort.unwrap_or(false),
+            alert_after: e
+                .alert_after
+                .into_iter()
+                .map(|(kind, d)| {
+                    let at = cx.duration(&format!("{path}.alert_after.{kind}"), &d);
+                    (kind, at)
+                })
+                .collect(),
+            resolved: e.resolved.unwrap_or(false),
         };
         expect.insert(name, expected);
     }

@@ -157,7 +157,7 @@ pub(super) async fn serve(
         Err(unanswered) => Box::pin(unanswered_request(gw, &plan, &req, unanswered, notes)).await?,
     };
     served.escalated = escalated;
-    crate::usage::observe((&**gw).into(), &gw.shared.usage, &plan, &served);
+    crate::usage::observe((&**gw).into(), &gw.shared.usage, &plan, &served, now);
     if let ServedBody::Forward(f) = &mut served.body {
         f.meter(gw.books().meter(&plan.name));
         if let Some(link) = notes.link() {
@@ -191,7 +191,7 @@ async fn unanswered_request(
     };
     // Past `timeouts.total` the models may only be slow, not dead.
     if !timed_out {
-        gw.shared.alerts.publish(crate::alerts::Event::CascadeDead { cascade: plan.name.clone() });
+        gw.shared.alerts.cascade_dead(&plan.name);
     }
     if plan.handoff {
         // The last tier, also after the deadline: a person answers instead.

@@ -61,7 +61,7 @@ async fn embed(state: Arc<AppState>, request: Request) -> Result<Response, ApiEr
                 NoAnswer::Rejected(e) | NoAnswer::Invalid(e) => e,
                 NoAnswer::TimedOut => ApiError::Timeout,
                 NoAnswer::AllFailed => {
-                    gw.shared.alerts.publish(crate::alerts::Event::CascadeDead { cascade: plan.name.clone() });
+                    gw.shared.alerts.cascade_dead(&plan.name);
                     notes.set_retry_after(plan.back_in(now));
                     ApiError::AllModelsFailed { cascade: plan.name.clone(), attempts: un.attempts }
                 }
@@ -75,6 +75,7 @@ async fn embed(state: Arc<AppState>, request: Request) -> Result<Response, ApiEr
     let prompt_tokens = done.vectors.prompt_tokens.unwrap_or_else(|| req.input.tokens());
     // Cost and fallback share as for a whole chat answer (`usage::observe`).
     gw.shared.alerts.traffic.record_model(&plan.name, &target.name, target.rank > 1, now);
+    gw.shared.alerts.cascade_answered(&plan.name);
     let books = crate::usage::Books { handles: Some(&target.metrics.usage), ..(&*gw).into() };
     let tokens = Tokens { input: prompt_tokens, output: 0 };
     gw.shared.usage.record(books, &plan.name, &target.name, Some(tokens), now);

@@ -212,11 +212,22 @@ impl Ledger {
 /// What the handler records after a served answer: the fallback-share
 /// counters and, for a whole answer, its cost (a stream's cost is recorded
 /// by the meter the handler attaches to it, [`OwnedBooks::meter`]).
-pub fn observe(books: Books<'_>, ledger: &Ledger, plan: &CascadePlan, served: &crate::cascade::Served) {
+///
+/// `started_ms` is when the request came in: fallback is counted there.
+pub fn observe(
+    books: Books<'_>,
+    ledger: &Ledger,
+    plan: &CascadePlan,
+    served: &crate::cascade::Served,
+    started_ms: u64,
+) {
     let now = crate::health::clock::now_ms();
     // Fallback traffic by position: anything but the cascade's first model
     // (the handoff included), for fixed chains and discovered cascades alike.
-    books.alerts.traffic.record_model(&served.cascade, &served.model, served.rank != Some(1), now);
+    books.alerts.traffic.record_model(&served.cascade, &served.model, served.rank != Some(1), started_ms);
+    if served.handoff_id.is_none() {
+        books.alerts.cascade_answered(&served.cascade);
+    }
     if let crate::cascade::ServedBody::Complete(c) = &served.body {
         if served.handoff_id.is_none() {
             let target = plan.targets.iter().find(|t| t.name == served.model);

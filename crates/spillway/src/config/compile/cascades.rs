@@ -19,7 +19,12 @@ pub(super) fn model_ref(
             cx.err(path, format!("unknown provider `{}` in `{text}`", r.provider));
             None
         }
-        Some(p) if p.kind == ProviderKind::Mock && !p.models.iter().any(|m| m.id == r.model) => {
+        // A mock answers for its `models:` and the ids of its `listing:`.
+        Some(p)
+            if p.kind == ProviderKind::Mock
+                && !p.models.iter().any(|m| m.id == r.model)
+                && !p.listing.iter().flatten().any(|m| m.id == r.model) =>
+        {
             cx.err(path, format!("mock provider `{}` has no model `{}`", r.provider, r.model));
             None
         }
@@ -66,6 +71,7 @@ pub(super) fn compile_cascade(
         ("filters", c.filters.is_some()),
         ("min_other_providers", c.min_other_providers.is_some()),
         ("size", c.size.is_some()),
+        ("preferred_order", c.preferred_order.is_some()),
     ];
     let source = if let Some(models) = c.models {
         for (key, present) in discovery_keys {
@@ -120,6 +126,17 @@ pub(super) fn compile_cascade(
                 cx.err(format!("{path}.filters.max_cost_per_1m"), "cannot be negative");
             }
         }
+        let preferred_order = match c.preferred_order.as_deref() {
+            None | Some("price_class") => PreferredOrder::PriceClass,
+            Some("strict") => PreferredOrder::Strict,
+            Some(other) => {
+                cx.err(
+                    format!("{path}.preferred_order"),
+                    format!("unknown order `{other}`: expected price_class or strict"),
+                );
+                PreferredOrder::PriceClass
+            }
+        };
         let size = c.size.unwrap_or(10);
         if size == 0 {
             cx.err(format!("{path}.size"), "must be greater than 0");
@@ -136,6 +153,7 @@ pub(super) fn compile_cascade(
             },
             min_other_providers: c.min_other_providers.unwrap_or(0),
             size,
+            preferred_order,
         })
     };
     let last_resort = c.last_resort.as_ref().and_then(|m| model_ref(cx, &format!("{path}.last_resort"), m, providers));

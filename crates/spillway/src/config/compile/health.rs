@@ -17,15 +17,22 @@ pub(super) fn compile_health(cx: &mut Ctx, h: RawHealth) -> HealthConfig {
         open_min: Duration::from_secs(10),
     };
     let breaker = compile_breaker(cx, "health.breaker", &h.breaker.unwrap_or_default(), &defaults);
+    let total = cx.duration("health.timeouts.total", t.total.as_ref(), Duration::from_secs(120));
     let timeouts = TimeoutConfig {
         connect: cx.duration("health.timeouts.connect", t.connect.as_ref(), Duration::from_secs(2)),
         first_token: cx.duration("health.timeouts.first_token", t.first_token.as_ref(), Duration::from_secs(15)),
+        last_model_first_token: cx.duration(
+            "health.timeouts.last_model_first_token",
+            t.last_model_first_token.as_ref(),
+            total,
+        ),
         idle: cx.duration("health.timeouts.idle", t.idle.as_ref(), Duration::from_secs(30)),
-        total: cx.duration("health.timeouts.total", t.total.as_ref(), Duration::from_secs(120)),
+        total,
     };
     for (name, d) in [
         ("connect", timeouts.connect),
         ("first_token", timeouts.first_token),
+        ("last_model_first_token", timeouts.last_model_first_token),
         ("idle", timeouts.idle),
         ("total", timeouts.total),
     ] {

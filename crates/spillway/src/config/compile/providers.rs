@@ -208,6 +208,14 @@ pub(super) fn compile_provider(
         continuation: continuation_mode(cx, &format!("{path}.continuation"), p.continuation.as_deref()),
         allow_any_model: p.allow_any_model.unwrap_or(false),
         whole_as_stream: p.whole_as_stream.unwrap_or(true),
+        first_token: p.first_token.as_ref().map(|d| {
+            let at = format!("{path}.first_token");
+            let d = cx.duration(&at, Some(d), Duration::from_secs(15));
+            if d.is_zero() {
+                cx.err(&at, "must be greater than 0");
+            }
+            d
+        }),
         price,
         breaker,
         listing,
@@ -295,8 +303,15 @@ pub(super) fn compile_behavior(cx: &mut Ctx, path: &str, b: RawMockBehavior) -> 
             cx.err(format!("{path}.tokens_per_s"), "cannot be negative");
         }
     }
-    if b.rate_limit_per_min == Some(0) {
-        cx.err(format!("{path}.rate_limit_per_min"), "must be greater than 0 (leave it out for no limit)");
+    for (field, value) in [
+        ("rate_limit_per_min", b.rate_limit_per_min.map(u64::from)),
+        ("requests_per_day", b.requests_per_day.map(u64::from)),
+        ("tokens_per_day", b.tokens_per_day),
+        ("concurrency", b.concurrency.map(u64::from)),
+    ] {
+        if value == Some(0) {
+            cx.err(format!("{path}.{field}"), "must be greater than 0 (leave it out for no limit)");
+        }
     }
     let outages = b
         .outages
@@ -316,6 +331,9 @@ pub(super) fn compile_behavior(cx: &mut Ctx, path: &str, b: RawMockBehavior) -> 
         error_rate: cx.share(&format!("{path}.error_rate"), b.error_rate, 0.0),
         error_status,
         rate_limit_per_min: b.rate_limit_per_min,
+        requests_per_day: b.requests_per_day,
+        tokens_per_day: b.tokens_per_day,
+        concurrency: b.concurrency,
         empty_rate: cx.share(&format!("{path}.empty_rate"), b.empty_rate, 0.0),
         cut_rate: cx.share(&format!("{path}.cut_rate"), b.cut_rate, 0.0),
         json,

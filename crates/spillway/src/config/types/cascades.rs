@@ -93,6 +93,33 @@ pub struct DiscoverySpec {
     pub min_other_providers: u32,
     /// Models kept.
     pub size: u32,
+    /// Where `preferred` models go: first in their price class, or first of all.
+    pub preferred_order: PreferredOrder,
+}
+
+/// `cascades.*.preferred_order`: where a discovered cascade places its
+/// `preferred` models.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PreferredOrder {
+    /// Preferred models lead their price class: preferred free, the other
+    /// free, preferred paid, the other paid. A paid model named as the
+    /// fallback stays the fallback.
+    #[default]
+    PriceClass,
+    /// Every preferred model ahead of every other, paid or free (the rule
+    /// before `price_class`).
+    Strict,
+}
+
+impl PreferredOrder {
+    /// As written in the config.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::PriceClass => "price_class",
+            Self::Strict => "strict",
+        }
+    }
 }
 
 /// Where a cascade's models come from.

@@ -91,6 +91,8 @@ pub struct TimeoutConfig {
     pub connect: Duration,
     /// First token / response headers.
     pub first_token: Duration,
+    /// First token of the last model a request can use (default `total`).
+    pub last_model_first_token: Duration,
     /// Mid-stream silence.
     pub idle: Duration,
     /// Whole request.

@@ -102,6 +102,9 @@ pub struct ProviderConfig {
     pub listing: Option<Vec<ListedModel>>,
     /// Bedrock: the region and the credentials to sign with.
     pub aws: Option<AwsConfig>,
+    /// `first_token`: this provider's first-token deadline, over
+    /// `health.timeouts.first_token`.
+    pub first_token: Option<std::time::Duration>,
 }
 
 /// Where and as whom a `kind: bedrock` provider signs its calls.
@@ -220,6 +223,12 @@ pub struct MockBehavior {
     pub error_status: u16,
     /// Requests per minute before 429.
     pub rate_limit_per_min: Option<u32>,
+    /// Requests per day (from start-up) before a 429 with Groq's headers.
+    pub requests_per_day: Option<u32>,
+    /// Tokens per day (from start-up) before a 429 with Groq's headers.
+    pub tokens_per_day: Option<u64>,
+    /// Requests worked on at once; more wait in a queue.
+    pub concurrency: Option<u32>,
     /// Share of empty replies.
     pub empty_rate: f64,
     /// Share of streamed answers cut off halfway.

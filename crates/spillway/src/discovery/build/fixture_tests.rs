@@ -25,6 +25,7 @@ fn extraction() -> CascadeSpec {
         },
         size: 10,
         min_other_providers: 3,
+        preferred_order: PreferredOrder::Strict,
     }
 }
 
@@ -135,14 +136,21 @@ fn chat_escalated_over_paged_anthropic_and_openrouter() {
         filters: Filters { max_cost_per_1m: Some(5.0), ..Filters::default() },
         size: 3,
         min_other_providers: 0,
+        preferred_order: PreferredOrder::PriceClass,
     };
     let built = build_cascade(&spec, &models, &no_ttft);
     assert_eq!(
         built.notes,
         ["preferred openrouter/anthropic/claude-sonnet-4 is left out: price $15/1M > max_cost_per_1m 5"]
     );
-    // Free before paid holds for quality_first too: the largest free models.
-    assert_eq!(reasons(&built), ["free, by quality 405b", "free, by quality 253b", "free, by quality 253b"]);
+    // Free before paid holds for quality_first too: the largest free
+    // models, then — `max_cost_per_1m` allows paid models — the best paid
+    // one that qualifies, kept in place of the third free one.
+    assert_eq!(
+        reasons(&built),
+        ["free, by quality 405b", "free, by quality 253b", "paid tier kept (max_cost_per_1m), by quality hint 7"]
+    );
+    assert_eq!(refs(&built)[2], "anthropic/claude-3-5-haiku-20241022");
 
     // An operator who wants paid quality here excludes `:free`: then the
     // hinted Haiku leads (hints rank above parameter counts), Sonnet 4.5 is
@@ -157,4 +165,25 @@ fn chat_escalated_over_paged_anthropic_and_openrouter() {
     // Round-trips through JSON, as the state store caches it.
     let json = serde_json::to_string(&built).unwrap();
     assert_eq!(serde_json::from_str::<BuiltCascade>(&json).unwrap(), built);
+}
+
+/// The same cascade with the default `preferred_order: price_class`: the
+/// paid Gemma (the author's "paid fallback") goes after every free model.
+#[test]
+fn extraction_over_fixtures_in_price_classes() {
+    let mut models = groq_with_prices(&fixture("groq-models.json"));
+    models.extend(
+        parse_listing(ListingFormat::Openrouter, "openrouter", &fixture("openrouter-models.json")).unwrap().models,
+    );
+    let spec = CascadeSpec { preferred_order: PreferredOrder::PriceClass, ..extraction() };
+    let built = build_cascade(&spec, &models, &no_ttft);
+    assert_eq!(built.entries.len(), 10);
+    assert_eq!(refs(&built)[0], "groq/llama-3.3-70b-versatile");
+    let gemma = refs(&built).iter().position(|r| *r == "openrouter/google/gemma-3-27b-it").unwrap();
+    let free: Vec<bool> = built.entries.iter().map(|e| e.meta.free).collect();
+    assert!(free[..gemma].iter().all(|f| *f) && !free[gemma], "{:?}", refs(&built));
+    assert!(free.windows(2).all(|w| w[0] >= w[1]), "free before paid throughout: {free:?}");
+    assert!(built.notes.is_empty(), "{:?}", built.notes);
+    let others = built.entries.iter().filter(|e| e.meta.provider != "groq").count();
+    assert!(others >= 3, "{others}");
 }

@@ -4,13 +4,16 @@
 //! [`build_cascade`] is pure and cheap (well under a millisecond for 2,000
 //! models): the refresh job calls it for every cascade after each listing
 //! round, and `spillway discover` calls it to print the tables. The order of
-//! work: pool → [`check_filters`] → preferred first → free before paid →
-//! strategy (`rank`) → cut to `size` → swap for `min_other_providers`.
+//! work: pool → [`check_filters`] → preferred in → free before paid →
+//! strategy (`rank`) → cut to `size` → swap for `min_other_providers` →
+//! keep one paid model within `max_cost_per_1m` (`reserve`) → order by
+//! price class (`preferred_order`).
 
 mod filter;
 #[cfg(test)]
 mod fixture_tests;
 mod rank;
+mod reserve;
 #[cfg(test)]
 mod tests;
 
@@ -27,6 +30,10 @@ use super::model::ModelMeta;
 /// How the non-preferred models of a cascade are ordered (after free
 /// before paid): the config's own type.
 pub use crate::config::Strategy;
+
+/// Where `preferred` models go (first in their price class, or first of
+/// all): the config's own type.
+pub use crate::config::PreferredOrder;
 
 impl fmt::Display for Strategy {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -70,6 +77,8 @@ pub struct CascadeSpec {
     /// At least this many entries not from the primary provider, when there
     /// are that many candidates.
     pub min_other_providers: usize,
+    /// Where the preferred models go.
+    pub preferred_order: PreferredOrder,
 }
 
 /// One model in a built cascade.
@@ -149,9 +158,17 @@ impl BuiltCascade {
 /// - inactive models (Groq `active:false`) and models whose listed output
 ///   modalities lack `text` never qualify (see [`check_filters`]);
 /// - a listed model ref seen twice counts once (the first);
-/// - preferred models are never swapped out for `min_other_providers`: the
-///   operator named them, so they outrank the diversity rule;
-/// - models swapped in for diversity go after the others, in rank order;
+/// - preferred models are never swapped out for `min_other_providers` or
+///   cut by `size` before other models: the operator named them, so they
+///   outrank the diversity rule — but with `preferred_order: price_class`
+///   (the default) they lead their price class rather than the cascade, so
+///   a paid model named as the fallback is tried after the free ones;
+/// - models swapped in for diversity go after the others of their class,
+///   in rank order;
+/// - a cascade whose `max_cost_per_1m` allows paid models keeps the best
+///   one that qualifies even when free models would fill `size`: it is the
+///   cheap tier between the free models and the last resort (a cascade of
+///   free models alone sends their overflow straight to the dear one);
 /// - ties within a strategy fall back to provider order, then listing order,
 ///   so the same input always builds the same cascade (no spurious diffs).
 pub fn build_cascade(spec: &CascadeSpec, models: &[ModelMeta], ttft_ms: &dyn Fn(&str) -> Option<f64>) -> BuiltCascade {
@@ -216,16 +233,19 @@ pub fn build_cascade(spec: &CascadeSpec, models: &[ModelMeta], ttft_ms: &dyn Fn(
     let rest = ranked.get(rest_start..).unwrap_or_default();
 
     let swapped_in = swap_for_diversity(spec, &entries, &mut chosen, rest, &mut notes);
+    let reserve = reserve::paid(spec, &entries, &mut chosen, &swapped_in, rest);
     entries.extend(chosen.into_iter().map(|r| r.entry(false)));
     entries.extend(swapped_in.into_iter().map(|r| r.entry(true)));
-    if let Some(note) = paid_ahead_of_free(&entries) {
-        notes.push(note);
+    entries.extend(reserve.map(rank::Ranked::reserve_entry));
+    match spec.preferred_order {
+        PreferredOrder::PriceClass => reserve::by_price_class(&mut entries),
+        PreferredOrder::Strict => notes.extend(paid_ahead_of_free(&entries)),
     }
     BuiltCascade { entries, notes, left_out }
 }
 
-/// Preferred first is the rule (SPEC §4), but a paid preferred model ahead
-/// of free ones decides what most traffic costs: one line says so.
+/// With `preferred_order: strict`, a paid preferred model ahead of free
+/// ones decides what most traffic costs: one line says so.
 fn paid_ahead_of_free(entries: &[CascadeEntry]) -> Option<String> {
     // Known to cost something; an unknown price is said elsewhere.
     let is_paid = |e: &CascadeEntry| {
@@ -245,7 +265,7 @@ fn paid_ahead_of_free(entries: &[CascadeEntry]) -> Option<String> {
     })
 }
 
-fn same_model(a: &ModelMeta, b: &ModelMeta) -> bool {
+pub(super) fn same_model(a: &ModelMeta, b: &ModelMeta) -> bool {
     a.id == b.id && a.provider == b.provider
 }
 

@@ -94,6 +94,12 @@ pub enum Reason {
         /// The strategy's key.
         key: RankKey,
     },
+    /// Below the cut, kept as the cascade's one paid model: its
+    /// `max_cost_per_1m` allows paid models, and free ones filled `size`.
+    PaidReserve {
+        /// The strategy's key.
+        key: RankKey,
+    },
 }
 
 impl fmt::Display for Reason {
@@ -103,6 +109,7 @@ impl fmt::Display for Reason {
             Self::Free { key } => write!(f, "free, by {key}"),
             Self::Ranked { key } => write!(f, "rank by {key}"),
             Self::Diversity { key } => write!(f, "other provider (min_other_providers), by {key}"),
+            Self::PaidReserve { key } => write!(f, "paid tier kept (max_cost_per_1m), by {key}"),
         }
     }
 }
@@ -124,6 +131,15 @@ impl Ranked<'_> {
             Reason::Ranked { key }
         };
         CascadeEntry { model_ref: self.meta.model_ref(), reason, meta: self.meta.clone() }
+    }
+
+    /// The entry of the paid model kept for `max_cost_per_1m`.
+    pub(super) fn reserve_entry(&self) -> CascadeEntry {
+        CascadeEntry {
+            model_ref: self.meta.model_ref(),
+            reason: Reason::PaidReserve { key: self.key },
+            meta: self.meta.clone(),
+        }
     }
 }
 

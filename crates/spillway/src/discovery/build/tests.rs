@@ -24,6 +24,7 @@ fn spec(strategy: Strategy, providers: &[&str]) -> CascadeSpec {
         filters: Filters::default(),
         size: 10,
         min_other_providers: 0,
+        preferred_order: PreferredOrder::PriceClass,
     }
 }
 
@@ -100,6 +101,7 @@ fn a_paid_preferred_model_ahead_of_free_ones_is_said_in_one_line() {
     ];
     let mut s = spec(Strategy::QualityFirst, &["g"]);
     s.preferred = vec!["g/paid".into()];
+    s.preferred_order = PreferredOrder::Strict;
     let built = build_cascade(&s, &models, &no_ttft);
     assert_eq!(refs(&built), ["g/paid", "g/free-a", "g/free-b"], "preferred first is legal");
     assert_eq!(
@@ -216,6 +218,7 @@ fn preferred_first_in_order_when_present_and_passing() {
     ];
     let mut s = spec(Strategy::SpeedFirst, &["g", "or"]);
     s.filters.min_context = Some(8000);
+    s.preferred_order = PreferredOrder::Strict;
     s.preferred = vec![
         "or/google/gemma-3-27b-it".into(),
         "g/gone".into(),
@@ -291,4 +294,76 @@ fn strategy_names() {
         assert_eq!(st.as_str().parse::<Strategy>(), Ok(st));
     }
     assert!("fastest".parse::<Strategy>().is_err());
+}
+
+/// Incident 000's ranking: "free first, then the cheapest paid", with the
+/// paid model the author named in `preferred` as the fallback.
+#[test]
+fn preferred_models_lead_their_price_class() {
+    let models = [
+        m("g/llama-70b", Some(131_072), Some((0.0, 0.0))),
+        m("g/llama-8b", Some(131_072), Some((0.0, 0.0))),
+        m("or/gemma-27b", Some(131_072), Some((0.1, 0.14))),
+        m("or/mistral-small", Some(131_072), Some((0.05, 0.1))),
+        m("or/qwen:free", Some(131_072), Some((0.0, 0.0))),
+    ];
+    let mut s = spec(Strategy::SpeedFirst, &["g", "or"]);
+    s.filters.max_cost_per_1m = Some(0.5);
+    s.preferred = vec!["g/llama-70b".into(), "or/gemma-27b".into()];
+    let built = build_cascade(&s, &models, &no_ttft);
+    assert_eq!(refs(&built), ["g/llama-70b", "g/llama-8b", "or/qwen:free", "or/gemma-27b", "or/mistral-small"]);
+    assert_eq!(
+        reasons(&built)[..4],
+        [
+            "preferred #1",
+            "free, by ttft unmeasured, provider order",
+            "free, by ttft unmeasured, provider order",
+            "preferred #2"
+        ]
+    );
+    assert!(built.notes.is_empty(), "nothing paid is ahead of a free model: {:?}", built.notes);
+
+    // Today's strict order stays one setting away.
+    s.preferred_order = PreferredOrder::Strict;
+    let strict = build_cascade(&s, &models, &no_ttft);
+    assert_eq!(refs(&strict)[..2], ["g/llama-70b", "or/gemma-27b"]);
+    assert_eq!(strict.notes.len(), 1, "{:?}", strict.notes);
+}
+
+/// `max_cost_per_1m` above 0 allows paid models: one is kept even when the
+/// free ones fill `size`, last, so the overflow of the free models has a
+/// cheap tier before the last resort.
+#[test]
+fn a_cascade_that_allows_paid_models_keeps_one() {
+    let mut models: Vec<ModelMeta> = (0..6).map(|i| m(&format!("g/free-{i}"), None, Some((0.0, 0.0)))).collect();
+    models.push(m("or/free-x", None, Some((0.0, 0.0))));
+    models.push(m("or/cheap", None, Some((0.1, 0.2))));
+    models.push(m("or/cheaper", None, Some((0.05, 0.1))));
+    models.push(m("or/dear", None, Some((2.0, 8.0))));
+    let mut s = spec(Strategy::CheapestFirst, &["g", "or"]);
+    s.size = 4;
+    s.min_other_providers = 1;
+    s.filters.max_cost_per_1m = Some(0.5);
+    let built = build_cascade(&s, &models, &no_ttft);
+    // The lowest-ranked free model of the primary leaves; the other
+    // provider's one stays for min_other_providers.
+    assert_eq!(refs(&built), ["g/free-0", "g/free-1", "or/free-x", "or/cheaper"]);
+    assert_eq!(reasons(&built)[3], "paid tier kept (max_cost_per_1m), by price $0.05/$0.1 per 1M");
+
+    // Only when the cascade allows paid models: not free_only, not a zero
+    // ceiling, not without a ceiling at all (unknown prices are paid then).
+    for filters in [
+        Filters { max_cost_per_1m: Some(0.0), ..Filters::default() },
+        Filters { max_cost_per_1m: Some(0.5), free_only: true, ..Filters::default() },
+    ] {
+        s.filters = filters;
+        let built = build_cascade(&s, &models, &no_ttft);
+        assert!(built.entries.iter().all(|e| e.meta.free), "{:?}", refs(&built));
+    }
+    // A paid preferred model is the paid tier already (and the other
+    // provider min_other_providers asks for).
+    s.filters = Filters { max_cost_per_1m: Some(0.5), ..Filters::default() };
+    s.preferred = vec!["or/cheap".into()];
+    let built = build_cascade(&s, &models, &no_ttft);
+    assert_eq!(refs(&built), ["g/free-0", "g/free-1", "g/free-2", "or/cheap"]);
 }

@@ -12,11 +12,16 @@
 //! schema and then damaged as configured, tool calls); [`wire`] turns it into
 //! a completion or a paced stream. A mock also behaves like a server that
 //! saturates: with more than `saturate_at` requests in flight to its
-//! provider, every token is slower (see [`Pace`]).
+//! provider, every token is slower (see [`Pace`]). Beyond the per-minute
+//! rate, a model may have Groq's daily caps and a vLLM-like queue
+//! ([`caps`]).
 
 mod answer;
+mod caps;
 mod wire;
 
+#[cfg(test)]
+mod caps_tests;
 #[cfg(test)]
 mod tests;
 
@@ -51,6 +56,10 @@ pub struct MockProvider {
     /// The schemas of requests the mock answers (its own cache: the gateway's
     /// belongs to the request path).
     schemas: SchemaCache,
+    /// Requests and tokens per model today, for the daily caps.
+    daily: caps::Daily,
+    /// The queue of each model with a `concurrency`.
+    queues: caps::Queues,
 }
 
 impl MockProvider {
@@ -78,6 +87,8 @@ impl MockProvider {
             in_flight: Arc::new(AtomicU64::new(0)),
             profiles,
             schemas: SchemaCache::new(SCHEMA_CACHE),
+            daily: caps::Daily::default(),
+            queues: caps::Queues::default(),
         }
     }
 
@@ -86,7 +97,7 @@ impl MockProvider {
         let Some(b) = self.models.get(req.model_id) else {
             return Err(AttemptError::new(Failure::NotFound, format!("mock has no model `{}`", req.model_id)));
         };
-        let guard = InFlight::enter(&self.in_flight);
+        let mut guard = InFlight::enter(&self.in_flight);
         let elapsed = self.started.elapsed();
         for o in &b.outages {
             if elapsed >= o.start && elapsed < o.start + o.duration {
@@ -107,6 +118,9 @@ impl MockProvider {
                 ));
             }
         }
+        if let Some(capped) = self.daily.take(req.model_id, b, elapsed) {
+            return Err(capped);
+        }
         if b.error_rate > 0.0 && fastrand::f64() < b.error_rate {
             tokio::time::sleep(b.latency).await;
             return Err(AttemptError::new(
@@ -114,9 +128,13 @@ impl MockProvider {
                 format!("HTTP {} (mock injected)", b.error_status),
             ));
         }
-        let pace = Pace::of(b, guard.count());
+        // Past `concurrency`, wait for a place; those working share the speed.
+        guard.place = self.queues.enter(req.model_id, b).await;
+        let working = b.concurrency.map_or(guard.count(), |c| guard.count().min(u64::from(c)));
+        let pace = Pace::of(b, working);
         let cx = answer::Cx { model: req.model_id, behavior: b, body: &req.body, schemas: &self.schemas };
         let answer = answer::answer(&cx, self.profile_factor(&req.body));
+        self.daily.spend(req.model_id, b, u64::from(answer.prompt_tokens) + u64::from(answer.completion_tokens()));
         if !req.stream {
             tokio::time::sleep(pace.before_first + pace.per_token * answer.completion_tokens().saturating_sub(1)).await;
             return Ok(wire::complete(&answer));
@@ -157,18 +175,20 @@ impl MockProvider {
 }
 
 /// One request in flight, counted until the answer is sent or dropped
-/// (a stream carries it to its end).
+/// (a stream carries it to its end), with its place in the model's queue.
 #[derive(Debug)]
 struct InFlight {
     count: Arc<AtomicU64>,
     /// How many were in flight, this one included, when it came in.
     at_entry: u64,
+    /// Its place among the `concurrency` the model works on, once it has one.
+    place: Option<tokio::sync::OwnedSemaphorePermit>,
 }
 
 impl InFlight {
     fn enter(count: &Arc<AtomicU64>) -> Self {
         let at_entry = count.fetch_add(1, Ordering::AcqRel) + 1;
-        Self { count: Arc::clone(count), at_entry }
+        Self { count: Arc::clone(count), at_entry, place: None }
     }
 
     fn count(&self) -> u64 {

@@ -6,7 +6,7 @@ use crate::providers::{StreamItem, UpstreamHints};
 use futures_util::StreamExt;
 use serde_json::{json, Value};
 
-fn provider(b: MockBehavior) -> MockProvider {
+pub(super) fn provider(b: MockBehavior) -> MockProvider {
     provider_with_load(b, None)
 }
 
@@ -46,11 +46,12 @@ fn provider_with_load(b: MockBehavior, load: Option<LoadConfig>) -> MockProvider
         breaker: None,
         listing: None,
         aws: None,
+        first_token: None,
     };
     MockProvider::new(&config)
 }
 
-async fn call(p: &MockProvider, body: Value, stream: bool) -> Result<Reply, AttemptError> {
+pub(super) async fn call(p: &MockProvider, body: Value, stream: bool) -> Result<Reply, AttemptError> {
     let hints = UpstreamHints::default();
     let mut body = body.as_object().cloned().unwrap_or_default();
     body.insert("model".into(), json!("x"));
@@ -68,7 +69,7 @@ async fn call(p: &MockProvider, body: Value, stream: bool) -> Result<Reply, Atte
     .await
 }
 
-fn hello() -> Value {
+pub(super) fn hello() -> Value {
     json!({"messages": [{"role": "user", "content": "hello"}]})
 }
 
@@ -348,7 +349,7 @@ async fn n_answers_several_choices() {
     assert_eq!(choices.iter().map(|c| c["index"].as_u64().unwrap()).collect::<Vec<_>>(), [0, 1, 2]);
 }
 
-async fn drain(mut s: crate::providers::ChunkStream) {
+pub(super) async fn drain(mut s: crate::providers::ChunkStream) {
     while s.next().await.is_some() {}
 }
 
