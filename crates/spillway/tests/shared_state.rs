@@ -284,6 +284,12 @@ async fn a_redis_outage_degrades_without_failing_requests_and_sharing_resumes() 
         .await;
         assert!(healed.is_some(), "reconnects without a restart:\n{}", inst.log());
     }
+    // The return is logged and alerted too (a resolved message).
+    let restored = hook
+        .wait_for(Duration::from_secs(5), |h| h.requests().iter().any(|r| r.to_string().contains("redis_restored")))
+        .await;
+    assert!(restored, "a restored alert goes out: {:?}", hook.requests());
+    assert!(a.log().contains("Redis is reachable again"), "a log line says so:\n{}", a.log());
     // ... and is shared once Redis is back; new marks are shared at once.
     let shared = poll(Duration::from_secs(2), || async {
         (b.model_state("up0/m").await["dead"]["reason"] == "rate_limited").then_some(())

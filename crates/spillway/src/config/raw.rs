@@ -105,7 +105,9 @@ pub enum RawSize {
 pub struct RawState {
     /// `memory` (one instance) or `redis` (several instances share everything).
     pub backend: Option<String>,
-    /// `redis://` or `rediss://` URL, with user and password if needed.
+    /// `redis://` or `rediss://` URL, with user and password if needed; a Sentinel set
+    /// (`redis+sentinel://host:26379,host2:26379/mymaster`) or a Cluster
+    /// (`redis+cluster://host:7000,host2:7001`); `valkey` works for `redis` throughout.
     pub redis_url: Option<String>,
     /// Prefix of every Redis key (default `spillway:`).
     pub key_prefix: Option<String>,

@@ -15,12 +15,18 @@
 //! A Stream was the other candidate; it cannot be updated in place or read
 //! by id cheaply, and answers and lookups by id are what this queue does.
 //! Durability beyond a gateway crash is the Redis server's (`appendonly`).
+//!
+//! `redis_url` may name a Sentinel set or a Cluster
+//! ([`crate::state::redis::target`]): after any failure the connection is
+//! dropped and the next call makes a new one, which behind Sentinels
+//! reaches the master named now; on a cluster the prefix is one hash tag,
+//! so the MULTI, the MGET and the answer script stay on one slot.
 
 use super::key_id::KeyIds;
 use super::{Answered, HandoffError, Item, Queue, Status};
+use crate::state::redis::target::{Conn, Limits, Target};
 use futures_util::future::BoxFuture;
 use futures_util::FutureExt;
-use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use serde::{Deserialize, Serialize};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -38,8 +44,9 @@ const DOWN_FOR_MS: u64 = 1_000;
 /// known to be down.
 #[derive(Clone)]
 pub struct RedisQueue {
-    client: redis::Client,
-    conn: Arc<tokio::sync::OnceCell<ConnectionManager>>,
+    target: Arc<Target>,
+    /// Made on first use and after every failure (then dropped).
+    conn: Arc<tokio::sync::Mutex<Option<Conn>>>,
     /// Unix ms until which calls fail without trying.
     down_until: Arc<AtomicU64>,
     prefix: String,
@@ -74,12 +81,12 @@ return 1
 impl RedisQueue {
     /// A queue for `url` under `prefix`; no I/O until the first call.
     pub fn new(url: &str, prefix: &str) -> Result<Self, HandoffError> {
-        let client = redis::Client::open(url).map_err(|e| store_err(&e))?;
+        let target = Target::open(url).map_err(|e| store_err(&e))?;
         Ok(Self {
-            client,
+            prefix: format!("{}handoff:", target.key_prefix(prefix)),
+            target: Arc::new(target),
             conn: Arc::default(),
             down_until: Arc::default(),
-            prefix: format!("{prefix}handoff:"),
             key_ids: Arc::default(),
         })
     }
@@ -91,40 +98,44 @@ impl RedisQueue {
         Ok(q)
     }
 
-    /// The connection: made on first use, within the call deadline.
-    async fn conn(&self) -> Result<ConnectionManager, HandoffError> {
+    /// The connection: made on first use and after a failure, within the call deadline.
+    async fn conn(&self) -> Result<Conn, HandoffError> {
         let now = crate::health::clock::now_ms();
         if self.down_until.load(Ordering::Relaxed) > now {
             return Err(HandoffError::Store("redis: down (retrying shortly)".into()));
         }
-        let made = self.conn.get_or_try_init(|| async {
-            let config = ConnectionManagerConfig::new()
-                .set_connection_timeout(Duration::from_millis(500))
-                .set_response_timeout(Duration::from_millis(500))
-                .set_number_of_retries(0);
-            let connect = ConnectionManager::new_with_config(self.client.clone(), config);
-            match tokio::time::timeout(CALL_DEADLINE, connect).await {
-                Ok(r) => r.map_err(|e| store_err(&e)),
-                Err(_) => Err(HandoffError::Store("redis: no connection within the deadline".into())),
+        let mut slot = self.conn.lock().await;
+        if let Some(c) = slot.as_ref() {
+            return Ok(c.clone());
+        }
+        let limits = Limits { connect: Duration::from_millis(500), response: Duration::from_millis(500), retries: 0 };
+        let made = match tokio::time::timeout(CALL_DEADLINE, self.target.connect(limits)).await {
+            Ok(r) => r.map_err(|e| store_err(&e)),
+            Err(_) => Err(HandoffError::Store("redis: no connection within the deadline".into())),
+        };
+        match made {
+            Ok(c) => Ok(slot.insert(c).clone()),
+            Err(e) => {
+                drop(slot);
+                Err(self.failed(e))
             }
-        });
-        match made.await {
-            Ok(c) => Ok(c.clone()),
-            Err(e) => Err(self.failed(e)),
         }
     }
 
     /// Runs one call with the deadline; a failure marks the server down for a moment.
     async fn call<'f, T>(
         &self,
-        f: impl FnOnce(ConnectionManager) -> BoxFuture<'f, redis::RedisResult<T>>,
+        f: impl FnOnce(Conn) -> BoxFuture<'f, redis::RedisResult<T>>,
     ) -> Result<T, HandoffError> {
         let conn = self.conn().await?;
-        match tokio::time::timeout(CALL_DEADLINE, f(conn)).await {
-            Ok(Ok(v)) => Ok(v),
-            Ok(Err(e)) => Err(self.failed(store_err(&e))),
-            Err(_) => Err(self.failed(HandoffError::Store("redis: no answer within the deadline".into()))),
-        }
+        let failure = match tokio::time::timeout(CALL_DEADLINE, f(conn)).await {
+            Ok(Ok(v)) => return Ok(v),
+            Ok(Err(e)) => store_err(&e),
+            Err(_) => HandoffError::Store("redis: no answer within the deadline".into()),
+        };
+        // The next call connects afresh (behind Sentinels: to the master named then).
+        *self.conn.lock().await = None;
+        Err(self.failed(failure))
     }
 
     /// The shared key-id key: the first instance's wins (`NX`), every

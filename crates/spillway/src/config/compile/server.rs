@@ -130,9 +130,9 @@ pub(super) fn compile_state(cx: &mut Ctx, s: RawState) -> StateConfig {
         }
     };
     if let Some(url) = &s.redis_url {
-        if !(url.starts_with("redis://") || url.starts_with("rediss://")) {
-            // The URL may hold a password: never echo it.
-            cx.err("state.redis_url", "expected a redis:// or rediss:// URL");
+        // The URL may hold a password: the error never echoes it.
+        if let Err(e) = crate::config::RedisTopology::parse(url) {
+            cx.err("state.redis_url", e);
         }
     }
     if backend == StateBackend::Redis && s.redis_url.is_none() {

@@ -4,6 +4,7 @@ mod cascades;
 mod health;
 mod load;
 mod providers;
+mod redis_url;
 mod rules;
 mod server;
 
@@ -11,5 +12,6 @@ pub use cascades::*;
 pub use health::*;
 pub use load::*;
 pub use providers::*;
+pub use redis_url::*;
 pub use rules::*;
 pub use server::*;
