@@ -9,7 +9,7 @@
 //!
 //! What lives where: the process owns a [`Supervisor`] with the jobs that
 //! outlive config generations (state sync and its Redis link, discovery
-//! refresh, SIGHUP reload); each config generation owns its own jobs under
+//! refresh, reload on SIGHUP and on a changed file); each config generation owns its own jobs under
 //! a guard (`gateway::Generation`), started when it becomes live and
 //! stopped when its last gateway drops.
 
@@ -72,6 +72,7 @@ impl App {
         supervisor.spawn(crate::gateway::refresh::job(&live));
         supervisor.spawn(crate::handoff::spool::Drain { desk: shared.handoff.clone() });
         supervisor.spawn(crate::gateway::reload::ReloadOnSighup::new(live.clone()));
+        supervisor.spawn(crate::gateway::watch::ReloadOnChange::new(live.clone()));
         Ok(Self { state: AppState::new(live), supervisor })
     }
 

@@ -72,6 +72,10 @@ pub struct RawServer {
     /// Cross-origin requests from browsers (off when absent): which
     /// origins may call the API, and the preflight's answers.
     pub cors: Option<RawCors>,
+    /// How often the config file is checked, and reloaded when its content
+    /// changed (a Kubernetes ConfigMap update swaps the file); default `5s`,
+    /// `0s` turns it off (SIGHUP and `POST /admin/config/reload` still work).
+    pub watch_config: Option<String>,
 }
 
 /// `server.cors:`

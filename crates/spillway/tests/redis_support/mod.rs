@@ -15,6 +15,7 @@
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::disallowed_methods)]
 
 pub mod cluster;
+pub mod instance;
 pub mod sentinel;
 
 use std::process::{Child, Command, Stdio};

@@ -193,6 +193,19 @@ mod tests {
     }
 
     #[test]
+    fn a_malformed_url_is_a_config_error_at_its_path() {
+        let yaml = "state:\n  backend: redis\n  redis_url: redis+sentinel://:s3cret@h:26379\n\
+                    providers:\n  m:\n    kind: mock\ncascades:\n  c:\n    models: [m/x]\n";
+        let Err(errors) = crate::config::load_str(yaml, None, &|_| None) else { panic!("accepted") };
+        let text = errors.to_string();
+        assert!(text.contains("state.redis_url: name the master"), "{text}");
+        assert!(!text.contains("s3cret"), "{text}");
+        let ok = yaml.replace("h:26379", "h:26379,h2/mymaster");
+        let other = crate::config::load_str(&ok, None, &|_| None).err().map(|e| e.to_string()).unwrap_or_default();
+        assert!(!other.contains("state.redis_url"), "{other}");
+    }
+
+    #[test]
     fn errors_never_repeat_the_password() {
         for bad in ["redis+sentinel://u:s3cret@h", "redis+cluster://u:s3cret@h:x", "mongo://u:s3cret@h"] {
             let e = RedisTopology::parse(bad).unwrap_err();

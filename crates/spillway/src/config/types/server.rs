@@ -29,6 +29,9 @@ pub struct ServerConfig {
     pub workers: usize,
     /// Cross-origin requests (none: off).
     pub cors: Option<CorsConfig>,
+    /// How often the config file's content is checked for a change to
+    /// reload (zero: never).
+    pub watch_config: Duration,
 }
 
 /// `server.cors`, compiled.
