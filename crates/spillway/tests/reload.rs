@@ -201,9 +201,9 @@ async fn a_changed_file_is_reloaded_by_itself_and_a_broken_one_rejected_once() {
 /// The next reload's outcome on the discovery bus.
 async fn next_reload(rx: &mut tokio::sync::broadcast::Receiver<DiscoveryEvent>) -> DiscoveryEvent {
     loop {
-        match rx.recv().await.unwrap() {
-            e @ (DiscoveryEvent::ConfigReloaded { .. } | DiscoveryEvent::ConfigRejected { .. }) => return e,
-            _ => {}
+        let e = rx.recv().await.unwrap();
+        if matches!(e, DiscoveryEvent::ConfigReloaded { .. } | DiscoveryEvent::ConfigRejected { .. }) {
+            return e;
         }
     }
 }

@@ -76,6 +76,10 @@ pub struct RawServer {
     /// changed (a Kubernetes ConfigMap update swaps the file); default `5s`,
     /// `0s` turns it off (SIGHUP and `POST /admin/config/reload` still work).
     pub watch_config: Option<String>,
+    /// After SIGTERM, how long `/readyz` answers 503 while new connections
+    /// are still accepted, so a load balancer stops sending before the
+    /// listener closes (default `0s`; a few seconds behind a Kubernetes Service).
+    pub drain_delay: Option<String>,
 }
 
 /// `server.cors:`

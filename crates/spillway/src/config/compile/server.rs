@@ -76,6 +76,7 @@ pub(super) fn compile_server(cx: &mut Ctx, s: RawServer) -> ServerConfig {
         shutdown_grace: cx.duration("server.shutdown_grace", s.shutdown_grace.as_ref(), Duration::from_secs(30)),
         cors: s.cors.map(|c| compile_cors(cx, c)),
         watch_config: cx.duration("server.watch_config", s.watch_config.as_ref(), Duration::from_secs(5)),
+        drain_delay: cx.duration("server.drain_delay", s.drain_delay.as_ref(), Duration::ZERO),
     }
 }
 

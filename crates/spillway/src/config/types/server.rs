@@ -32,6 +32,9 @@ pub struct ServerConfig {
     /// How often the config file's content is checked for a change to
     /// reload (zero: never).
     pub watch_config: Duration,
+    /// After SIGTERM, how long to keep accepting with `/readyz` at 503
+    /// before the listener closes and `shutdown_grace` starts.
+    pub drain_delay: Duration,
 }
 
 /// `server.cors`, compiled.
