@@ -12,6 +12,7 @@
 
 mod redis_support;
 
+use redis_support::instance::spawn;
 use redis_support::{free_port, TempDir};
 use serde_yaml_ng::Value;
 use std::collections::HashMap;
@@ -247,17 +248,8 @@ async fn the_binary_runs_with_the_manifests_arguments_config_and_environment() {
     configmap_version(&etc, "spillway.yaml", 1, &content);
     let args: Vec<String> = kube.args().iter().map(|a| moved(a)).collect();
     let log = root.0.join("stderr.log");
-    let child = Command::new(bin())
-        .args(&args)
-        .env_clear()
-        .envs(&env)
-        .env("SPILLWAY_LOG", "info")
-        .env("SPILLWAY_LOG_FORMAT", "text")
-        .stdout(Stdio::null())
-        .stderr(std::fs::File::create(&log).unwrap())
-        .spawn()
-        .unwrap();
-    let mut served = Served(child);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let mut served = Served(spawn(&args, Some(&env), &log));
     let logs = || std::fs::read_to_string(&log).unwrap_or_default();
     let probe = |path: &str| format!("http://127.0.0.1:{port}{path}");
     let (ready, live) = (probe("/readyz"), probe("/healthz"));
@@ -301,14 +293,7 @@ async fn sigterm_turns_readyz_503_first_and_lets_a_stream_in_flight_finish() {
     let config = root.0.join("spillway.yaml");
     std::fs::write(&config, yaml).unwrap();
     let log = root.0.join("stderr.log");
-    let child = Command::new(bin())
-        .args(["serve", "--config", config.to_str().unwrap()])
-        .env("SPILLWAY_LOG", "info")
-        .stdout(Stdio::null())
-        .stderr(std::fs::File::create(&log).unwrap())
-        .spawn()
-        .unwrap();
-    let mut served = Served(child);
+    let mut served = Served(spawn(&["serve", "--config", config.to_str().unwrap()], None, &log));
     let logs = || std::fs::read_to_string(&log).unwrap_or_default();
     let base = format!("http://127.0.0.1:{port}");
     assert!(wait(Duration::from_secs(15), || healthcheck(&format!("{base}/readyz"))).await, "{}", logs());

@@ -21,7 +21,6 @@ mod redis_support;
 use redis_support::instance::*;
 use redis_support::sentinel::Sentinels;
 use redis_support::*;
-use serde_json::Value;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -63,15 +62,7 @@ async fn load(url: String, load: Arc<Load>, stop: Arc<AtomicBool>) {
 }
 
 async fn handoff_ids(inst: &Instance) -> Vec<String> {
-    let v: Value = client()
-        .get(format!("{}/admin/handoff?status=open", inst.url))
-        .bearer_auth("admin")
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let v = inst.admin("/admin/handoff?status=open").await;
     v["data"].as_array().unwrap().iter().map(|i| i["id"].as_str().unwrap().to_string()).collect()
 }
 

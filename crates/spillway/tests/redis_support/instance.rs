@@ -4,6 +4,7 @@
 
 use super::free_port;
 use serde_json::{json, Value};
+use std::collections::HashMap;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 use test_upstreams::FakeUpstream;
@@ -20,6 +21,22 @@ impl Drop for Instance {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+/// `spillway ARGS`, logging at INFO as text into `log`; with `env`, in that
+/// environment only (else this process's).
+pub fn spawn(args: &[&str], env: Option<&HashMap<String, String>>, log: &std::path::Path) -> Child {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_spillway"));
+    if let Some(env) = env {
+        cmd.env_clear().envs(env);
+    }
+    cmd.args(args)
+        .env("SPILLWAY_LOG", "info")
+        .env("SPILLWAY_LOG_FORMAT", "text")
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(log).unwrap())
+        .spawn()
+        .unwrap()
 }
 
 pub fn yaml(
@@ -70,13 +87,7 @@ pub async fn start_with(
     let config = dir.join("spillway.yaml");
     std::fs::write(&config, yaml(port, redis_url, prefix, &dir.join("data"), ups, hook) + extra).unwrap();
     let log = dir.join("stderr.log");
-    let child = Command::new(env!("CARGO_BIN_EXE_spillway"))
-        .args(["serve", "--config", config.to_str().unwrap()])
-        .env("SPILLWAY_LOG", "info")
-        .stdout(Stdio::null())
-        .stderr(std::fs::File::create(&log).unwrap())
-        .spawn()
-        .unwrap();
+    let child = spawn(&["serve", "--config", config.to_str().unwrap()], None, &log);
     let inst = Instance { url: format!("http://127.0.0.1:{port}"), child, log };
     let ready = poll(Duration::from_secs(10), || async {
         let r = client().get(format!("{}/readyz", inst.url)).send().await.ok()?;
@@ -135,16 +146,14 @@ impl Instance {
         (status, model, last)
     }
 
+    /// `GET path` with the admin token, as JSON.
+    pub async fn admin(&self, path: &str) -> Value {
+        let r = client().get(format!("{}{path}", self.url)).bearer_auth("admin").send().await.unwrap();
+        r.json().await.unwrap()
+    }
+
     pub async fn model_state(&self, model: &str) -> Value {
-        let v: Value = client()
-            .get(format!("{}/admin/state", self.url))
-            .bearer_auth("admin")
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
+        let v = self.admin("/admin/state").await;
         let models = v["cascades"][0]["models"].as_array().cloned().unwrap_or_default();
         models.into_iter().find(|m| m["model"] == model).unwrap_or(Value::Null)
     }
