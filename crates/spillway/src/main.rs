@@ -9,5 +9,8 @@ use std::process::ExitCode;
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() -> ExitCode {
+    // First of all: a SIGHUP (a reload request) that arrives while the
+    // process starts must not kill it, which is the signal's default action.
+    spillway::cli::hold_hangups();
     spillway::cli::main()
 }

@@ -9,7 +9,7 @@ mod common;
 
 use common::*;
 use serde_json::{json, Value};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 const X_ID: &str = "x-request-id";
 
@@ -173,33 +173,11 @@ async fn an_open_breaker_sets_retry_after_on_whole_and_streamed_requests() {
     }
 }
 
-/// A writer the test's log subscriber writes into.
-#[derive(Clone, Default)]
-struct Logs(Arc<Mutex<Vec<u8>>>);
-
-impl std::io::Write for Logs {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(buf);
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
 #[tokio::test]
 async fn every_log_line_about_a_request_names_its_id_whole_and_streamed() {
-    let logs = Logs::default();
-    let sink = logs.clone();
-    let subscriber = tracing_subscriber::fmt()
-        .with_env_filter("spillway=debug")
-        .with_ansi(false)
-        .with_writer(move || sink.clone())
-        .finish();
-    // The global subscriber: a thread's own would lose callsites other
-    // tests' threads registered first. Other tests log into it too, so
-    // this one's models have names of their own.
-    tracing::subscriber::set_global_default(subscriber).unwrap();
+    // Other tests log into the global subscriber too, so this one's models
+    // have names of their own.
+    let logs = Logs::capture("spillway=debug");
     let (up, emb) = (FakeUpstream::start().await, FakeUpstream::start_at("/embeddings").await);
     let cfg = yaml(&up, &emb, "")
         .replace("    models: [up/m]\n", "    models: [logged/m, logged/n]\n")
@@ -211,7 +189,7 @@ async fn every_log_line_about_a_request_names_its_id_whole_and_streamed() {
         let resp = post(&gw, "/v1/chat/completions", &chat("chat", stream), &[(X_ID, id)]).await;
         let _ = resp.text().await;
     }
-    let text = String::from_utf8(logs.0.lock().unwrap().clone()).unwrap();
+    let text = logs.text();
     let about: Vec<&str> = text.lines().filter(|l| l.contains("logged/")).collect();
     assert!(about.len() >= 3, "the failures and the cut stream are logged:\n{text}");
     for line in &about {

@@ -456,3 +456,59 @@ alerts:
     assert!(text.contains(&format!("\nextraction: {upgrade}")), "{text}");
     gw.stop().await;
 }
+
+/// `/admin/state` counts a model's answers since start whatever rank it
+/// stands at: a refresh that moves it down the cascade keeps its `served`
+/// and `share`, and the shares per rank are figures of their own.
+#[tokio::test]
+async fn a_re_ranked_model_keeps_its_answers_and_shares_in_the_state() {
+    let up = FakeUpstream::start().await;
+    up.route("/v1/models", groq_listing(&["qwen3-235b", "llama-3.3-70b"]));
+    let dir = TempDir::new("discovery-rerank");
+    let gw = FileGateway::start(dir.path(), &config(&up.base_url(), dir.path())).await;
+    gw.wait_plan("chat", |p| p.len() == 2).await;
+    let ask = || async {
+        let resp = common::client()
+            .post(format!("{}/v1/chat/completions", gw.url))
+            .json(&chat("chat", false))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(resp.status(), 200);
+        header(&resp, "x-spillway-model").to_string()
+    };
+    let state = || async {
+        common::client()
+            .get(format!("{}/admin/state", gw.url))
+            .bearer_auth(ADMIN)
+            .send()
+            .await
+            .unwrap()
+            .json::<Value>()
+            .await
+            .unwrap()
+    };
+    for _ in 0..2 {
+        assert_eq!(ask().await, "groq/qwen3-235b");
+    }
+    // A larger model is listed: qwen3-235b moves to rank 2.
+    up.route("/v1/models", groq_listing(&["qwen3-480b", "qwen3-235b", "llama-3.3-70b"]));
+    assert_eq!(gw.admin_post("/admin/discovery/refresh").await.0, 200);
+    assert_eq!(gw.plan("chat")[..2], ["groq/qwen3-480b", "groq/qwen3-235b"]);
+    let s = state().await;
+    let c = &s["cascades"][0];
+    assert_eq!(
+        (c["models"][1]["model"].as_str(), c["models"][1]["served"].as_u64()),
+        (Some("groq/qwen3-235b"), Some(2)),
+        "{s}"
+    );
+    assert_eq!(c["models"][1]["share"], 1.0, "{s}");
+    assert_eq!((c["served"].as_u64(), &c["rank_shares"]["1"]), (Some(2), &json!(1.0)), "{s}");
+    assert_eq!(c["tier_shares"]["discovered"], 1.0, "{s}");
+    assert_eq!(ask().await, "groq/qwen3-480b");
+    let s = state().await;
+    let c = &s["cascades"][0];
+    assert_eq!((c["models"][0]["served"].as_u64(), c["models"][1]["served"].as_u64()), (Some(1), Some(2)), "{s}");
+    assert_eq!((&c["models"][1]["share"], &c["rank_shares"]["1"]), (&json!(0.667), &json!(1.0)), "{s}");
+    gw.stop().await;
+}

@@ -176,6 +176,41 @@ async fn fault_04_persistent_503_is_bounded_and_fails_over() {
     assert_eq!(wall.calls("f04-503"), 4);
 }
 
+/// With `on_status`, every call is an attempt: the breaker opens after
+/// `consecutive_failures` (5) failed *calls*, not requests; a half-open
+/// probe is one call (its failure re-opens the breaker, and the retry is
+/// refused); and `/admin/state` and the metrics count what the upstream saw.
+#[tokio::test(start_paused = true)]
+async fn on_status_retries_count_as_attempts_and_a_probe_is_one_call() {
+    let wall = FaultWall::start().await;
+    let health = "server:\n  admin_token: t0ken\nhealth:\n  retries: { on_status: [500, 502, 503] }\n";
+    let gw = gateway(&wall, &["f04-503", "healthy"], health).await;
+    let mut calls = Vec::new();
+    for i in 0..4 {
+        ask(&gw, i % 2 == 1).await.complete();
+        calls.push(wall.calls("f04-503"));
+    }
+    assert_eq!(calls, [2, 4, 5, 5], "retried once while closed; open after 5 failed calls");
+    let state = gw.admin_get("/admin/state", "t0ken").await;
+    let m = &state["cascades"][0]["models"][0];
+    assert_eq!((m["model"].as_str(), m["attempts"].as_u64()), (Some("wall/f04-503"), Some(5)), "{state}");
+    assert_eq!(m["failures"].as_u64(), Some(5));
+    // Past open_min (10 s) one request probes: one call, whole or streamed.
+    for (round, stream) in BOTH.into_iter().enumerate() {
+        tokio::time::sleep(Duration::from_secs(if round == 0 { 11 } else { 21 })).await;
+        let before = wall.calls("f04-503");
+        ask(&gw, stream).await.complete();
+        assert_eq!(wall.calls("f04-503"), before + 1, "a probe is one call (stream: {stream})");
+    }
+    assert!(
+        gw.metric(
+            "spillway_attempts_total{cascade=\"chat\",provider=\"wall\",model=\"f04-503\",result=\"upstream_error\"}"
+        )
+        .await
+            >= 7.0
+    );
+}
+
 #[tokio::test(start_paused = true)]
 async fn fault_05_reset_before_headers_is_retried_and_answered() {
     for stream in BOTH {

@@ -11,37 +11,10 @@ mod common;
 use common::*;
 use serde_json::Value;
 
-/// Collects the log lines written through the global subscriber.
-#[derive(Clone, Default)]
-struct Logs(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
-
-impl std::io::Write for Logs {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(buf);
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
-impl Logs {
-    fn text(&self) -> String {
-        String::from_utf8_lossy(&self.0.lock().unwrap()).into_owned()
-    }
-}
-
 #[tokio::test]
 async fn upstream_error_text_is_redacted_for_clients_and_logs() {
     use test_upstreams::faults::EchoUpstream;
-    let logs = Logs::default();
-    let writer = logs.clone();
-    let subscriber = tracing_subscriber::fmt()
-        .with_max_level(tracing::Level::TRACE)
-        .with_ansi(false)
-        .with_writer(move || writer.clone())
-        .finish();
-    tracing::subscriber::set_global_default(subscriber).unwrap();
+    let logs = Logs::capture("trace");
     let (rejects, fails, streams) =
         (EchoUpstream::start(400).await, EchoUpstream::start(500).await, EchoUpstream::start(200).await);
     let provider = |name: &str, url: String| {

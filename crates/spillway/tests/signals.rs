@@ -51,3 +51,69 @@ fn a_sighup_right_after_start_reloads_instead_of_killing() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A SIGHUP that arrives while the process is still starting — here while
+/// it waits to read its config, which comes through a FIFO so that moment
+/// can be held open — must not kill it: the handler is the first thing
+/// `main` installs, before the config is read.
+#[test]
+fn a_sighup_before_the_config_is_read_does_not_kill() {
+    let dir = std::env::temp_dir().join(format!("spillway-sighup0-{}-{}", std::process::id(), fastrand::u64(..)));
+    std::fs::create_dir_all(&dir).unwrap();
+    let port = free_port();
+    let fifo = dir.join("spillway.yaml");
+    assert!(Command::new("mkfifo").arg(&fifo).status().unwrap().success());
+    let yaml = format!(
+        "server: {{ listen: 127.0.0.1:{port} }}\nstate: {{ data_dir: {} }}\nproviders:\n  m: {{ kind: mock, models: [{{ id: a }}] }}\ncascades:\n  c: {{ models: [m/a] }}\n",
+        dir.join("data").display()
+    );
+    let mut child = Command::new(env!("CARGO_BIN_EXE_spillway"))
+        .args(["serve", "--config", fifo.to_str().unwrap()])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Wait until the process catches SIGHUP (bit 0 of SigCgt); a build
+    // that installs it only after reading the config never does here, and
+    // gets the signal anyway after a while.
+    let status = format!("/proc/{}/status", child.id());
+    let catches_hup = || {
+        let text = std::fs::read_to_string(&status).unwrap_or_default();
+        let mask = text.lines().find_map(|l| l.strip_prefix("SigCgt:")).map(str::trim).unwrap_or("0");
+        u64::from_str_radix(mask, 16).unwrap_or(0) & 1 == 1
+    };
+    for _ in 0..3000 {
+        if catches_hup() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    let sent = Command::new("kill").args(["-HUP", &child.id().to_string()]).status().unwrap();
+    assert!(sent.success());
+    std::thread::sleep(Duration::from_millis(100));
+    assert!(child.try_wait().unwrap().is_none(), "a SIGHUP before the config was read killed the process");
+    // Now the config; then once more for the reload the held signal
+    // causes (Tokio delivers it to the reload job once that listens).
+    let writer = {
+        let fifo = fifo.clone();
+        std::thread::spawn(move || std::fs::write(&fifo, &yaml).unwrap())
+    };
+    let mut up = false;
+    for _ in 0..5000 {
+        if let Some(code) = child.try_wait().unwrap() {
+            let mut err = String::new();
+            std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut err).unwrap();
+            panic!("the process stopped ({code}): {err}");
+        }
+        if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
+            up = true;
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    writer.join().unwrap();
+    let _ = child.kill();
+    let _ = child.wait();
+    assert!(up, "the gateway never listened");
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -223,6 +223,12 @@ pub fn fit(v: &mut Vectors, inputs: usize, expected: Option<u32>, dimensions: Op
     if len == 0 || v.data.iter().any(|x| x.len() != len) {
         return Err(Unfit::Malformed("empty vectors or vectors of different lengths".into()));
     }
+    // A NaN or an infinity (a value past f32's range such as 1e39, or one
+    // decoded from base64) would reach the client as `null`, or poison its
+    // similarity search: the answer is broken, and the next model may serve.
+    if let Some(i) = v.data.iter().position(|x| x.iter().any(|a| !a.is_finite())) {
+        return Err(Unfit::Malformed(format!("vector {i} holds NaN or an infinite value")));
+    }
     let want = dimensions.map(|d| d as usize);
     // An upstream that honoured `dimensions` returns that length already.
     if let Some(e) = expected.map(|e| e as usize).filter(|&e| e != len && Some(len) != want) {
@@ -359,6 +365,17 @@ mod tests {
         assert_eq!(s, "AACAPwAAAL8AAIA+");
         assert_eq!(from_base64(&s).unwrap(), x);
         assert_eq!(from_base64("AAA="), None);
+    }
+
+    #[test]
+    fn non_finite_values_are_unfit() {
+        for bad in [f32::NAN, f32::INFINITY, f32::NEG_INFINITY] {
+            let mut v = Vectors { data: vec![vec![0.5, 0.5], vec![0.1, bad]], ..Vectors::default() };
+            let err = fit(&mut v, 2, None, None).unwrap_err();
+            assert_eq!(err, Unfit::Malformed("vector 1 holds NaN or an infinite value".into()));
+        }
+        let mut ok = Vectors { data: vec![vec![f32::MAX, f32::MIN_POSITIVE]], ..Vectors::default() };
+        assert_eq!(fit(&mut ok, 1, None, None), Ok(()));
     }
 
     #[test]

@@ -50,6 +50,25 @@ pub enum ApiError {
     /// No route has this method and path; the message lists the routes.
     #[error("no route for {0}: Spillway serves {ROUTES}")]
     NoRoute(String),
+    /// The path exists, but not with this method (`GET` on a `POST` route).
+    #[error("{method} is not allowed on {path}: the `allow` header lists the methods it serves")]
+    MethodNotAllowed {
+        /// The method the client used.
+        method: String,
+        /// The path (at most 200 characters of it).
+        path: String,
+    },
+    /// No model the request may use has a context large enough for its
+    /// prompt (known contexts, or models that refused it as too long).
+    #[error("{}", context_message(cascade, *tokens, *largest))]
+    ContextLengthExceeded {
+        /// The cascade (or `provider/model` ref) asked for.
+        cascade: String,
+        /// The prompt's estimated tokens.
+        tokens: u64,
+        /// The largest known context among the cascade's models.
+        largest: Option<u64>,
+    },
     /// The body exceeds `server.max_body_bytes`.
     #[error("request body is larger than the limit of {0} bytes")]
     BodyTooLarge(usize),
@@ -92,9 +111,12 @@ impl ApiError {
     /// The HTTP status.
     pub fn status(&self) -> StatusCode {
         match self {
-            Self::InvalidJson(_) | Self::InvalidField { .. } => StatusCode::BAD_REQUEST,
+            Self::InvalidJson(_) | Self::InvalidField { .. } | Self::ContextLengthExceeded { .. } => {
+                StatusCode::BAD_REQUEST
+            }
             Self::Unauthorized => StatusCode::UNAUTHORIZED,
             Self::ModelNotFound(_) | Self::NotFound | Self::NoRoute(_) => StatusCode::NOT_FOUND,
+            Self::MethodNotAllowed { .. } => StatusCode::METHOD_NOT_ALLOWED,
             Self::BodyTooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
             Self::BodyTimeout(_) => StatusCode::REQUEST_TIMEOUT,
             Self::BodyUnreadable => StatusCode::BAD_REQUEST,
@@ -109,9 +131,11 @@ impl ApiError {
         match self {
             Self::InvalidJson(_) => ("invalid_request_error", Some("invalid_json")),
             Self::InvalidField { .. } => ("invalid_request_error", Some("invalid_value")),
+            Self::ContextLengthExceeded { .. } => ("invalid_request_error", Some("context_length_exceeded")),
             Self::Unauthorized => ("invalid_request_error", Some("invalid_api_key")),
             Self::ModelNotFound(_) => ("invalid_request_error", Some("model_not_found")),
             Self::NotFound | Self::NoRoute(_) => ("invalid_request_error", Some("not_found")),
+            Self::MethodNotAllowed { .. } => ("invalid_request_error", Some("method_not_allowed")),
             Self::BodyTooLarge(_) => ("invalid_request_error", Some("request_too_large")),
             Self::BodyTimeout(_) => ("invalid_request_error", Some("request_timeout")),
             Self::BodyUnreadable => ("invalid_request_error", Some("invalid_body")),
@@ -145,9 +169,21 @@ impl ApiError {
         let param = match self {
             Self::InvalidField { param, .. } => Some(param.clone()),
             Self::ModelNotFound(_) => Some("model".to_string()),
+            Self::ContextLengthExceeded { .. } => Some("messages".to_string()),
             _ => None,
         };
         json!({"error": {"message": self.message(), "type": kind, "param": param, "code": code}})
+    }
+}
+
+fn context_message(cascade: &str, tokens: u64, largest: Option<u64>) -> String {
+    match largest {
+        Some(largest) => format!(
+            "the prompt needs about {tokens} tokens; the largest context among the models of `{cascade}` is {largest} tokens: shorten the prompt or use a cascade with a larger model"
+        ),
+        None => format!(
+            "the prompt of about {tokens} tokens is too long for every model of `{cascade}`: shorten the prompt or use a cascade with a larger model"
+        ),
     }
 }
 

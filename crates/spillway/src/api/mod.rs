@@ -27,6 +27,7 @@ pub mod reframe;
 pub mod request;
 pub mod responses;
 pub mod sse;
+pub mod surrogates;
 pub mod tokens;
 pub mod wire;
 

@@ -60,7 +60,15 @@ pub struct Outcome<'a> {
     pub failures: Vec<(&'a Target, AttemptError)>,
 }
 
-/// Runs one attempt on `plan.targets[index]` with its connect-error retries.
+/// Runs one attempt on `plan.targets[index]`, and its retries of the same
+/// model: after a connect error or reset (`retries.max`), a 429 with a
+/// short `Retry-After` or a status in `retries.on_status` (once).
+///
+/// Every call is an attempt of its own: a failed call is settled before
+/// the retry (the breaker, dead marks, metrics and `/admin/state` see each
+/// call), and the retry passes the gates again — so a half-open probe is
+/// one call (the failure re-opens the breaker and the retry is refused),
+/// and a model fails towards its breaker as often as it is called.
 pub async fn run<'a>(walk: &Walk<'a>, index: usize, pass: Pass) -> Outcome<'a> {
     let plan: &'a CascadePlan = walk.plan;
     let target = &plan.targets[index];
@@ -70,32 +78,58 @@ pub async fn run<'a>(walk: &Walk<'a>, index: usize, pass: Pass) -> Outcome<'a> {
     let mut tries = 0u32;
     // A 429 with a short Retry-After or a listed 5xx: the same model once more.
     let mut retried_status = false;
+    let mut failures = Vec::new();
     loop {
         tries += 1;
         walk.calls.fetch_add(1, Ordering::Relaxed);
-        match once(walk, target, &mut ticket, None).await {
+        let error = match once(walk, target, &mut ticket, None).await {
             Ok((answer, Learned { load_profile, upstream_request_id })) => {
                 let win = Attempted { target, answer, ticket, load_profile, upstream_request_id };
-                return Outcome { winner: Some(win), failures: Vec::new() };
+                return Outcome { winner: Some(win), failures };
             }
-            Err(e) if e.failure.is_retryable() && tries <= retries.max && Instant::now() < walk.deadline => {
-                tracing::debug!(model = %target.name, reason = %e, "Retrying after a connect error.");
-                tokio::time::sleep(backoff(retries.backoff, retries.jitter, tries)).await;
-                ticket.restart();
-            }
-            Err(error) => {
-                let wait = (!retried_status).then(|| same_model_wait(&error.failure, &retries)).flatten();
-                if let Some(wait) = wait.filter(|w| Instant::now() + *w < walk.deadline) {
-                    tracing::debug!(model = %target.name, reason = %error, wait_ms = wait.as_millis(), "Retrying the same model.");
-                    retried_status = true;
-                    tokio::time::sleep(wait).await;
-                    ticket.restart();
-                    continue;
-                }
-                ticket.failed(&error);
-                return Outcome { winner: None, failures: vec![(target, error)] };
-            }
-        }
+            Err(error) => error,
+        };
+        let wait = if error.failure.is_retryable() && tries <= retries.max {
+            Some(backoff(retries.backoff, retries.jitter, tries))
+        } else if !retried_status {
+            same_model_wait(&error.failure, &retries).inspect(|_| retried_status = true)
+        } else {
+            None
+        };
+        ticket.failed(&error);
+        let Some(wait) = wait.filter(|w| Instant::now() + *w < walk.deadline) else {
+            log_failed(walk, index, &error, next_step(walk, index, &error));
+            failures.push((target, error));
+            return Outcome { winner: None, failures };
+        };
+        log_failed(walk, index, &error, "retrying the same model");
+        failures.push((target, error));
+        tokio::time::sleep(wait).await;
+        let Some(pass) = gate::readmit(&walk.ctx, target) else {
+            tracing::debug!(model = %target.name, "Not retried: its gates closed after the failed call.");
+            return Outcome { winner: None, failures };
+        };
+        ticket = Ticket::new(walk.plan, index, walk.ctx.health, rules, pass);
+    }
+}
+
+/// One line per failed call at the default level (the request's id is on
+/// its span): an operator sees every failover without `/admin/state`.
+fn log_failed(walk: &Walk<'_>, index: usize, error: &AttemptError, next: &str) {
+    let model = &walk.plan.targets[index].name;
+    let reason = error.failure.reason();
+    tracing::info!(cascade = %walk.plan.name, model = %model, reason, detail = %error, next, "Attempt failed.");
+}
+
+/// What the walk does after `error` on `plan.targets[index]`, for the log.
+fn next_step(walk: &Walk<'_>, index: usize, error: &AttemptError) -> &'static str {
+    let last = index + 1 >= walk.plan.targets.len();
+    match error.failure {
+        Failure::InvalidRequest { .. } => "returning the upstream's error to the client",
+        Failure::ContextLength if !last => "trying a model with a larger context",
+        _ if Instant::now() >= walk.deadline => "none: the request's total deadline has passed",
+        _ if last => "none: no model left in the cascade",
+        _ => "trying the next model",
     }
 }
 

@@ -118,6 +118,7 @@ impl Continuation {
             calls: AtomicU32::new(0),
             log: Mutex::new(Vec::new()),
             min_context: AtomicU64::new(0),
+            refused_context: AtomicU32::new(0),
             json: None,
         };
         let rules = Rules { breaker: walk.ctx.rules.breaker, dead_ttl: walk.ctx.rules.dead_ttl };

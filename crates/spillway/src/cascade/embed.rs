@@ -58,36 +58,36 @@ pub async fn run(ctx: Context<'_>, plan: &Arc<CascadePlan>, req: &EmbeddingReque
         let Some((i, pass)) = admitted else { break };
         next = i + 1;
         let target = &plan.targets[i];
-        let mut ticket = Ticket::new(plan, i, ctx.health, rules, pass);
+        let mut pass = Some(pass);
         let mut tries = 0u32;
-        let result = loop {
+        // Every call is an attempt, settled before a retry, and a retry
+        // passes the gates again (see `attempt::run`).
+        while let Some(admitted) = pass.take() {
+            let ticket = Ticket::new(plan, i, ctx.health, rules, admitted);
             tries += 1;
             calls += 1;
-            match once(&ctx, target, req, deadline).await {
-                Err(e) if e.failure.is_retryable() && tries <= ctx.rules.retries.max && Instant::now() < deadline => {
-                    let r = ctx.rules.retries;
-                    tokio::time::sleep(backoff(r.backoff, r.jitter, tries)).await;
-                    ticket.restart();
+            let e = match once(&ctx, target, req, deadline).await {
+                Ok(vectors) => {
+                    let mut ticket = ticket;
+                    ticket.first_token(None);
+                    ticket.answered();
+                    finish.settle(RequestOutcome::Ok);
+                    return Ok(Embedded { vectors, index: i, calls });
                 }
-                other => break other,
+                Err(e) => e,
+            };
+            tracing::debug!(model = %target.name, reason = %e, "Embedding attempt failed.");
+            ticket.failed(&e);
+            note(&mut log, target, &e);
+            if let Failure::InvalidRequest { status, body } = e.failure {
+                let rejected =
+                    ApiError::UpstreamRejected { status, body, message: format!("{}: {}", target.name, e.detail) };
+                return Err(Unanswered { why: NoAnswer::Rejected(rejected), attempts: log, calls, finish });
             }
-        };
-        match result {
-            Ok(vectors) => {
-                ticket.first_token(None);
-                ticket.answered();
-                finish.settle(RequestOutcome::Ok);
-                return Ok(Embedded { vectors, index: i, calls });
-            }
-            Err(e) => {
-                tracing::debug!(model = %target.name, reason = %e, "Embedding attempt failed.");
-                ticket.failed(&e);
-                note(&mut log, target, &e);
-                if let Failure::InvalidRequest { status, body } = e.failure {
-                    let rejected =
-                        ApiError::UpstreamRejected { status, body, message: format!("{}: {}", target.name, e.detail) };
-                    return Err(Unanswered { why: NoAnswer::Rejected(rejected), attempts: log, calls, finish });
-                }
+            if e.failure.is_retryable() && tries <= ctx.rules.retries.max && Instant::now() < deadline {
+                let r = ctx.rules.retries;
+                tokio::time::sleep(backoff(r.backoff, r.jitter, tries)).await;
+                pass = gate::readmit(&ctx, target);
             }
         }
     }

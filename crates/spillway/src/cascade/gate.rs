@@ -64,26 +64,41 @@ pub fn admit(
     mut skip: impl FnMut(&Target, &AttemptError),
 ) -> Option<(usize, Pass)> {
     for (i, target) in targets.iter().enumerate().skip(start) {
-        if let Some(e) = closed_gate(ctx, target, needed) {
-            skip(target, &e);
-            continue;
-        }
-        // The bulkhead before the breaker: a saturated provider must not
-        // consume the one half-open probe.
-        let Some(slot) = target.provider.try_acquire() else {
-            skip(target, &AttemptError::new(Failure::Saturated, "provider at max_in_flight"));
-            continue;
-        };
-        match target.health.admit(&ctx.health.events) {
-            Admission::Reject => {
-                let state = target.health.breaker_state();
-                skip(target, &AttemptError::new(Failure::SkippedOpen, format!("breaker {}", state.label())));
-            }
-            Admission::Pass => return Some((i, Pass::new(slot, None))),
-            Admission::Probe => return Some((i, Pass::new(slot, Some(target.health.clone())))),
+        match pass_gates(ctx, target, needed) {
+            Ok(pass) => return Some((i, pass)),
+            Err(e) => skip(target, &e),
         }
     }
     None
+}
+
+/// A retry of `target` (the same model again, after a failed call): a new
+/// attempt that must pass the gates again, so a half-open probe that failed
+/// (the breaker open again) or a model marked dead by the failure is not
+/// called a second time. Not recorded as a skip: the failure that led here
+/// is.
+pub fn readmit(ctx: &Context<'_>, target: &Target) -> Option<Pass> {
+    pass_gates(ctx, target, 0).ok()
+}
+
+/// Every gate for one target: its pass, or why it is closed.
+fn pass_gates(ctx: &Context<'_>, target: &Target, needed: u64) -> Result<Pass, AttemptError> {
+    if let Some(e) = closed_gate(ctx, target, needed) {
+        return Err(e);
+    }
+    // The bulkhead before the breaker: a saturated provider must not
+    // consume the one half-open probe.
+    let Some(slot) = target.provider.try_acquire() else {
+        return Err(AttemptError::new(Failure::Saturated, "provider at max_in_flight"));
+    };
+    match target.health.admit(&ctx.health.events) {
+        Admission::Reject => {
+            let state = target.health.breaker_state();
+            Err(AttemptError::new(Failure::SkippedOpen, format!("breaker {}", state.label())))
+        }
+        Admission::Pass => Ok(Pass::new(slot, None)),
+        Admission::Probe => Ok(Pass::new(slot, Some(target.health.clone()))),
+    }
 }
 
 fn skipped(walk: &Walk<'_>, target: &Target, e: &AttemptError) {

@@ -33,6 +33,7 @@ pub async fn run(ctx: Context<'_>, plan: &Arc<CascadePlan>, req: &ChatRequest) -
         calls: AtomicU32::new(0),
         log: Mutex::new(Vec::new()),
         min_context: AtomicU64::new(0),
+        refused_context: AtomicU32::new(0),
         json,
     };
     let mut next = 0;
@@ -61,7 +62,6 @@ pub async fn run(ctx: Context<'_>, plan: &Arc<CascadePlan>, req: &ChatRequest) -
         };
         for (target, error) in attempted.failures {
             walk.note(&target.name, error.to_string());
-            tracing::debug!(model = %target.name, reason = %error, "Attempt failed.");
             if let Some(rejected) = rejected(&walk, target, error) {
                 return Err(unanswered(walk, NoAnswer::Rejected(rejected), finish));
             }
@@ -71,8 +71,33 @@ pub async fn run(ctx: Context<'_>, plan: &Arc<CascadePlan>, req: &ChatRequest) -
         }
     }
     // Past `timeouts.total` the models may only be slow, not dead.
-    let why = if Instant::now() >= walk.deadline { NoAnswer::TimedOut } else { NoAnswer::AllFailed };
+    let why = if Instant::now() >= walk.deadline {
+        NoAnswer::TimedOut
+    } else if let Some(too_long) = beyond_every_context(&walk) {
+        NoAnswer::Rejected(too_long)
+    } else {
+        NoAnswer::AllFailed
+    };
     Err(unanswered(walk, why, finish))
+}
+
+/// The client's error when no model of the cascade can ever take the
+/// prompt: every target's known context is below what the prompt needs,
+/// or the target refused it as too long. Retrying cannot help, so it is a
+/// 400 `context_length_exceeded`, not a 503 with `Retry-After`.
+fn beyond_every_context(walk: &Walk<'_>) -> Option<ApiError> {
+    let targets = &walk.plan.targets;
+    let needed = walk.req.prompt_tokens.max(walk.min_context.load(Ordering::Relaxed));
+    let small = targets.iter().filter(|t| t.context.is_some_and(|c| c < needed)).count();
+    let refused = walk.refused_context.load(Ordering::Relaxed) as usize;
+    if targets.is_empty() || small + refused < targets.len() {
+        return None;
+    }
+    Some(ApiError::ContextLengthExceeded {
+        cascade: walk.plan.name.clone(),
+        tokens: walk.req.prompt_tokens,
+        largest: targets.iter().filter_map(|t| t.context).max(),
+    })
 }
 
 fn unanswered(walk: Walk<'_>, why: NoAnswer, finish: Finish) -> Unanswered {
@@ -87,6 +112,9 @@ fn unanswered(walk: Walk<'_>, why: NoAnswer, finish: Finish) -> Unanswered {
 fn rejected(walk: &Walk<'_>, target: &super::plan::Target, error: AttemptError) -> Option<ApiError> {
     match error.failure {
         Failure::ContextLength => {
+            if target.context.is_none() {
+                walk.refused_context.fetch_add(1, Ordering::Relaxed);
+            }
             let floor = target.context.map(|c| c + 1).unwrap_or(walk.req.prompt_tokens);
             walk.min_context.fetch_max(floor, Ordering::Relaxed);
             None

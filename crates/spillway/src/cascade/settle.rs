@@ -96,11 +96,6 @@ impl Ticket {
         self.index
     }
 
-    /// Starts the clock again (a retry of the same model).
-    pub fn restart(&mut self) {
-        self.started = Instant::now();
-    }
-
     /// The first token (or the whole answer) arrived now; returns the time
     /// it took. Recorded with the outcome when the attempt settles.
     pub fn first_token(&mut self, exhausted: Option<Duration>) -> Duration {

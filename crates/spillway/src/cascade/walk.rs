@@ -27,6 +27,10 @@ pub struct Walk<'a> {
     /// After a context-length rejection: only models with a larger known
     /// context are worth trying.
     pub min_context: AtomicU64,
+    /// Targets of unknown context that refused the prompt as too long:
+    /// with the ones whose known context is too small, they tell a prompt
+    /// that no model of the cascade can take (a 400, not an outage).
+    pub refused_context: AtomicU32,
     /// What the answer's JSON must look like, when the request asks for JSON.
     pub json: Option<JsonPlan>,
 }

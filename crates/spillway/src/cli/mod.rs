@@ -101,6 +101,28 @@ pub fn main() -> ExitCode {
     }
 }
 
+/// Replaces SIGHUP's default action (terminate) with Tokio's handler,
+/// which only notes the signal; `main` calls it before anything else, so a
+/// reload request sent while the process is still starting (a service
+/// manager's `ExecReload`, a config watcher) is not fatal. Tokio keeps a
+/// signal's handler installed for the life of the process and delivers
+/// it to the listener that the reload job registers later, on any
+/// runtime (one that arrived before it listens is delivered then: a
+/// reload of the config just read, which changes nothing).
+pub fn hold_hangups() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{signal, SignalKind};
+        let installed = tokio::runtime::Builder::new_current_thread()
+            .enable_io()
+            .build()
+            .map(|rt| rt.block_on(async { signal(SignalKind::hangup()).map(drop) }));
+        if let Err(e) | Ok(Err(e)) = installed {
+            eprintln!("spillway: cannot handle SIGHUP ({e}); a SIGHUP during start-up would stop the process");
+        }
+    }
+}
+
 /// Whether `path` is the default path, not given by the user.
 fn is_default_path(path: &std::path::Path) -> bool {
     path == std::path::Path::new("spillway.yaml") && std::env::var_os("SPILLWAY_CONFIG").is_none()

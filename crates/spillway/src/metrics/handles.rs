@@ -2,6 +2,7 @@
 //! cascade target and one [`CascadeMetrics`] per cascade, so an attempt
 //! only increments atomics and builds no label strings.
 
+use super::console::TargetTallies;
 use super::labels::{CostLabels, ModelLabels, ReasonLabels, TokenLabels};
 use super::Metrics;
 use prometheus_client::metrics::counter::Counter;
@@ -24,6 +25,8 @@ pub struct TargetMetrics {
     /// `spillway_in_flight{cascade, provider}` (shared by the provider's
     /// models in the cascade): up while an attempt's ticket is unsettled.
     pub in_flight: Gauge,
+    /// The console's since-start counts, which a re-ranking does not reset.
+    pub(super) tallies: TargetTallies,
 }
 
 /// The usage series of one target, each created on first use (so a model
@@ -97,9 +100,10 @@ impl TargetMetrics {
         (total, failed)
     }
 
-    /// Answers this target served, since start.
+    /// Answers this target's model served in its cascade since start, at
+    /// whatever rank it stood.
     pub fn served_count(&self) -> u64 {
-        self.served.iter().map(Counter::get).sum()
+        self.tallies.model()
     }
 
     pub fn attempt_ok(&self) {
@@ -141,6 +145,7 @@ impl TargetMetrics {
         if let Some(c) = self.served.get(index) {
             c.inc();
         }
+        self.tallies.served(index);
     }
 }
 

@@ -264,3 +264,25 @@ pub struct NormalizeLabels {
     /// Normalization result.
     pub result: &'static str,
 }
+
+/// What a since-start tally of answers counts (see `console.rs`).
+#[derive(Clone, Copy, Debug, Hash, PartialEq, Eq)]
+pub enum ServedTally {
+    /// Per model ref in its cascade, whatever its rank.
+    Model,
+    /// Per tier.
+    Tier,
+    /// Per rank label.
+    Rank,
+}
+
+/// The key of a since-start tally; never exported, so it needs no encoding.
+#[derive(Clone, Debug, Hash, PartialEq, Eq)]
+pub struct TallyKey {
+    /// Cascade name.
+    pub cascade: String,
+    /// What is counted.
+    pub what: ServedTally,
+    /// The model ref, tier or rank label.
+    pub name: String,
+}

@@ -8,12 +8,14 @@
 //! created once per cascade target ([`TargetMetrics`]) so an attempt only
 //! increments atomics — no label strings are built per request.
 
+mod console;
 mod handles;
 mod labels;
 pub mod names;
 mod process;
 mod text;
 
+pub use console::Tallies;
 pub use handles::{CascadeMetrics, TargetMetrics, UsageHandles, NORMALIZE_RESULTS};
 pub use labels::*;
 pub use text::to_prometheus_text;
@@ -95,6 +97,9 @@ pub struct Metrics {
     pub prompt_variants: Family<PromptLabels, Counter>,
     /// `spillway_in_flight`
     pub in_flight: Family<InFlightLabels, Gauge>,
+    /// Answers since start per model, tier and rank of each cascade, for
+    /// `/admin/state` and the console (not exported).
+    pub tallies: Tallies,
 }
 
 /// Gauge storage type alias kept for readability.
@@ -219,6 +224,7 @@ impl Metrics {
             normalize,
             prompt_variants,
             in_flight,
+            tallies: Tallies::default(),
         }
     }
 
@@ -317,6 +323,7 @@ impl Metrics {
             normalize,
             usage: UsageHandles::default(),
             in_flight,
+            tallies: self.tallies.for_target(cascade, &format!("{provider}/{model}"), rank_label(rank)),
         })
     }
 

@@ -89,23 +89,33 @@ async fn state(AxumState(state): AxumState<Arc<AppState>>) -> Json<Value> {
                     v
                 })
                 .collect();
-            // Shares of the answers since start, by model and by tier.
+            // Shares of the answers since start: by model (whatever rank it
+            // stood at), by tier and by rank, each counted as such — a
+            // re-ranking moves a model, it does not reset its answers.
             let served: u64 = models.iter().filter_map(|m| m["served"].as_u64()).sum();
-            let share = |n: u64| {
-                if served == 0 {
+            let share_of = |n: u64, total: u64| {
+                if total == 0 {
                     Value::Null
                 } else {
-                    json!((n as f64 / served as f64 * 1000.0).round() / 1000.0)
+                    json!((n as f64 / total as f64 * 1000.0).round() / 1000.0)
                 }
             };
-            let mut tiers = serde_json::Map::new();
-            for (t, m) in plan.targets.iter().zip(&models) {
-                let n = m["served"].as_u64().unwrap_or(0);
-                let entry = tiers.entry(t.tier.as_str()).or_insert(json!(0u64));
-                *entry = json!(entry.as_u64().unwrap_or(0) + n);
-            }
-            let tier_shares: serde_json::Map<String, Value> =
-                tiers.into_iter().map(|(k, v)| (k, share(v.as_u64().unwrap_or(0)))).collect();
+            let share = |n: u64| share_of(n, served);
+            // Tiers and ranks over every answer since start, those of models
+            // that have since left the cascade included; listed when the
+            // cascade has a model there now or had answers there.
+            let (by_tier, by_rank) = gw.metrics.tallies.shares(&plan.name);
+            let answered: u64 = by_rank.iter().map(|(_, n)| n).sum();
+            let tier_shares: serde_json::Map<String, Value> = by_tier
+                .into_iter()
+                .filter(|(t, n)| *n > 0 || plan.targets.iter().any(|x| x.tier.as_str() == *t))
+                .map(|(t, n)| (t.into(), share_of(n, answered)))
+                .collect();
+            let rank_shares: serde_json::Map<String, Value> = by_rank
+                .into_iter()
+                .filter(|(r, n)| *n > 0 || plan.targets.iter().any(|x| crate::metrics::rank_label(x.rank) == *r))
+                .map(|(r, n)| (r.into(), share_of(n, answered)))
+                .collect();
             let models: Vec<Value> = models
                 .into_iter()
                 .map(|mut m| {
@@ -134,6 +144,7 @@ async fn state(AxumState(state): AxumState<Arc<AppState>>) -> Json<Value> {
                 "models": models,
                 "served": served,
                 "tier_shares": tier_shares,
+                "rank_shares": rank_shares,
                 "spent_today_usd": (spent * 1e6).round() / 1e6,
                 "daily_budget_usd": budget,
                 "left_out": left_out,

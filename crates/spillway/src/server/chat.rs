@@ -120,7 +120,9 @@ where
         Err(_) => return Err(ApiError::BodyTimeout(server.body_read_timeout)),
         Ok(Err(crate::providers::http::ReadError::TooLarge)) => return Err(ApiError::BodyTooLarge(limit)),
         Ok(Err(_)) => return Err(ApiError::BodyUnreadable),
-        Ok(Ok(bytes)) => bytes,
+        // A lone surrogate escape (half an emoji from a cut JavaScript
+        // string) is read as U+FFFD on every entry point alike.
+        Ok(Ok(bytes)) => crate::api::surrogates::mend(bytes),
     };
     if state.in_flight.fetch_add(1, Ordering::AcqRel) >= server.max_concurrent_requests {
         state.in_flight.fetch_sub(1, Ordering::AcqRel);

@@ -33,7 +33,7 @@ pub fn api_key(headers: &HeaderMap) -> Option<&str> {
 
 /// An error as Anthropic clients expect it, with a `request-id` (the
 /// request's id, as `x-request-id` carries it).
-fn anthropic_error(e: &ApiError, id: &str) -> Response {
+pub(super) fn anthropic_error(e: &ApiError, id: &str) -> Response {
     let mut r = (e.status(), axum::Json(error::body(e, id))).into_response();
     if let Ok(v) = HeaderValue::from_str(id) {
         r.headers_mut().insert(REQUEST_ID, v);

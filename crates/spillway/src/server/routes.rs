@@ -34,6 +34,8 @@ pub fn router(state: Arc<AppState>) -> Router {
         .route("/ui", get(super::ui::page))
         .merge(super::admin::router(state.clone()))
         .merge(super::handoff_routes::client_routes())
+        // After every route is added: it applies to the routes present.
+        .method_not_allowed_fallback(wrong_method)
         .fallback(no_route)
         // The handler enforces `max_body_bytes` itself (413 in OpenAI shape).
         .layer(DefaultBodyLimit::disable())
@@ -48,6 +50,19 @@ async fn chat_route(State(state): State<Arc<AppState>>, request: Request) -> Res
 async fn no_route(method: Method, uri: Uri) -> ApiError {
     let path: String = uri.path().chars().take(200).collect();
     ApiError::NoRoute(format!("{method} {path}"))
+}
+
+/// A known path with a method it does not serve: a 405 in the shape of
+/// the path's API (Anthropic's under `/v1/messages`, else OpenAI's). The
+/// router adds the `allow` header that lists the path's methods.
+async fn wrong_method(method: Method, uri: Uri, request: Request) -> Response {
+    let path: String = uri.path().chars().take(200).collect();
+    let e = ApiError::MethodNotAllowed { method: method.to_string(), path: path.clone() };
+    if path.starts_with("/v1/messages") {
+        let id = super::conventions::notes(&request).id.clone();
+        return super::messages::anthropic_error(&e, id.as_str());
+    }
+    e.into_response()
 }
 
 /// Client keys, where clients have them: Bearer, or `x-api-key` (what

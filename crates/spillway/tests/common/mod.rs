@@ -128,3 +128,40 @@ pub fn streamed_text(events: &[String]) -> String {
 pub fn header<'a>(resp: &'a reqwest::Response, name: &str) -> &'a str {
     resp.headers().get(name).and_then(|v| v.to_str().ok()).unwrap_or("")
 }
+
+/// The log lines written through the process's global subscriber, which
+/// [`Logs::capture`] installs (once per test binary: a thread's own
+/// subscriber would miss callsites other tests' threads registered first).
+#[derive(Clone, Default)]
+pub struct Logs(Arc<std::sync::Mutex<Vec<u8>>>);
+
+impl std::io::Write for Logs {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl Logs {
+    /// Installs the global subscriber with `filter` (an `EnvFilter`
+    /// directive), writing plain lines here.
+    pub fn capture(filter: &str) -> Self {
+        let logs = Self::default();
+        let sink = logs.clone();
+        let subscriber = tracing_subscriber::fmt()
+            .with_env_filter(filter)
+            .with_ansi(false)
+            .with_writer(move || sink.clone())
+            .finish();
+        tracing::subscriber::set_global_default(subscriber).unwrap();
+        logs
+    }
+
+    /// Everything written so far.
+    pub fn text(&self) -> String {
+        String::from_utf8_lossy(&self.0.lock().unwrap()).into_owned()
+    }
+}

@@ -61,6 +61,40 @@ async fn a_failing_model_falls_back_to_the_next_of_the_same_dimension() {
     assert_eq!(a.calls(), 1);
 }
 
+/// An upstream vector holding a value past f32's range (`1e39`), or a NaN
+/// sent as base64, is a broken answer: the next model of the cascade
+/// serves, and the client never sees `null` in a vector.
+#[tokio::test]
+async fn vectors_with_nan_or_infinity_fail_the_attempt_and_the_next_model_serves() {
+    let nan_b64 = base64::engine::general_purpose::STANDARD
+        .encode([0.5f32, f32::NAN, 0.5, 0.5].iter().flat_map(|f| f.to_le_bytes()).collect::<Vec<u8>>());
+    let huge = Reply::raw(
+        200,
+        "application/json",
+        r#"{"object":"list","data":[{"object":"embedding","index":0,"embedding":[0.5,1e39,0.5,0.5]}],"model":"emb","usage":{"prompt_tokens":6,"total_tokens":6}}"#,
+    );
+    let nan =
+        Reply::json(json!({"object": "list", "data": [{"object": "embedding", "index": 0, "embedding": nan_b64}],
+        "model": "emb", "usage": {"prompt_tokens": 6, "total_tokens": 6}}));
+    for (bad, format) in [(huge, "float"), (nan, "base64")] {
+        let (a, b) = (FakeUpstream::start_at("/embeddings").await, FakeUpstream::start_at("/embeddings").await);
+        a.push(bad);
+        b.set_default(vectors_reply(&[vec![0.5, 0.5, 0.5, 0.5]]));
+        let gw = start(&yaml(&a, &b)).await;
+        let resp = embed(&gw, &json!({"model": "vectors", "input": "x", "encoding_format": format})).await;
+        assert_eq!(resp.status(), 200, "{format}");
+        assert_eq!(header(&resp, "x-spillway-model"), "b/emb", "{format}");
+        assert_eq!(header(&resp, "x-spillway-attempts"), "2");
+        let body: Value = resp.json().await.unwrap();
+        let served = match format {
+            "float" => floats(&body["data"][0]["embedding"]),
+            _ => decode(body["data"][0]["embedding"].as_str().unwrap()),
+        };
+        assert_eq!(served, vec![0.5; 4]);
+        assert_eq!(a.calls(), 1);
+    }
+}
+
 #[tokio::test]
 async fn a_rate_limited_model_is_marked_dead_as_for_chat() {
     let (a, b) = (FakeUpstream::start_at("/embeddings").await, FakeUpstream::start_at("/embeddings").await);

@@ -7,7 +7,9 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+mod bodies;
 mod embeddings;
+mod limits;
 mod messages;
 mod responses;
 mod routes;
