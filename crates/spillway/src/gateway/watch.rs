@@ -34,9 +34,16 @@ pub struct ReloadOnChange {
 impl ReloadOnChange {
     /// Takes the file's content now as the one the running config came from.
     pub fn new(state: Arc<Live>) -> Self {
-        let seen = state.load().config.source.as_deref().and_then(|p| std::fs::read(p).ok()).map(|b| digest(&b));
+        let source = state.load().config.source.clone();
+        let seen = source.filter(|p| regular(p)).and_then(|p| std::fs::read(p).ok()).map(|b| digest(&b));
         Self { state, seen }
     }
+}
+
+/// Only a regular file (behind any symlinks) is watched: reading a FIFO
+/// or a device would block, and their content is read once, at start.
+fn regular(path: &std::path::Path) -> bool {
+    std::fs::metadata(path).is_ok_and(|m| m.is_file())
 }
 
 fn digest(bytes: &[u8]) -> u64 {
@@ -48,6 +55,9 @@ fn digest(bytes: &[u8]) -> u64 {
 /// The file's content hash; `None` while it cannot be read (mid-swap, or
 /// removed): nothing to do until it is back.
 async fn read(path: &PathBuf) -> Option<u64> {
+    if !tokio::fs::metadata(path).await.is_ok_and(|m| m.is_file()) {
+        return None;
+    }
     match tokio::fs::read(path).await {
         Ok(bytes) => Some(digest(&bytes)),
         Err(e) => {
