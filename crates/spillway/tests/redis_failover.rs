@@ -185,3 +185,87 @@ async fn a_sentinel_failover_under_load_loses_no_request_and_state_carries_over(
     .await;
     assert!(all.is_some(), "every item is in the shared queue: {:?} of {queued:?}", handoff_ids(&b).await);
 }
+
+fn handoff_item(id: &str) -> spillway::handoff::Item {
+    serde_json::from_value(serde_json::json!({
+        "id": id, "status": "open", "cascade": "h", "client_key_id": null, "messages": [],
+        "attempts": [], "created_ms": 1, "answer": null, "answered_ms": null
+    }))
+    .unwrap()
+}
+
+/// A planned failover (`SENTINEL FAILOVER`): the old master is demoted
+/// while alive, so a connection to it can stay open and have its writes
+/// refused as `READONLY`; the store must move to the new master all the
+/// same, and sharing between two stores resume there.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_planned_failover_moves_both_stores_to_the_new_master() {
+    use spillway::handoff::Queue;
+    use spillway::health::clock::now_ms;
+    use spillway::state::redis::RedisStore;
+    use spillway::state::{LinkState, StateChange, StateStore, StoredMark};
+    let Some(set) = Sentinels::start().await else {
+        unavailable("a_planned_failover_moves_both_stores (needs redis-server and redis-sentinel)");
+        return;
+    };
+    let sup = spillway::supervisor::Supervisor::new(tokio_util::sync::CancellationToken::new());
+    let prefix = unique_prefix("planned");
+    let mut stores = Vec::new();
+    for _ in 0..2 {
+        let (store, link) = RedisStore::new(&set.url(), &prefix).unwrap();
+        sup.spawn(link);
+        let mut up = store.link().unwrap();
+        tokio::time::timeout(Duration::from_secs(5), up.wait_for(|s| *s == LinkState::Up)).await.unwrap().unwrap();
+        stores.push(store);
+    }
+    let old = set.first_master();
+    assert_eq!(stores[0].node(), Some(old.clone()));
+    // The handoff queue too: its connection is made before the failover.
+    let queue = spillway::handoff::redis::RedisQueue::connect(&set.url(), &prefix).await.unwrap();
+    queue.push(handoff_item("ho_before")).await.unwrap();
+    let started = tokio::time::Instant::now();
+    set.failover().await;
+    let moved = poll(Duration::from_secs(30), || async { set.master().await.filter(|m| *m != old) }).await;
+    let new = moved.expect("the Sentinels promoted the replica");
+    // Marks made by A reach B once both are on the new master.
+    let mut heard = stores[1].subscribe();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    let shared = 'retry: loop {
+        assert!(tokio::time::Instant::now() < deadline, "sharing did not resume after a planned failover");
+        let now = now_ms();
+        let mark = StoredMark { until_ms: now + 60_000, reason: "rate_limited".into() };
+        if stores[0].mark_dead("p/after-failover", mark, now).await.is_err() {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            continue;
+        }
+        loop {
+            match tokio::time::timeout(Duration::from_millis(200), heard.recv()).await {
+                Ok(Ok(StateChange::Dead { key, .. })) if key == "p/after-failover" => break 'retry true,
+                Ok(Ok(_)) => {}
+                _ => continue 'retry,
+            }
+        }
+    };
+    assert!(shared);
+    // B only reads: its probe (ROLE, every second) finds its server demoted.
+    let followed = poll(Duration::from_secs(10), || async {
+        stores.iter().all(|s| s.node().as_deref() == Some(new.as_str())).then_some(())
+    })
+    .await;
+    let nodes: Vec<_> = stores.iter().map(|s| s.node()).collect();
+    assert!(followed.is_some(), "every store follows the promoted master {new}: {nodes:?}");
+    eprintln!(
+        "Planned Sentinel failover: both stores on the new master {:.1} s after SENTINEL FAILOVER",
+        started.elapsed().as_secs_f64()
+    );
+    // An item queued now lands on the new master (a queue that stayed on
+    // the old one would write where the demotion discards it), and the one
+    // queued before is there.
+    let queued = poll(Duration::from_secs(5), || async { queue.push(handoff_item("ho_after")).await.ok() }).await;
+    assert!(queued.is_some(), "the queue accepts items after the failover");
+    let fresh = spillway::handoff::redis::RedisQueue::connect(&set.url(), &prefix).await.unwrap();
+    for id in ["ho_before", "ho_after"] {
+        assert!(fresh.get(id).await.unwrap().is_some(), "{id} is on the promoted master");
+    }
+    sup.stop(Duration::from_secs(2)).await;
+}

@@ -46,7 +46,7 @@ const DOWN_FOR_MS: u64 = 1_000;
 pub struct RedisQueue {
     target: Arc<Target>,
     /// Made on first use and after every failure (then dropped).
-    conn: Arc<tokio::sync::Mutex<Option<Conn>>>,
+    conn: Arc<tokio::sync::Mutex<Option<Held>>>,
     /// Unix ms until which calls fail without trying.
     down_until: Arc<AtomicU64>,
     prefix: String,
@@ -54,6 +54,20 @@ pub struct RedisQueue {
     /// the first instance winning) on first use.
     key_ids: Arc<tokio::sync::OnceCell<Arc<KeyIds>>>,
 }
+
+/// The connection and what it reaches.
+struct Held {
+    conn: Conn,
+    /// `host:port` of the server.
+    node: String,
+    /// Unix ms of the last check that the Sentinels still name `node`.
+    checked_ms: u64,
+}
+
+/// How often a held connection is checked against the master the Sentinels
+/// name: a planned failover leaves the old master up and writable for
+/// seconds, and what is written there then is lost when it turns replica.
+const RECHECK_MS: u64 = 1_000;
 
 /// The stored answer.
 #[derive(Debug, Serialize, Deserialize)]
@@ -105,8 +119,16 @@ impl RedisQueue {
             return Err(HandoffError::Store("redis: down (retrying shortly)".into()));
         }
         let mut slot = self.conn.lock().await;
-        if let Some(c) = slot.as_ref() {
-            return Ok(c.clone());
+        if let Some(held) = slot.as_mut() {
+            if now.saturating_sub(held.checked_ms) < RECHECK_MS {
+                return Ok(held.conn.clone());
+            }
+            held.checked_ms = now;
+            if !self.target.names_another_master(&held.node).await {
+                return Ok(held.conn.clone());
+            }
+            tracing::info!(from = %held.node, "The Sentinels name another master: the handoff queue reconnects.");
+            *slot = None;
         }
         let limits = Limits { connect: Duration::from_millis(500), response: Duration::from_millis(500), retries: 0 };
         let made = match tokio::time::timeout(CALL_DEADLINE, self.target.connect(limits)).await {
@@ -114,7 +136,7 @@ impl RedisQueue {
             Err(_) => Err(HandoffError::Store("redis: no connection within the deadline".into())),
         };
         match made {
-            Ok(c) => Ok(slot.insert(c).clone()),
+            Ok((conn, node)) => Ok(slot.insert(Held { conn, node, checked_ms: now }).conn.clone()),
             Err(e) => {
                 drop(slot);
                 Err(self.failed(e))

@@ -72,7 +72,7 @@ pub fn on_cluster() -> bool {
 pub async fn raw(url: &str) -> spillway::state::redis::target::Conn {
     use spillway::state::redis::target::{Limits, Target};
     let limits = Limits { connect: Duration::from_secs(2), response: Duration::from_secs(2), retries: 2 };
-    Target::open(url).unwrap().connect(limits).await.unwrap()
+    Target::open(url).unwrap().connect(limits).await.unwrap().0
 }
 
 /// The prefix keys really carry on `url`: `prefix` in braces on a cluster.

@@ -119,6 +119,13 @@ impl Sentinels {
         format!("127.0.0.1:{}", self.data[0].port)
     }
 
+    /// A planned failover (`SENTINEL FAILOVER`): the master is demoted
+    /// alive, so connections to it may stay open and see `READONLY`.
+    pub async fn failover(&self) {
+        let cmd = redis::cmd("SENTINEL").arg("FAILOVER").arg(MASTER).clone();
+        assert!(query(self.sentinels[0].port, &cmd).await.is_some(), "SENTINEL FAILOVER was refused");
+    }
+
     /// `kill -9` of the first master.
     pub fn kill_master(&mut self) {
         kill(&mut self.data[0].child);

@@ -13,7 +13,9 @@
 //! Each connected period starts from the [`super::target::Target`]: a new
 //! command connection and subscription, so behind Sentinels both reach the
 //! master named now. A write refused as `READONLY` (the master turned
-//! replica) ends the period like a failed probe. The return to `Up` is
+//! replica) ends the period like a failed probe, and behind Sentinels the
+//! probe asks `ROLE`, so a store that only reads notices a planned
+//! failover too. The return to `Up` is
 //! logged, and a change of server is logged as a failover.
 
 use super::target::{Conn, Limits};
@@ -58,7 +60,7 @@ impl RedisLink {
         let linked = tokio::time::timeout(ATTEMPT_TIMEOUT * 4, async {
             let mut linked = s.target.link(limits).await.map_err(|e| store_err(&e).0)?;
             linked.pubsub.subscribe(&s.channel).await.map_err(|e| store_err(&e).0)?;
-            probe(&mut linked.conn, &s.probe_key()).await?;
+            self.probe(&mut linked.conn, &linked.node).await?;
             Ok::<_, String>(linked)
         })
         .await
@@ -114,20 +116,22 @@ impl RedisLink {
             return Err("redis: the server refused a write as a replica (READONLY): a failover".into());
         }
         match self.store.conn.load_full() {
-            Some(c) => probe(&mut (*c).clone(), &self.store.probe_key()).await,
+            Some(c) => {
+                let node = self.store.node.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone();
+                self.probe(&mut (*c).clone(), &node.unwrap_or_default()).await
+            }
             None => Err("redis: not connected".into()),
         }
     }
-}
 
-/// Asks about one of the store's keys rather than a PING: on a cluster
-/// that reaches the node serving the store's slot (a PING would go to
-/// every master and pass while the one that matters is still down).
-async fn probe(conn: &mut Conn, key: &str) -> Result<(), String> {
-    match tokio::time::timeout(ATTEMPT_TIMEOUT, ::redis::cmd("EXISTS").arg(key).query_async::<i64>(conn)).await {
-        Ok(Ok(_)) => Ok(()),
-        Ok(Err(e)) => Err(store_err(&e).0),
-        Err(_) => Err("redis: no answer in time".into()),
+    /// [`super::target::Target::probe`] within [`ATTEMPT_TIMEOUT`].
+    async fn probe(&self, conn: &mut Conn, node: &str) -> Result<(), String> {
+        let s = &self.store;
+        match tokio::time::timeout(ATTEMPT_TIMEOUT, s.target.probe(conn, &s.probe_key(), node)).await {
+            Ok(Ok(())) => Ok(()),
+            Ok(Err(e)) => Err(store_err(&e).0),
+            Err(_) => Err("redis: no answer in time".into()),
+        }
     }
 }
 

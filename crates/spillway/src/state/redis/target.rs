@@ -49,9 +49,8 @@ pub struct Target {
 
 enum How {
     Node(Client),
-    /// Behind a lock: the client caches its Sentinel connections and asks
-    /// them one at a time.
-    Sentinel(tokio::sync::Mutex<SentinelClient>),
+    /// Boxed: the Sentinel client is large, and there is one target per store.
+    Sentinel(Box<Sentinels>),
     Cluster {
         /// Seed node URLs (with credentials), for the cluster client.
         urls: Vec<String>,
@@ -60,6 +59,54 @@ enum How {
         /// The seed the next subscription tries first.
         next: AtomicUsize,
     },
+}
+
+/// How a master is found and checked behind Sentinels.
+struct Sentinels {
+    /// Behind a lock: the client caches its Sentinel connections and asks
+    /// them one at a time.
+    client: tokio::sync::Mutex<SentinelClient>,
+    /// What the probe asks which master the Sentinels name now.
+    watch: SentinelWatch,
+}
+
+/// A connection to one Sentinel, kept for the probe's question (which
+/// master the Sentinels name), made again on any failure.
+struct SentinelWatch {
+    sentinels: Vec<Client>,
+    service: String,
+    conn: tokio::sync::Mutex<Option<::redis::aio::MultiplexedConnection>>,
+}
+
+/// How long the probe's question to a Sentinel may take: the answer is a
+/// hint, and a slow Sentinel must not make a working master look down.
+const SENTINEL_HINT_TIMEOUT: Duration = Duration::from_millis(250);
+
+impl SentinelWatch {
+    /// `ip:port` of the master the first Sentinel that answers names; `None`
+    /// when none answers in time.
+    async fn named_master(&self) -> Option<String> {
+        let mut slot = self.conn.lock().await;
+        if slot.is_none() {
+            for s in &self.sentinels {
+                if let Ok(Ok(c)) =
+                    tokio::time::timeout(SENTINEL_HINT_TIMEOUT, s.get_multiplexed_async_connection()).await
+                {
+                    *slot = Some(c);
+                    break;
+                }
+            }
+        }
+        let conn = slot.as_mut()?;
+        let ask = ::redis::cmd("SENTINEL").arg("GET-MASTER-ADDR-BY-NAME").arg(&self.service).clone();
+        match tokio::time::timeout(SENTINEL_HINT_TIMEOUT, ask.query_async::<Option<(String, u16)>>(conn)).await {
+            Ok(Ok(Some((ip, port)))) => Some(format!("{ip}:{port}")),
+            _ => {
+                *slot = None;
+                None
+            }
+        }
+    }
 }
 
 impl std::fmt::Debug for Target {
@@ -111,7 +158,7 @@ pub struct Linked {
     pub conn: Conn,
     /// The change subscription (not subscribed yet).
     pub pubsub: PubSub,
-    /// The server reached, `host:port` (for a cluster, the node subscribed on).
+    /// The server reached, `host:port` (for a cluster, its seed hosts).
     pub node: String,
 }
 
@@ -143,8 +190,13 @@ impl Target {
                     tls_mode: tls.then_some(::redis::TlsMode::Secure),
                     redis_connection_info: Some(node.into_connection_info()?.redis),
                 };
+                let watch = SentinelWatch {
+                    sentinels: sentinels.iter().map(|u| Client::open(u.as_str())).collect::<RedisResult<_>>()?,
+                    service: service.clone(),
+                    conn: tokio::sync::Mutex::new(None),
+                };
                 let client = SentinelClient::build(sentinels, service, Some(node), SentinelServerType::Master)?;
-                How::Sentinel(tokio::sync::Mutex::new(client))
+                How::Sentinel(Box::new(Sentinels { client: tokio::sync::Mutex::new(client), watch }))
             }
             RedisTopology::Cluster { nodes } => How::Cluster {
                 seeds: nodes.iter().map(|u| Client::open(u.as_str())).collect::<RedisResult<_>>()?,
@@ -175,8 +227,8 @@ impl Target {
     async fn node(&self, limits: Limits) -> RedisResult<Option<Client>> {
         match &self.how {
             How::Node(client) => Ok(Some(client.clone())),
-            How::Sentinel(sentinel) => {
-                let ask = async { sentinel.lock().await.async_get_client().await };
+            How::Sentinel(s) => {
+                let ask = async { s.client.lock().await.async_get_client().await };
                 match tokio::time::timeout(limits.connect * 3, ask).await {
                     Ok(client) => client.map(Some),
                     Err(_) => Err(RedisError::from((::redis::ErrorKind::IoError, "no Sentinel answered in time"))),
@@ -207,12 +259,60 @@ impl Target {
             .await
     }
 
-    /// A command connection to the server that serves writes now.
-    pub async fn connect(&self, limits: Limits) -> RedisResult<Conn> {
+    /// Checks that `conn` (to `node`) still reaches what the store writes
+    /// to: on a cluster, the node serving `key`'s slot (a PING would ask
+    /// every master and pass while the one that matters is down); behind
+    /// Sentinels, the master they name now — a planned failover promotes
+    /// another while the old one stays up and a master for seconds more,
+    /// and a connection that only reads would never hear of it; elsewhere,
+    /// that the server answers.
+    pub async fn probe(&self, conn: &mut Conn, key: &str, node: &str) -> RedisResult<()> {
+        if !matches!(self.how, How::Sentinel(_)) {
+            return ::redis::cmd("EXISTS").arg(key).query_async::<i64>(conn).await.map(drop);
+        }
+        if self.names_another_master(node).await {
+            return Err(RedisError::from((::redis::ErrorKind::ReadOnly, "the Sentinels name another master now")));
+        }
+        let role: Value = ::redis::cmd("ROLE").query_async(conn).await?;
+        let master = match &role {
+            Value::Array(items) => match items.first() {
+                Some(Value::BulkString(b)) => b.as_slice() == b"master",
+                Some(Value::SimpleString(s)) => s == "master",
+                _ => false,
+            },
+            _ => false,
+        };
+        if master {
+            Ok(())
+        } else {
+            Err(RedisError::from((::redis::ErrorKind::ReadOnly, "the server is a replica now (a failover)")))
+        }
+    }
+
+    /// A command connection to the server that serves writes now, and its
+    /// address (for a cluster, the hosts).
+    pub async fn connect(&self, limits: Limits) -> RedisResult<(Conn, String)> {
         match (&self.how, self.node(limits).await?) {
-            (How::Cluster { urls, .. }, _) => Ok(Conn::Cluster(Self::cluster(urls, limits).await?)),
-            (_, Some(client)) => Ok(Conn::Node(Self::manager(client, limits).await?)),
+            (How::Cluster { urls, .. }, _) => {
+                Ok((Conn::Cluster(Self::cluster(urls, limits).await?), self.hosts.clone()))
+            }
+            (_, Some(client)) => {
+                let node = address_of(&client);
+                Ok((Conn::Node(Self::manager(client, limits).await?), node))
+            }
             (_, None) => Err(RedisError::from((::redis::ErrorKind::ClientError, "no server to connect to"))),
+        }
+    }
+
+    /// Whether the Sentinels name a master other than `node` now (a
+    /// failover): a connection to `node` should be made again. `false` for
+    /// other topologies, and when no Sentinel answers in time.
+    pub async fn names_another_master(&self, node: &str) -> bool {
+        match &self.how {
+            How::Sentinel(s) => {
+                s.watch.named_master().await.is_some_and(|named| named != node.trim_end_matches(" (tls)"))
+            }
+            _ => false,
         }
     }
 
@@ -230,7 +330,9 @@ impl Target {
                         Ok(Ok(pubsub)) => {
                             // After a failure the next subscription starts with the next seed.
                             next.store(first + i + 1, Ordering::Relaxed);
-                            return Ok(Linked { conn, pubsub, node: address_of(seed) });
+                            // The cluster's own failovers are its business:
+                            // the node reached is the cluster, not the seed.
+                            return Ok(Linked { conn, pubsub, node: self.hosts.clone() });
                         }
                         Ok(Err(e)) => last = Some(e),
                         Err(_) => last = Some(RedisError::from((::redis::ErrorKind::IoError, "connection timed out"))),
