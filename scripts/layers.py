@@ -20,6 +20,7 @@ from collections import defaultdict
 
 # Bottom first. A module may import from lower layers only.
 LAYERS = [
+    ["client_link"],
     ["outcome", "telemetry", "supervisor", "secret"],
     ["api", "normalize"],
     ["config"],

@@ -13,6 +13,7 @@ pub mod api;
 pub mod app;
 pub mod cascade;
 pub mod cli;
+pub mod client_link;
 pub mod config;
 pub mod discovery;
 pub mod drill;

@@ -91,16 +91,30 @@ pub struct RequestNotes {
     attempts: std::sync::atomic::AtomicU32,
     /// Seconds until a model may answer again; 0 when unknown.
     retry_after_s: std::sync::atomic::AtomicU64,
+    /// The client connection it came on (none for in-process calls): a
+    /// streamed answer puts its deadline there.
+    link: Option<std::sync::Arc<crate::client_link::ClientLink>>,
 }
 
 impl RequestNotes {
     /// Notes of a request with this id.
     pub fn new(id: RequestId) -> std::sync::Arc<Self> {
+        Self::on(id, None)
+    }
+
+    /// Notes of a request with this id that came on the connection `link`.
+    pub fn on(id: RequestId, link: Option<std::sync::Arc<crate::client_link::ClientLink>>) -> std::sync::Arc<Self> {
         std::sync::Arc::new(Self {
             id,
             attempts: std::sync::atomic::AtomicU32::new(u32::MAX),
             retry_after_s: std::sync::atomic::AtomicU64::new(0),
+            link,
         })
+    }
+
+    /// The client connection the request came on, when it came on one.
+    pub fn link(&self) -> Option<&std::sync::Arc<crate::client_link::ClientLink>> {
+        self.link.as_ref()
     }
 
     /// Records the upstream calls made.

@@ -233,3 +233,65 @@ async fn an_anthropic_upstream_continues_by_prefill_without_trailing_space() {
     let content = last["content"].to_string();
     assert!(content.contains("The answer is") && !content.contains("is \""), "trailing whitespace cut: {content}");
 }
+
+/// A partial answer of `chars` characters, in sentences that differ.
+fn long_answer(chars: usize) -> String {
+    const WORDS: [&str; 5] = ["river", "lantern", "orchard", "signal", "harbor"];
+    let mut s = String::new();
+    let mut i = 0;
+    while s.len() < chars {
+        s.push_str(&format!("Point {i} is about the {} of item {}. ", WORDS[i % 5], i * 7 + 3));
+        i += 1;
+    }
+    s.truncate(chars);
+    s
+}
+
+/// `text` in pieces of at most 100 bytes (ASCII).
+fn pieces(text: &str) -> Vec<&str> {
+    text.as_bytes().chunks(100).map(|c| std::str::from_utf8(c).unwrap()).collect()
+}
+
+const MORE: &str = "And that is where the answer goes on to its end.";
+
+/// `a` sends `partial` and breaks; `b`, told to continue, sends `restart`.
+async fn restarted(partial: &str, restart: &str) -> String {
+    let (a, b, c) = three().await;
+    let sent = pieces(partial);
+    a.push(Reply::stream(&sent).cut_after(sent.len() + 1));
+    b.push(Reply::stream(&pieces(restart)));
+    let gw = start(&fake_config(&a, &b, &c, "")).await;
+    let (events, text) = stream(&gw, &chat("chat", true)).await;
+    assert_eq!(events.last().unwrap(), "[DONE]");
+    let sent = &b.requests()[0];
+    let messages = sent["messages"].as_array().unwrap();
+    assert_eq!(messages[messages.len() - 2]["content"], partial, "b was given the whole partial answer");
+    text
+}
+
+#[tokio::test]
+async fn a_next_model_that_starts_over_from_the_first_word_is_not_repeated() {
+    for chars in [600, 5_000, 100_000] {
+        let partial = long_answer(chars);
+        let text = restarted(&partial, &format!("{partial}{MORE}")).await;
+        assert_eq!(text.len(), chars + MORE.len(), "partial of {chars}: the answer was repeated");
+        assert_eq!(text, format!("{partial}{MORE}"));
+    }
+}
+
+#[tokio::test]
+async fn a_next_model_that_starts_over_from_a_middle_sentence_is_not_repeated() {
+    for chars in [600, 5_000, 100_000] {
+        let partial = long_answer(chars);
+        let middle = chars / 2 + partial[chars / 2..].find("Point ").unwrap();
+        let text = restarted(&partial, &format!("{}{MORE}", &partial[middle..])).await;
+        assert_eq!(text, format!("{partial}{MORE}"), "partial of {chars}");
+    }
+}
+
+#[tokio::test]
+async fn a_next_model_that_repeats_only_the_end_still_has_it_cut() {
+    let partial = long_answer(5_000);
+    let text = restarted(&partial, &format!("{}{MORE}", &partial[partial.len() - 40..])).await;
+    assert_eq!(text, format!("{partial}{MORE}"));
+}

@@ -37,6 +37,7 @@ pub mod pass;
 pub mod plan;
 pub mod prepare;
 pub mod run;
+pub mod seam;
 pub mod served;
 pub mod settle;
 pub mod stream;

@@ -14,8 +14,10 @@
 //! (`continue_streams`, on by default) and the answer so far is plain text
 //! of one choice, the next model that can continue is sent the request plus
 //! the partial answer ([`super::continuation`]) and the client's stream goes
-//! on from its first token: no repeated text (an instructed continuation's
-//! repetition of the seam is cut), no missing text, the final chunk naming
+//! on from its first token: no repeated text (what an instructed
+//! continuation repeats of the partial answer — its end, or all of it again
+//! from its first word or a sentence's start — is dropped: [`Seam`]), no
+//! missing text, the final chunk naming
 //! every model that answered (`spillway.models`) and its usage the sum of
 //! every attempt's. When no model can continue, the stream ends with the
 //! error event of the original failure and the request is an `error`.
@@ -23,7 +25,11 @@
 //!
 //! When the client disconnects, hyper drops this stream, which drops the
 //! upstream response (cancelling the upstream request), abandons the
-//! ticket (not counted against the model) and records a disconnect.
+//! ticket (not counted against the model) and records a disconnect. A
+//! client that stops reading is cut off by the server (`server::client_io`,
+//! at `timeouts.total` or `server.client_write_timeout`, since a full
+//! socket stops hyper from polling this stream): the same drop, but the
+//! request is settled as an error ([`Forward::bind`]).
 //!
 //! What healthy streams pay for being continuable: the text of choice 0 is
 //! appended to one string as it passes.
@@ -31,11 +37,13 @@
 use super::continuation::{Continuation, Mode};
 use super::gap::Gap;
 use super::plan::Target;
+use super::seam::Seam;
 use super::settle::{Finish, RequestOutcome, Ticket};
 use super::whole::FINISH_GRACE;
 use crate::api::completion::Tokens;
 use crate::api::sse;
 use crate::api::wire::{self, Stamp};
+use crate::client_link::ClientLink;
 use crate::outcome::{AttemptError, Failure};
 use crate::providers::{ChunkStream, StreamItem};
 use bytes::Bytes;
@@ -44,6 +52,7 @@ use futures_util::StreamExt;
 use serde_json::{json, Value};
 use std::collections::VecDeque;
 use std::convert::Infallible;
+use std::sync::Arc;
 use tokio::time::{Duration, Instant};
 
 /// Told each attempt's token counts once: from its usage chunk when one
@@ -90,6 +99,10 @@ struct State {
     continuation: Option<Continuation>,
     /// Continued at least once: chunks take the general path from then on.
     continued: Option<Continued>,
+    /// The client connection the stream is written to: it holds the
+    /// deadline while the client's socket is full, and says whether the
+    /// server cut the client off.
+    link: Option<Arc<ClientLink>>,
 }
 
 /// What a continued stream keeps.
@@ -99,9 +112,10 @@ struct Continued {
     /// Usage of the attempts before the current one (estimates: a broken
     /// attempt sends no usage).
     before: Tokens,
-    /// An instructed continuation's first text, held until it is clear how
-    /// much of it repeats the end of the partial answer.
-    seam: Option<String>,
+    /// An instructed continuation's first text, held (a bounded amount)
+    /// or dropped until it is clear how much of it repeats the partial
+    /// answer ([`Seam`]).
+    seam: Option<Seam>,
     /// Whitespace cut off the partial answer for an Anthropic prefill: the
     /// client has it already, so the continuation's first text drops it if
     /// the model sends it again.
@@ -204,7 +218,7 @@ impl State {
         c.models.push(to);
         c.before.input += broken.input;
         c.before.output += broken.output;
-        c.seam = (resumed.mode == Mode::Instruct).then(String::new);
+        c.seam = (resumed.mode == Mode::Instruct).then(Seam::default);
         c.resent_space = (resumed.mode == Mode::Prefill(crate::api::continuation::Prefill::Anthropic))
             .then(|| self.partial[self.partial.trim_end().len()..].to_string())
             .filter(|ws| !ws.is_empty());
@@ -234,9 +248,18 @@ impl State {
 impl Drop for State {
     fn drop(&mut self) {
         // Unsettled here means the client went away: the ticket and the
-        // finish record an abandoned attempt and a disconnect as they drop.
+        // finish record an abandoned attempt and a disconnect as they drop
+        // — unless the server cut off a client that stopped reading: then
+        // the request is an error (not the model's: the attempt stays
+        // abandoned).
         if let Some(ticket) = self.ticket.take() {
             self.meter_estimate(ticket.target());
+        }
+        let Some(link) = self.link.take() else { return };
+        link.unbound();
+        if let (Some(cut), Some(finish)) = (link.was_cut(), self.finish.take()) {
+            tracing::warn!(reason = cut.label(), "Stream ended: its client stopped reading.");
+            finish.settle(RequestOutcome::Error);
         }
     }
 }
@@ -309,6 +332,7 @@ impl Forward {
             continuation: None,
             continued: None,
             gap: Gap::new(),
+            link: None,
         };
         Self { state }
     }
@@ -316,6 +340,13 @@ impl Forward {
     /// Counts the stream's tokens with `meter` (see [`Meter`]).
     pub fn meter(&mut self, meter: Meter) {
         self.state.meter = Some(meter);
+    }
+
+    /// Writes the stream to the client connection `link`: its deadline
+    /// holds while the client's socket is full ([`ClientLink`]).
+    pub fn bind(&mut self, link: Arc<ClientLink>) {
+        link.bound(self.state.deadline);
+        self.state.link = Some(link);
     }
 
     /// Lets the stream continue on the next model of `plan` when it breaks
@@ -457,11 +488,11 @@ fn continued_chunk(c: &mut Continued, partial: &str, v: &mut Value) {
                 }
             }
         }
-        if let Some(held) = c.seam.as_mut() {
+        if let Some(seam) = c.seam.as_mut() {
             let text = delta.remove("content").and_then(|t| t.as_str().map(str::to_owned)).unwrap_or_default();
-            held.push_str(&text);
             let finishing = v.pointer("/choices/0/finish_reason").is_some_and(|f| !f.is_null());
-            if let Some(out) = decide_seam(partial, held, finishing) {
+            let out = seam.feed(partial, &text);
+            if let Some(out) = out.or_else(|| finishing.then(|| seam.finish(partial))) {
                 c.seam = None;
                 if let Some(delta) = v.pointer_mut("/choices/0/delta").and_then(Value::as_object_mut) {
                     delta.insert("content".into(), Value::String(out));
@@ -487,33 +518,14 @@ fn continued_chunk(c: &mut Continued, partial: &str, v: &mut Value) {
     }
 }
 
-/// The text to send once the seam is clear: held back while what came so
-/// far could still be a repetition of the partial answer's end (it occurs
-/// in it), then without the repeated part. `None`: keep holding.
-fn decide_seam(partial: &str, held: &str, finishing: bool) -> Option<String> {
-    // Only the end of the partial answer can be repeated at the seam.
-    let tail_start = partial.char_indices().rev().nth(511).map_or(0, |(i, _)| i);
-    let tail = &partial[tail_start..];
-    if !finishing && !held.is_empty() && held.len() < tail.len() && tail.contains(held) {
-        return None;
-    }
-    if held.is_empty() && !finishing {
-        return None;
-    }
-    let cut = crate::api::continuation::overlap(tail, held);
-    Some(held[cut..].to_string())
-}
-
 /// The seam's held text at the end of a stream, as a last content chunk.
 fn flush_seam(st: &mut State) -> Option<Bytes> {
     let c = st.continued.as_mut()?;
-    let held = c.seam.take()?;
-    let cut = crate::api::continuation::overlap(&st.partial, &held);
-    let text = &held[cut..];
+    let text = c.seam.take()?.finish(&st.partial);
     if text.is_empty() {
         return None;
     }
-    st.partial.push_str(text);
+    st.partial.push_str(&text);
     let mut v = json!({"choices": [{"index": 0, "delta": {"content": text}, "finish_reason": null}]});
     wire::chunk(&mut v, &st.stamp);
     Some(sse::encode_json(&v))

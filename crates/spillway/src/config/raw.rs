@@ -64,6 +64,12 @@ pub struct RawServer {
     /// How long a client may take to send its request body (default `10s`);
     /// slower gets 408. The body is read before a concurrency slot is taken.
     pub body_read_timeout: Option<String>,
+    /// How long a client may accept no bytes of an answer being written
+    /// (default `30s`); then its connection is closed and a stream it was
+    /// reading ends, releasing its concurrency slot and upstream call.
+    /// `health.timeouts.total` ends a stream whose client reads too
+    /// slowly even when some bytes keep getting through.
+    pub client_write_timeout: Option<String>,
     /// How long in-flight requests may run after SIGTERM/SIGINT (default `30s`).
     pub shutdown_grace: Option<String>,
     /// Threads serving requests, each with its own event loop and upstream

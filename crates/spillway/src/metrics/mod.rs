@@ -8,6 +8,7 @@
 //! created once per cascade target ([`TargetMetrics`]) so an attempt only
 //! increments atomics — no label strings are built per request.
 
+mod clients;
 mod console;
 mod handles;
 mod labels;
@@ -15,6 +16,7 @@ pub mod names;
 mod process;
 mod text;
 
+pub use clients::{ClientMetrics, CutLabels};
 pub use console::Tallies;
 pub use handles::{CascadeMetrics, TargetMetrics, UsageHandles, NORMALIZE_RESULTS};
 pub use labels::*;
@@ -100,6 +102,8 @@ pub struct Metrics {
     /// Answers since start per model, tier and rank of each cascade, for
     /// `/admin/state` and the console (not exported).
     pub tallies: Tallies,
+    /// `spillway_slow_client_cuts_total`
+    pub clients: ClientMetrics,
 }
 
 /// Gauge storage type alias kept for readability.
@@ -200,6 +204,7 @@ impl Metrics {
             "Stream events an upstream sent that could not be read (not JSON, broken format), skipped",
             stream_events_skipped.clone(),
         );
+        let clients = ClientMetrics::register(&mut registry);
         Self {
             registry,
             requests,
@@ -225,6 +230,7 @@ impl Metrics {
             prompt_variants,
             in_flight,
             tallies: Tallies::default(),
+            clients,
         }
     }
 

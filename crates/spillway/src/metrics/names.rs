@@ -36,6 +36,8 @@ pub const CONTINUATIONS: &str = "spillway_continuations";
 pub const STREAM_EVENTS_SKIPPED: &str = "spillway_stream_events_skipped";
 /// Requests whose client went away before the answer ended.
 pub const CLIENT_DISCONNECTS: &str = "spillway_client_disconnects";
+/// Connections closed because their client stopped reading.
+pub const SLOW_CLIENT_CUTS: &str = "spillway_slow_client_cuts";
 /// Requests switched to another cascade by an escalation rule.
 pub const ESCALATIONS: &str = "spillway_escalations";
 /// JSON answers by normalization result.

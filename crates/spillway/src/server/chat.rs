@@ -158,6 +158,9 @@ pub(super) async fn serve(
     crate::usage::observe((&**gw).into(), &gw.shared.usage, &plan, &served);
     if let ServedBody::Forward(f) = &mut served.body {
         f.meter(gw.books().meter(&plan.name));
+        if let Some(link) = notes.link() {
+            f.bind(link.clone());
+        }
         if plan.continue_streams && plan.targets.len() > 1 {
             f.continue_with(gw.runner_owned(), plan.clone(), req);
         }

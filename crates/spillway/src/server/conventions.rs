@@ -13,6 +13,7 @@
 //! answered here with 204, and responses to allowed origins carry
 //! `Access-Control-Allow-Origin` and the headers a browser may read.
 
+use crate::client_link::ClientLink;
 use crate::config::CorsConfig;
 use crate::telemetry::{RequestId, RequestNotes};
 use axum::body::{Body, Bytes};
@@ -42,10 +43,14 @@ pub(super) struct Entered {
 }
 
 /// Names the request, answers a CORS preflight (`Err`: the response), and
-/// puts the notes into its extensions.
-pub(super) fn enter<B>(req: &mut http::Request<B>, cors: Option<&CorsConfig>) -> Result<Entered, Box<Response>> {
+/// puts the notes into its extensions (with `link`, the connection it came on).
+pub(super) fn enter<B>(
+    req: &mut http::Request<B>,
+    cors: Option<&CorsConfig>,
+    link: Option<Arc<ClientLink>>,
+) -> Result<Entered, Box<Response>> {
     let id = RequestId::from_client(req.headers().get(X_REQUEST_ID).map(HeaderValue::as_bytes));
-    let notes = RequestNotes::new(id);
+    let notes = RequestNotes::on(id, link);
     let allowed_origin = cors.and_then(|c| allowed(c, req.headers()));
     if let Some(c) = cors.filter(|_| is_preflight(req)) {
         return Err(Box::new(preflight(c, req.headers(), allowed_origin, &notes)));

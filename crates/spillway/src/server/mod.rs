@@ -12,6 +12,7 @@ pub mod admin_load;
 pub mod admin_state;
 pub mod auth;
 pub mod chat;
+pub mod client_io;
 pub mod conventions;
 pub mod embeddings;
 pub mod handoff_routes;
@@ -62,6 +63,8 @@ impl AppState {
 struct Front {
     state: Arc<AppState>,
     router: TowerToHyperService<axum::Router>,
+    /// The connection's link, which the requests on it carry in their notes.
+    link: Option<Arc<crate::client_link::ClientLink>>,
 }
 
 impl hyper::service::Service<http::Request<hyper::body::Incoming>> for Front {
@@ -72,7 +75,7 @@ impl hyper::service::Service<http::Request<hyper::body::Incoming>> for Front {
     fn call(&self, mut req: http::Request<hyper::body::Incoming>) -> Self::Future {
         let entered = {
             let gw = self.state.gateway.load();
-            conventions::enter(&mut req, gw.config.server.cors.as_ref())
+            conventions::enter(&mut req, gw.config.server.cors.as_ref(), self.link.clone())
         };
         let entered = match entered {
             Ok(e) => e,
@@ -117,7 +120,8 @@ pub(crate) async fn accept_loop(
         let gw = state.gateway.load();
         (gw.config.server.header_read_timeout, gw.config.server.shutdown_grace)
     };
-    let front = Front { state: state.clone(), router: TowerToHyperService::new(routes::router(state.clone())) };
+    let front =
+        Front { state: state.clone(), router: TowerToHyperService::new(routes::router(state.clone())), link: None };
     let mut http = hyper::server::conn::http1::Builder::new();
     http.timer(TokioTimer::new()).header_read_timeout(header_timeout).keep_alive(true);
     let graceful = GracefulShutdown::new();
@@ -137,7 +141,11 @@ pub(crate) async fn accept_loop(
             () = shutdown.cancelled() => break,
         };
         let _ = stream.set_nodelay(true);
-        let conn = http.serve_connection(TokioIo::new(stream), front.clone());
+        let link = Arc::new(crate::client_link::ClientLink::new());
+        let write_timeout = state.gateway.load().config.server.client_write_timeout;
+        let io = client_io::ClientIo::new(stream, link.clone(), state.metrics.clone(), write_timeout);
+        let front = Front { link: Some(link), ..front.clone() };
+        let conn = http.serve_connection(TokioIo::new(io), front);
         let conn = graceful.watch(conn);
         tasks.spawn(async move {
             if let Err(e) = conn.await {

@@ -73,11 +73,22 @@ pub(super) fn compile_server(cx: &mut Ctx, s: RawServer) -> ServerConfig {
             s.body_read_timeout.as_ref(),
             Duration::from_secs(10),
         ),
+        client_write_timeout: client_write_timeout(cx, s.client_write_timeout.as_ref()),
         shutdown_grace: cx.duration("server.shutdown_grace", s.shutdown_grace.as_ref(), Duration::from_secs(30)),
         cors: s.cors.map(|c| compile_cors(cx, c)),
         watch_config: cx.duration("server.watch_config", s.watch_config.as_ref(), Duration::from_secs(5)),
         drain_delay: cx.duration("server.drain_delay", s.drain_delay.as_ref(), Duration::ZERO),
     }
+}
+
+fn client_write_timeout(cx: &mut Ctx, value: Option<&String>) -> Duration {
+    let path = "server.client_write_timeout";
+    let d = cx.duration(path, value, Duration::from_secs(30));
+    if d.is_zero() {
+        cx.err(path, "must be greater than 0");
+        return Duration::from_secs(30);
+    }
+    d
 }
 
 /// The request headers browsers may send when `allow_headers` is not given.

@@ -23,6 +23,9 @@ pub struct ServerConfig {
     /// Deadline for a client's request body (a slow body never holds a
     /// concurrency slot: it is read first).
     pub body_read_timeout: Duration,
+    /// How long a client may accept no bytes of an answer being written
+    /// before its connection is closed.
+    pub client_write_timeout: Duration,
     /// Grace period for in-flight requests at shutdown.
     pub shutdown_grace: Duration,
     /// Serving threads (`spillway serve`).
