@@ -30,6 +30,7 @@ LAYERS = [
     ["load", "discovery"],
     ["alerts", "cascade"],
     ["usage", "handoff", "escalation"],
+    ["stored"],
     ["gateway"],
     ["server"],
     ["app"],

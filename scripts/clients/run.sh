@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The end-to-end client suite: the real clients (openai-python, the Anthropic
-# SDK, LangChain, openai-node, the Vercel AI SDK, promtool) against running
+# SDK, LangChain, openai-node, the Vercel AI SDK, the browser SDKs in
+# Chromium, promtool) against running
 # gateways (`spillway serve` on the demo config and on mock.yaml, each on a
 # free port). Installs the pinned clients into .clients/ (git-ignored; reused
 # while the pins are unchanged), prints PASS/FAIL per scenario and the time.
@@ -48,6 +49,12 @@ if [ "$(cat "$cache/node/.stamp" 2>/dev/null)" != "$node_stamp" ]; then
 fi
 ln -sfn "../../../$cache/node/node_modules" "$here/node/node_modules"
 
+# Chromium for the browser scenarios (node/browser.test.mjs): Debian's.
+if ! command -v chromium >/dev/null 2>&1; then
+  echo "Installing Chromium (Debian package chromium)..."
+  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium) >/dev/null
+fi
+
 # promtool: the Debian package `prometheus` ships it.
 if ! command -v promtool >/dev/null 2>&1; then
   echo "Installing promtool (Debian package prometheus)..."
@@ -81,6 +88,10 @@ start() {
   cat "$out/$name.log" >&2
   return 1
 }
+
+# The browser scenarios serve their page on this port (an origin the mock
+# gateway's CORS lists).
+export SPILLWAY_BROWSER_PORT=$(free_port)
 
 # The demo `spillway serve` embeds (examples/demo.yaml) listens on a fixed
 # port; a copy on a free one.

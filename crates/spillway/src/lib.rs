@@ -31,6 +31,7 @@ pub mod redact;
 pub mod secret;
 pub mod server;
 pub mod state;
+pub mod stored;
 pub mod supervisor;
 pub mod telemetry;
 pub mod usage;

@@ -150,3 +150,31 @@ fn discover_without_discovery_says_no_cascade_uses_it() {
     }
     let _ = std::fs::remove_dir_all(dir);
 }
+
+#[tokio::test]
+async fn discover_names_the_listing_it_waits_for_and_keeps_the_cause_of_a_failure() {
+    let slow = FakeUpstream::start().await;
+    let listing = serde_json::json!({"object": "list", "data": [
+        {"id": "llama-3.3-70b", "object": "model", "active": true, "context_window": 131072}]});
+    slow.route("/v1/models", Reply::json(listing).delay(std::time::Duration::from_millis(4500)));
+    let dir = tempdir("discover-wait");
+    let yaml = format!(
+        "state:\n  data_dir: {}\nproviders:\n  slowpoke:\n    kind: openai\n    base_url: {}\n    discovery: {{ enabled: true, format: groq }}\n    price_per_1m: {{ input: 0, output: 0 }}\n  gone:\n    kind: openai\n    base_url: http://127.0.0.1:{}/v1\n    discovery: {{ enabled: true }}\ncascades:\n  chat:\n    providers: [slowpoke, gone]\n",
+        dir.join("data").display(),
+        slow.base_url(),
+        closed_port()
+    );
+    std::fs::write(dir.join("g.yaml"), yaml).unwrap();
+    let d = dir.clone();
+    let (code, out) =
+        tokio::task::spawn_blocking(move || spillway_in(&d, &["discover", "--config", "g.yaml"], &[])).await.unwrap();
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("waiting for slowpoke (2 s)"), "the slow listing is named while it is awaited:\n{out}");
+    assert!(
+        !out.contains("waiting for gone") && !out.contains("slowpoke, gone"),
+        "a failed one is not waited on:\n{out}"
+    );
+    assert!(out.to_lowercase().contains("refused"), "the refused listing keeps its cause:\n{out}");
+    assert!(out.contains("llama-3.3-70b"), "{out}");
+    let _ = std::fs::remove_dir_all(dir);
+}

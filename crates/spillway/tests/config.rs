@@ -38,7 +38,7 @@ fn check_prints_every_error_with_its_path_and_exits_1() {
     let file = dir.join("bad.yaml");
     std::fs::write(
         &file,
-        "server:\n  listen: nope\n  bogus: 1\n  workers: 0\nproviders:\n  groq:\n    kind: openai\n    api_key: ${SPILLWAY_TEST_SURELY_UNSET_VAR}\ncascades:\n  extraction:\n    models: [groq/a, nope/b]\n    filters: { max_cost_per_1m: cheap }\n",
+        "server:\n  listen: nope\n  bogus: 1\n  workers: 0\nproviders:\n  vllm-box:\n    kind: openai\n    api_key: ${SPILLWAY_TEST_SURELY_UNSET_VAR}\ncascades:\n  extraction:\n    models: [vllm-box/a, nope/b]\n    filters: { max_cost_per_1m: cheap }\n",
     )
     .unwrap();
     let (code, out) = spillway(&["check", "--config", file.to_str().unwrap()]);
@@ -47,8 +47,8 @@ fn check_prints_every_error_with_its_path_and_exits_1() {
         "server.bogus: unknown field `bogus`",
         "server.listen: expected host:port",
         "server.workers: must be greater than 0",
-        "providers.groq.api_key: environment variable SPILLWAY_TEST_SURELY_UNSET_VAR is not set",
-        "providers.groq.base_url: required for kind `openai`",
+        "providers.vllm-box.api_key: environment variable SPILLWAY_TEST_SURELY_UNSET_VAR is not set",
+        "providers.vllm-box.base_url: required for kind `openai`",
         "cascades.extraction.models[1]: unknown provider `nope`",
         "cascades.extraction.filters.max_cost_per_1m: invalid type: string \"cheap\", expected f64",
         "cascades.extraction.filters: a cascade has either `models`",

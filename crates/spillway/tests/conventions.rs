@@ -273,6 +273,50 @@ async fn cors_preflight_is_answered_for_allowed_origins_only() {
     assert_eq!(header(&resp, "access-control-allow-origin"), "");
 }
 
+/// What openai-node and the Anthropic TypeScript SDK ask for in a browser
+/// (`dangerouslyAllowBrowser`), and a Stainless header yet to be invented.
+const SDK_HEADERS: &str = "authorization, content-type, accept, x-stainless-lang, x-stainless-package-version, \
+x-stainless-os, x-stainless-arch, x-stainless-runtime, x-stainless-runtime-version, x-stainless-retry-count, \
+x-stainless-timeout, x-api-key, anthropic-version, anthropic-dangerous-direct-browser-access, anthropic-beta, \
+openai-organization, openai-project, user-agent, X-Stainless-Brand-New";
+
+#[tokio::test]
+async fn cors_defaults_cover_what_the_browser_sdks_send() {
+    let (up, emb) = (FakeUpstream::start().await, FakeUpstream::start_at("/embeddings").await);
+    let gw = start(&yaml(&up, &emb, CORS)).await;
+    for (path, method) in
+        [("/v1/chat/completions", "POST"), ("/v1/messages", "POST"), ("/v1/responses/resp_1", "DELETE")]
+    {
+        let resp = client()
+            .request(reqwest::Method::OPTIONS, format!("{}{path}", gw.url))
+            .header("origin", "https://app.example.com")
+            .header("access-control-request-method", method)
+            .header("access-control-request-headers", SDK_HEADERS)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(resp.status(), 204);
+        assert!(header(&resp, "access-control-allow-methods").contains(method), "{path}");
+        let allowed: Vec<&str> = header(&resp, "access-control-allow-headers").split(", ").collect();
+        for asked in SDK_HEADERS.split(", ") {
+            assert!(allowed.contains(&asked.to_ascii_lowercase().as_str()), "{asked} not in {allowed:?}");
+        }
+        assert!(!allowed.contains(&"x-stainless-*"), "the prefix itself is not sent: {allowed:?}");
+    }
+    // A configured list keeps to itself, its own prefixes included.
+    let own = "server:\n  cors:\n    allow_origins: [\"https://app.example.com\"]\n    allow_headers: [\"authorization\", \"x-app-*\"]\n";
+    let gw = start(&yaml(&up, &emb, own)).await;
+    let resp = client()
+        .request(reqwest::Method::OPTIONS, format!("{}/v1/chat/completions", gw.url))
+        .header("origin", "https://app.example.com")
+        .header("access-control-request-method", "POST")
+        .header("access-control-request-headers", "authorization, x-app-tenant, x-stainless-os")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(header(&resp, "access-control-allow-headers"), "authorization, x-app-tenant");
+}
+
 #[tokio::test]
 async fn cors_is_off_by_default() {
     let (up, emb) = (FakeUpstream::start().await, FakeUpstream::start_at("/embeddings").await);

@@ -117,3 +117,44 @@ fn a_sighup_before_the_config_is_read_does_not_kill() {
     assert!(up, "the gateway never listened");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `spillway serve` on a config of `workers` threads on `port`, started the
+/// moment its port accepts a connection; its stderr piped.
+fn started(dir: &std::path::Path, port: u16, workers: usize) -> std::process::Child {
+    let config = dir.join(format!("spillway-{port}.yaml"));
+    let yaml = format!(
+        "server: {{ listen: 127.0.0.1:{port}, workers: {workers} }}\nstate: {{ data_dir: {} }}\nproviders:\n  m: {{ kind: mock, models: [{{ id: a }}] }}\ncascades:\n  c: {{ models: [m/a] }}\n",
+        dir.join("data").display()
+    );
+    std::fs::write(&config, yaml).unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_spillway"))
+        .args(["serve", "--config", config.to_str().unwrap()])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    for _ in 0..2000 {
+        if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
+            return child;
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    panic!("the gateway never listened on {port}");
+}
+
+#[test]
+fn the_drain_is_logged_once_not_once_per_serving_thread() {
+    let dir = std::env::temp_dir().join(format!("spillway-drainlog-{}-{}", std::process::id(), fastrand::u64(..)));
+    std::fs::create_dir_all(&dir).unwrap();
+    // SIGTERM the moment the port accepts: the handler is already there.
+    let child = started(&dir, free_port(), 3);
+    let sent = Command::new("kill").args(["-TERM", &child.id().to_string()]).status().unwrap();
+    assert!(sent.success());
+    let out = child.wait_with_output().unwrap();
+    let log = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(log.matches("Shutting down").count(), 1, "{log}");
+    assert_eq!(log.matches("All connections closed").count(), 1, "{log}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

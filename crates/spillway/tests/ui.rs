@@ -22,6 +22,9 @@ fn config(admin: bool) -> String {
     )
 }
 
+/// The console page as it is embedded.
+const PAGE_SOURCE: &str = include_str!("../src/server/ui.html");
+
 #[tokio::test]
 async fn the_console_is_off_without_an_admin_token() {
     let gw = start(&config(false)).await;
@@ -34,6 +37,9 @@ async fn the_console_is_off_without_an_admin_token() {
         page.contains("no admin token configured") && page.contains("server.admin_token"),
         "how to enable it: {page}"
     );
+    // The console's own way of saying how long a mark has left: never "0 s left".
+    assert!(!PAGE_SOURCE.contains("seconds_left + \" s left"), "{PAGE_SOURCE}");
+    assert!(PAGE_SOURCE.contains("function left(s)") && PAGE_SOURCE.contains("ends now"));
     // The admin API itself stays a plain 404.
     let api = gw.get("/admin/state").await;
     assert_eq!(api.status(), 404);

@@ -139,18 +139,63 @@ test('next turn from response.messages, openai(id) with store: false', async () 
   assert.ok(text.endsWith('Thanks!'), text);
 });
 
-test('next turn with the default store: item references get a 400 that says store: false', async () => {
-  // Spillway keeps no responses, so the `item_reference`s the AI SDK sends
-  // for earlier assistant items (store unset = true) are refused, clearly.
-  const first = await generateText({ model: openai('chat'), prompt: 'Say hello.', maxRetries: 0 });
-  await assert.rejects(
-    generateText({
-      model: openai('chat'),
-      messages: [{ role: 'user', content: 'Say hello.' }, ...first.response.messages, { role: 'user', content: 'Again.' }],
-      maxRetries: 0,
-    }),
-    (e) => APICallError.isInstance(e) && e.statusCode === 400 && e.message.includes('store: false'),
-  );
+// The AI SDK's default (store unset = true): the next turn names the earlier
+// assistant items by id (`item_reference`), which Spillway resolves from the
+// responses it stored. Every request body is recorded to see that it did.
+const sent = [];
+const recording = createOpenAI({
+  baseURL: `${process.env.SPILLWAY_URL}/v1`,
+  apiKey: 'not-needed',
+  fetch: async (url, init) => {
+    if (init?.body) sent.push(JSON.parse(init.body));
+    return fetch(url, init);
+  },
+});
+const references = () => sent.flatMap((b) => (Array.isArray(b.input) ? b.input : [])).filter((i) => i.type === 'item_reference' || (i.id && !i.type && !i.role));
+
+test('default multi-turn on stored responses: text, whole and streamed', async () => {
+  sent.length = 0;
+  const first = await generateText({ model: recording('chat'), prompt: 'Say hello.', maxRetries: 0 });
+  const history = [{ role: 'user', content: 'Say hello.' }, ...first.response.messages];
+  const second = await generateText({
+    model: recording('chat'),
+    messages: [...history, { role: 'user', content: 'Again.' }],
+    maxRetries: 0,
+  });
+  assert.ok(second.text.endsWith('Again.'), second.text);
+  const third = streamText({
+    model: recording('chat'),
+    messages: [...history, ...second.response.messages, { role: 'user', content: 'Once more.' }],
+    maxRetries: 0,
+  });
+  let text = '';
+  for await (const part of third.textStream) text += part;
+  assert.ok(text.endsWith('Once more.'), text);
+  assert.ok(references().length >= 2, `the SDK sent item references: ${JSON.stringify(sent.map((b) => b.input))}`);
+});
+
+test('default multi-turn on stored responses: tools, whole and streamed', async () => {
+  sent.length = 0;
+  const first = await generateText({
+    model: recording('chat'),
+    prompt: 'Weather in Paris?',
+    tools: weatherTools,
+    stopWhen: stepCountIs(3),
+    maxRetries: 0,
+  });
+  assert.equal(first.steps.length, 2);
+  const next = streamText({
+    model: recording('chat'),
+    messages: [{ role: 'user', content: 'Weather in Paris?' }, ...first.response.messages, { role: 'user', content: 'Thanks!' }],
+    tools: weatherTools,
+    stopWhen: stepCountIs(3),
+    maxRetries: 0,
+  });
+  let text = '';
+  for await (const part of next.textStream) text += part;
+  assert.ok(text.endsWith('Thanks!'), text);
+  // The earlier turns' items went back by reference.
+  assert.ok(references().length > 0, JSON.stringify(references()));
 });
 
 test('errors: an unknown model is a 404 APICallError', async () => {

@@ -60,6 +60,31 @@ def test_structured_output_json_mode(base_url: str) -> None:
     assert isinstance(person, Person)
 
 
+def test_json_mode_and_a_schema_only_in_the_prompt_on_the_demo(demo_url: str) -> None:
+    # The demo's mocks answer JSON for a schema found only in the prompt:
+    # LangChain's json_mode (response_format json_object) ...
+    schema = __import__("json").dumps(Person.model_json_schema())
+    structured = llm(demo_url, "chat").with_structured_output(Person, method="json_mode")
+    assert isinstance(structured.invoke(f"Invent a person. Answer in JSON with this JSON Schema:\n{schema}"), Person)
+    # ... and instructor's MD_JSON mode (no response_format at all: the
+    # schema in the system message, the answer asked for in a ```json block).
+    system = (
+        "As a genius expert, your task is to understand the content and provide the parsed objects in json "
+        f"that match the following json_schema:\n\n{schema}\n\nMake sure to return an instance of the JSON, "
+        "not the schema itself"
+    )
+    answer = llm(demo_url, "chat").invoke(
+        [
+            ("system", system),
+            ("user", "Invent a person."),
+            ("user", "Return the correct JSON response within a ```json codeblock. not the JSON_SCHEMA"),
+        ]
+    )
+    text = str(answer.content)
+    body = text.split("```json", 1)[-1].split("```", 1)[0] if "```" in text else text
+    Person.model_validate_json(body.strip())
+
+
 def test_structured_output_typed_dict_schema(base_url: str) -> None:
     schema = {
         "title": "Reply",

@@ -333,11 +333,44 @@ def test_responses_fields_sdks_send(client: openai.OpenAI) -> None:
     assert response.metadata == {"team": "a"}
 
 
-def test_responses_previous_response_id_is_a_clear_400(client: openai.OpenAI) -> None:
+def test_responses_are_stored_and_continued(client: openai.OpenAI) -> None:
+    first = client.responses.create(model="chat", input="Say hello.")
+    assert first.store is True
+    again = client.responses.retrieve(first.id)
+    assert again.output_text == first.output_text
+    second = client.responses.create(model="chat", input="Again.", previous_response_id=first.id)
+    assert second.previous_response_id == first.id
+    assert second.output_text.endswith("Again.")
+    items = client.responses.input_items.list(second.id)
+    assert [i.id for i in items.data] and items.data[0].type == "message"
+    streamed = ""
+    with client.responses.stream(model="chat", input="More.", previous_response_id=second.id) as stream:
+        for event in stream:
+            if event.type == "response.output_text.delta":
+                streamed += event.delta
+        final = stream.get_final_response()
+    assert streamed.endswith("More.") and client.responses.retrieve(final.id).id == final.id
+    client.responses.delete(first.id)
+    with pytest.raises(openai.NotFoundError):
+        client.responses.retrieve(first.id)
     with pytest.raises(openai.BadRequestError) as e:
-        client.responses.create(model="chat", input="x", previous_response_id="resp_123")
+        client.responses.create(model="chat", input="x", previous_response_id="resp_nope")
     assert e.value.param == "previous_response_id"
-    assert "store" in e.value.message
+    assert e.value.code == "previous_response_not_found"
+
+
+def test_legacy_completions(client: openai.OpenAI) -> None:
+    done = client.completions.create(model="chat", prompt="Say hello.", max_tokens=64)
+    assert done.object == "text_completion"
+    assert done.choices[0].text and done.choices[0].finish_reason == "stop"
+    assert done.usage and done.usage.completion_tokens > 0
+    cut = client.completions.create(model="chat", prompt="Say hello.")
+    assert cut.choices[0].finish_reason in ("length", "stop")
+    text = ""
+    for chunk in client.completions.create(model="chat", prompt="Say hello.", max_tokens=64, stream=True):
+        assert chunk.object == "text_completion"
+        text += chunk.choices[0].text if chunk.choices else ""
+    assert text == done.choices[0].text
 
 
 def test_embeddings_token_arrays(client: openai.OpenAI) -> None:

@@ -11,9 +11,10 @@ use serde_json::json;
 
 /// The client routes, as an unknown route's 404 names them.
 pub const ROUTES: &str =
-    "POST /v1/chat/completions, POST /v1/responses, POST /v1/messages, POST /v1/messages/count_tokens, \
-POST /v1/embeddings, GET /v1/models, GET /v1/models/{id}, GET /v1/handoff/{id}, GET /healthz, GET /readyz, \
-GET /metrics (and /admin/..., /ui with the admin token)";
+    "POST /v1/chat/completions, POST /v1/completions, POST /v1/responses, GET|DELETE /v1/responses/{id}, \
+GET /v1/responses/{id}/input_items, POST /v1/messages, POST /v1/messages/count_tokens, POST /v1/embeddings, \
+GET /v1/models, GET /v1/models/{id}, GET /v1/handoff/{id} (the /v1 routes also without /v1), GET /health, \
+GET /healthz, GET /readyz, GET /metrics (and /admin/..., /ui with the admin token)";
 
 /// One attempt as listed in an `all_models_failed` error.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -105,6 +106,28 @@ pub enum ApiError {
     /// The gateway is shutting down.
     #[error("the gateway is shutting down")]
     ShuttingDown,
+    /// `previous_response_id` names no response this caller stored.
+    #[error("Previous response with id '{0}' not found.")]
+    PreviousResponseNotFound(String),
+    /// `GET`/`DELETE /v1/responses/{id}` of no response this caller stored.
+    #[error("Response with id '{0}' not found.")]
+    ResponseNotFound(String),
+    /// The store of responses cannot be reached.
+    #[error("the response store is unavailable; retry shortly")]
+    StoreUnavailable,
+    /// The request's `model` is a cascade of another kind than the route
+    /// serves (an embedding cascade on chat, or the reverse).
+    #[error("`{cascade}` is {kind} cascade, and this endpoint needs {wanted} cascade: {fits}")]
+    WrongKind {
+        /// The cascade named.
+        cascade: String,
+        /// Its kind, with its article (`an embedding`).
+        kind: &'static str,
+        /// The kind the endpoint needs, with its article (`a chat`).
+        wanted: &'static str,
+        /// The cascades that fit, as a sentence.
+        fits: String,
+    },
 }
 
 impl ApiError {
@@ -114,6 +137,9 @@ impl ApiError {
             Self::InvalidJson(_) | Self::InvalidField { .. } | Self::ContextLengthExceeded { .. } => {
                 StatusCode::BAD_REQUEST
             }
+            Self::PreviousResponseNotFound(_) | Self::WrongKind { .. } => StatusCode::BAD_REQUEST,
+            Self::ResponseNotFound(_) => StatusCode::NOT_FOUND,
+            Self::StoreUnavailable => StatusCode::SERVICE_UNAVAILABLE,
             Self::Unauthorized => StatusCode::UNAUTHORIZED,
             Self::ModelNotFound(_) | Self::NotFound | Self::NoRoute(_) => StatusCode::NOT_FOUND,
             Self::MethodNotAllowed { .. } => StatusCode::METHOD_NOT_ALLOWED,
@@ -144,6 +170,10 @@ impl ApiError {
             Self::UpstreamRejected { .. } => ("invalid_request_error", None),
             Self::Timeout => ("timeout", Some("timeout")),
             Self::ShuttingDown => ("server_error", Some("shutting_down")),
+            Self::PreviousResponseNotFound(_) => ("invalid_request_error", Some("previous_response_not_found")),
+            Self::ResponseNotFound(_) => ("invalid_request_error", Some("not_found")),
+            Self::StoreUnavailable => ("server_error", Some("store_unavailable")),
+            Self::WrongKind { .. } => ("invalid_request_error", Some("wrong_model_kind")),
         }
     }
 
@@ -168,7 +198,8 @@ impl ApiError {
         let (kind, code) = self.type_and_code();
         let param = match self {
             Self::InvalidField { param, .. } => Some(param.clone()),
-            Self::ModelNotFound(_) => Some("model".to_string()),
+            Self::ModelNotFound(_) | Self::WrongKind { .. } => Some("model".to_string()),
+            Self::PreviousResponseNotFound(_) => Some("previous_response_id".to_string()),
             Self::ContextLengthExceeded { .. } => Some("messages".to_string()),
             _ => None,
         };
@@ -196,7 +227,7 @@ impl IntoResponse for ApiError {
             return resp;
         }
         let mut resp = (status, axum::Json(self.body())).into_response();
-        if matches!(self, Self::Overloaded | Self::ShuttingDown) {
+        if matches!(self, Self::Overloaded | Self::ShuttingDown | Self::StoreUnavailable) {
             resp.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
         }
         resp

@@ -9,8 +9,9 @@
 //! as checked bytes; [`tokens`] holds token counts and their estimate.
 //! The other entry points' formats sit beside chat's: [`responses`] (the
 //! Responses API) and [`messages`] (Anthropic's Messages API) translate to
-//! and from chat, [`reframe`] re-frames a chat stream for them as it
-//! passes, and [`embeddings`] is the embeddings wire format.
+//! and from chat, as does [`legacy`] (the legacy Completions API);
+//! [`reframe`] re-frames a chat stream for them as it passes, and
+//! [`embeddings`] is the embeddings wire format.
 //!
 //! The bottom of the layering with `outcome`: nothing here imports the
 //! adapters, the load monitors or anything above them.
@@ -22,6 +23,7 @@ pub mod continuation;
 pub mod embeddings;
 pub mod error;
 pub mod json;
+pub mod legacy;
 pub mod messages;
 pub mod reframe;
 pub mod request;

@@ -53,7 +53,10 @@ pub fn run(path: &Path, as_json: bool) -> ExitCode {
     if progress {
         eprintln!("Fetching {total} model listing(s)…");
     }
-    let on_done = move |f: &Fetched| {
+    // Who is still being waited on, for the line a slow listing gets.
+    let pending = std::sync::Mutex::new(discovered_providers(&config));
+    let on_done = |f: &Fetched| {
+        pending.lock().unwrap_or_else(std::sync::PoisonError::into_inner).retain(|p| *p != f.provider);
         if progress {
             match &f.result {
                 Ok(l) => eprintln!("  {:<16} {} models", f.provider, l.models.len()),
@@ -61,7 +64,23 @@ pub fn run(path: &Path, as_json: bool) -> ExitCode {
             }
         }
     };
-    let fetched = runtime.block_on(fetch_all(&config, &on_done));
+    let fetched = runtime.block_on(async {
+        let work = fetch_all(&config, &on_done);
+        tokio::pin!(work);
+        let started = tokio::time::Instant::now();
+        let mut tick = tokio::time::interval_at(started + WAIT_NOTE_EVERY, WAIT_NOTE_EVERY);
+        loop {
+            tokio::select! {
+                fetched = &mut work => break fetched,
+                _ = tick.tick() => {
+                    // On stderr even off a terminal: a hanging listing must
+                    // not look like a hanging command.
+                    let names = pending.lock().unwrap_or_else(std::sync::PoisonError::into_inner).join(", ");
+                    eprintln!("  waiting for {names} ({} s)", started.elapsed().as_secs());
+                }
+            }
+        }
+    });
     let cache_path = cache::file_path(&config.state.data_dir);
     let cached = cache::read_file(&cache_path).unwrap_or_else(|e| {
         eprintln!("ignoring the discovery cache: {e}");
@@ -78,6 +97,14 @@ pub fn run(path: &Path, as_json: bool) -> ExitCode {
     } else {
         ExitCode::SUCCESS
     }
+}
+
+/// How often a listing still not in is named on stderr.
+const WAIT_NOTE_EVERY: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// The providers whose listings are fetched (or read), by name.
+fn discovered_providers(config: &Config) -> Vec<String> {
+    config.providers.values().filter(|p| p.discovery_format.is_some()).map(|p| p.name.clone()).collect()
 }
 
 /// What the command found.

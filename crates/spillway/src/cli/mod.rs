@@ -8,6 +8,7 @@ pub mod discover;
 pub mod drill;
 pub mod handoff;
 pub mod healthcheck;
+pub mod litellm;
 pub mod serve;
 pub mod status;
 
@@ -32,7 +33,12 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Run the gateway.
-    Serve,
+    Serve {
+        /// Listen on this address instead of the config's `server.listen`
+        /// (`host:port`: `0.0.0.0:4000`, `localhost:4000`).
+        #[arg(long)]
+        listen: Option<String>,
+    },
     /// Validate the config; print every error with its YAML path, or the resolved cascades.
     Check,
     /// Fetch every model listing now; print each discovered cascade and its diff against the cache.
@@ -61,7 +67,7 @@ pub enum Command {
         /// The scenario file (its `config` names the gateway config).
         scenario: std::path::PathBuf,
         /// Where to write the chart (default: the scenario's name with `.svg`, in the current directory).
-        #[arg(long)]
+        #[arg(long, visible_alias = "out")]
         svg: Option<std::path::PathBuf>,
         /// Print the report as JSON.
         #[arg(long)]
@@ -72,6 +78,14 @@ pub enum Command {
         /// The URL to probe (default: /readyz on the config's listen address).
         #[arg(long)]
         url: Option<String>,
+    },
+    /// Turn a LiteLLM proxy config into a Spillway config; list what could not be carried over.
+    ImportLitellm {
+        /// The LiteLLM config (`model_list`, `router_settings`, …).
+        litellm_config: PathBuf,
+        /// Where to write the Spillway config (default: stdout).
+        #[arg(long)]
+        out: Option<PathBuf>,
     },
     /// Print the JSON Schema of the config file (for editors).
     #[command(hide = true)]
@@ -87,13 +101,14 @@ pub fn main() -> ExitCode {
         _ => crate::telemetry::init(),
     }
     match cli.command {
-        Command::Serve => serve::run(&cli.config),
+        Command::Serve { listen } => serve::run(&cli.config, listen.as_deref()),
         Command::Check => check::run(&cli.config),
         Command::Discover { json } => discover::run(&cli.config, json),
         Command::Status { url } => status::run(&cli.config, url),
         Command::Handoff { action, url } => handoff::run(&cli.config, url, action),
         Command::Drill { scenario, svg, json } => drill::run(&scenario, svg, json),
         Command::Healthcheck { url } => healthcheck::run(&cli.config, url),
+        Command::ImportLitellm { litellm_config, out } => litellm::run(&litellm_config, out.as_deref()),
         Command::Schema => {
             print!("{}", crate::config::json_schema());
             ExitCode::SUCCESS
@@ -182,10 +197,18 @@ impl AdminTarget {
         let url = url
             .or_else(|| config.as_ref().map(|c| format!("http://{}", c.server.listen)))
             .unwrap_or_else(|| "http://127.0.0.1:8080".to_string());
-        let token = std::env::var("SPILLWAY_ADMIN_TOKEN")
-            .ok()
-            .filter(|t| !t.trim().is_empty())
-            .or_else(|| config.as_ref().and_then(|c| c.server.admin_token.as_ref().map(|t| t.expose().to_string())));
+        let token = std::env::var("SPILLWAY_ADMIN_TOKEN").ok().filter(|t| !t.trim().is_empty()).or_else(|| {
+            match config.as_ref() {
+                // Made by the running gateway, not by this process.
+                Some(c) if c.server.generate_admin_token => serve::read_generated_token(&c.state.data_dir),
+                Some(c) if c.server.admin_token.is_some() => {
+                    c.server.admin_token.as_ref().map(|t| t.expose().to_string())
+                }
+                // A gateway started here with a generated token (the demo).
+                Some(c) => serve::read_generated_token(&c.state.data_dir),
+                None => serve::read_generated_token(std::path::Path::new("spillway-data")),
+            }
+        });
         Ok(Self { url: url.trim_end_matches('/').to_string(), token })
     }
 

@@ -9,6 +9,7 @@
 pub mod compile;
 pub mod env;
 pub mod raw;
+pub mod raw_responses;
 pub mod shape;
 pub mod template;
 mod types;
@@ -93,6 +94,8 @@ pub struct Config {
     pub alerts: AlertsConfig,
     /// `handoff:`
     pub handoff: HandoffConfig,
+    /// `responses:`
+    pub responses: ResponsesConfig,
 }
 
 /// Reads and compiles a config file.

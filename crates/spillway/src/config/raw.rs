@@ -14,6 +14,8 @@ use indexmap::IndexMap;
 use schemars::JsonSchema;
 use serde::Deserialize;
 
+pub use super::raw_responses::*;
+
 /// A whole `spillway.yaml`.
 #[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -43,13 +45,16 @@ pub struct RawConfig {
     pub alerts: Option<RawAlerts>,
     /// The human-operator queue, the last tier.
     pub handoff: Option<RawHandoff>,
+    /// What the gateway keeps of the Responses API (stored responses).
+    pub responses: Option<RawResponses>,
 }
 
 /// `server:`
 #[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RawServer {
-    /// Address to listen on, `host:port` (default `127.0.0.1:8080`).
+    /// Address to listen on, `host:port` (default `127.0.0.1:8080`); the
+    /// host an IP address or a name (`localhost:4000`, resolved once).
     pub listen: Option<String>,
     /// Client keys; when set, clients must send `Authorization: Bearer <key>`.
     pub api_keys: Option<Vec<String>>,
@@ -86,6 +91,14 @@ pub struct RawServer {
     /// are still accepted, so a load balancer stops sending before the
     /// listener closes (default `0s`; a few seconds behind a Kubernetes Service).
     pub drain_delay: Option<String>,
+    /// Serve a non-loopback `listen` address without `api_keys` (default
+    /// false: such a config is refused, since anyone who reaches the
+    /// gateway could spend the providers' keys).
+    pub allow_unauthenticated: Option<bool>,
+    /// Make an admin token at each start, print it and keep it in
+    /// `state.data_dir/admin-token` for `spillway status` (default false;
+    /// loopback `listen` only; not with `admin_token`). The demo uses it.
+    pub generate_admin_token: Option<bool>,
 }
 
 /// `server.cors:`
@@ -94,10 +107,14 @@ pub struct RawServer {
 pub struct RawCors {
     /// Origins allowed to call the API (`https://app.example.com`), or `"*"` for any.
     pub allow_origins: Vec<String>,
-    /// Request headers a browser may send (default: `authorization`,
-    /// `content-type`, `x-api-key`, `x-request-id`, `anthropic-version`,
-    /// `anthropic-dangerous-direct-browser-access`, `openai-beta`,
-    /// `x-spillway-escalate`; `"*"` for any).
+    /// Request headers a browser may send (default: what the official
+    /// browser SDKs send — `authorization`, `content-type`, `accept`,
+    /// `user-agent`, `x-api-key`, `x-request-id`, `x-spillway-escalate`,
+    /// `openai-organization`, `openai-project`, `openai-beta`,
+    /// `anthropic-version`, `anthropic-beta`,
+    /// `anthropic-dangerous-direct-browser-access`, `api-key`,
+    /// `x-goog-api-key` and every `x-stainless-*`); a `prefix-*` entry
+    /// allows every header that starts with `prefix-`; `"*"` for any.
     pub allow_headers: Option<Vec<String>>,
     /// How long a browser may cache a preflight's answer (default `10m`).
     pub max_age: Option<String>,

@@ -179,7 +179,7 @@ impl ListingSource {
                 }
             }
         };
-        let transport = |e: reqwest::Error| FetchError::Transport(e.to_string());
+        let transport = |e: reqwest::Error| transport_error(&e);
         if !resp.status().is_success() {
             return Err(FetchError::Status(resp.status().as_u16()));
         }
@@ -204,9 +204,28 @@ impl ListingSource {
             // `bearer_auth` marks the header sensitive.
             req = req.bearer_auth(token.expose());
         }
-        // reqwest's errors name the URL but never headers, so no key leaks.
-        req.send().await.map_err(|e| FetchError::Transport(e.to_string()))
+        req.send().await.map_err(|e| transport_error(&e))
     }
+}
+
+/// A failed call with its cause — `timed out after 30s`, or the root cause
+/// (`Connection refused`) — not only reqwest's "error sending request".
+/// reqwest's errors name the URL but never headers, so no key leaks.
+fn transport_error(e: &reqwest::Error) -> FetchError {
+    if e.is_timeout() {
+        return FetchError::Transport(format!("timed out after {}s", REQUEST_TIMEOUT.as_secs()));
+    }
+    let mut root = None;
+    let mut source = std::error::Error::source(e);
+    while let Some(s) = source {
+        root = Some(s.to_string());
+        source = s.source();
+    }
+    let what = if e.is_connect() { "cannot connect" } else { "the call failed" };
+    FetchError::Transport(match root {
+        Some(cause) => format!("{what}: {cause}"),
+        None => e.to_string(),
+    })
 }
 
 /// What one provider's fetch gave.

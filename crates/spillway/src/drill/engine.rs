@@ -161,13 +161,15 @@ pub fn run(scenario: &Scenario) -> Result<Run, RunError> {
             .filter(|(_, counts)| counts.iter().sum::<u64>() > 0)
             .collect();
         let mut alerts = Vec::new();
+        let start_ms = u64::try_from(epoch_ms(start).as_millis()).unwrap_or(u64::MAX);
         if let Some(rx) = tap.as_mut() {
             while let Ok(m) = rx.try_recv() {
                 let at_ms = m.body.get("at_ms").and_then(Value::as_u64).unwrap_or(0);
                 alerts.push(AlertSeen {
-                    at: Duration::from_millis(at_ms).saturating_sub(epoch_ms(start)),
+                    at: Duration::from_millis(at_ms.saturating_sub(start_ms)),
                     kind: m.body.get("kind").and_then(Value::as_str).unwrap_or("alert").to_string(),
-                    text: m.text,
+                    // The virtual clock's dates mean nothing to a reader: times from the drill's start.
+                    text: super::times::relative_times(&m.text, start_ms),
                 });
             }
         }

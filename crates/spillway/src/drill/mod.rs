@@ -14,6 +14,7 @@ pub mod engine;
 pub mod report;
 pub mod scenario;
 pub mod svg;
+pub mod times;
 
 pub use engine::{run, Run, RunError};
 pub use report::Report;

@@ -5,6 +5,7 @@
 
 use super::engine::{Outcome, Run, Sample};
 use super::scenario::Scenario;
+pub use super::times::clock;
 use indexmap::IndexMap;
 use serde::Serialize;
 use std::fmt::Write as _;
@@ -763,16 +764,6 @@ pub fn secs(v: f64) -> String {
         format!("{:.0} ms", v * 1000.0)
     } else {
         format!("{v:.2} s")
-    }
-}
-
-/// `125.0` → `2:05`; hours when needed.
-pub fn clock(seconds: f64) -> String {
-    let s = seconds.round() as u64;
-    if s >= 3600 {
-        format!("{}:{:02}:{:02}", s / 3600, s / 60 % 60, s % 60)
-    } else {
-        format!("{}:{:02}", s / 60, s % 60)
     }
 }
 

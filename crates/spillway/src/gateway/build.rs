@@ -36,6 +36,8 @@ pub struct Shared {
     pub alerts: Arc<crate::alerts::AlertBus>,
     /// The handoff queue, opened on first use.
     pub handoff: Arc<crate::handoff::Desk>,
+    /// Stored responses of the Responses API, opened on first use.
+    pub responses: Arc<crate::stored::Archive>,
     /// Cost and daily spend per cascade.
     pub usage: Arc<crate::usage::Ledger>,
     /// Client-invented model refs seen so far (bounded).
@@ -124,6 +126,10 @@ impl Gateway {
             jobs,
         );
         jobs.spawn(crate::handoff::Retention { desk: self.shared.handoff.clone(), retention: cfg.handoff.retention });
+        jobs.spawn(crate::stored::Retention {
+            archive: self.shared.responses.clone(),
+            limits: (&cfg.responses).into(),
+        });
         jobs.spawn(crate::usage::flush::Flush { books: self.books() });
     }
 

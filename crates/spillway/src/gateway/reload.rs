@@ -180,6 +180,7 @@ fn config_changes(old: &Config, new: &Config) -> Vec<String> {
         ("escalation", fingerprint(&old.escalation, &[]) != fingerprint(&new.escalation, &[])),
         ("alerts", fingerprint(&old.alerts, &[]) != fingerprint(&new.alerts, &[])),
         ("handoff", fingerprint(&old.handoff, &[]) != fingerprint(&new.handoff, &[])),
+        ("responses", fingerprint(&old.responses, &[]) != fingerprint(&new.responses, &[])),
     ];
     out.extend(sections.into_iter().filter(|(_, changed)| *changed).map(|(s, _)| format!("{s}: changed")));
     out

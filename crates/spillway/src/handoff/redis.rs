@@ -15,70 +15,36 @@
 //! A Stream was the other candidate; it cannot be updated in place or read
 //! by id cheaply, and answers and lookups by id are what this queue does.
 //! Durability beyond a gateway crash is the Redis server's (`appendonly`).
-//!
-//! `redis_url` may name a Sentinel set or a Cluster
-//! ([`crate::state::redis::target`]): after any failure the connection is
-//! dropped and the next call makes a new one, which behind Sentinels
-//! reaches the master named now; on a cluster the prefix is one hash tag,
-//! so the MULTI, the MGET and the answer script stay on one slot.
+//! On a cluster the prefix is one hash tag ([`LazyRedis::key_prefix`]), so
+//! the MULTI, the MGET and the answer script stay on one slot.
 
 use super::key_id::KeyIds;
 use super::{Answered, HandoffError, Item, Queue, Status};
-use crate::state::redis::target::{Conn, Limits, Target};
+use crate::state::lazy_redis::LazyRedis;
 use futures_util::future::BoxFuture;
 use futures_util::FutureExt;
 use serde::{Deserialize, Serialize};
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
 
-/// The most one Redis call of the queue may take (a request or an admin
-/// call is waiting on it); the connection's own timeouts are shorter.
-pub const CALL_DEADLINE: Duration = Duration::from_secs(1);
-/// After a failure, calls fail at once for this long instead of each
-/// waiting out its deadline against a server known to be down.
-const DOWN_FOR_MS: u64 = 1_000;
+pub use crate::state::lazy_redis::CALL_DEADLINE;
 
 /// The Redis-backed queue. It connects on first use, never waits longer
 /// than [`CALL_DEADLINE`] for a call, and fails fast while the server is
-/// known to be down.
+/// known to be down ([`LazyRedis`]).
 #[derive(Clone)]
 pub struct RedisQueue {
-    target: Arc<Target>,
-    /// Made on first use and after every failure (then dropped).
-    conn: Arc<tokio::sync::Mutex<Option<Held>>>,
-    /// Unix ms until which calls fail without trying.
-    down_until: Arc<AtomicU64>,
+    redis: LazyRedis,
     prefix: String,
     /// Keyed by `handoff:key-id`, shared by every instance; read (or set,
     /// the first instance winning) on first use.
     key_ids: Arc<tokio::sync::OnceCell<Arc<KeyIds>>>,
 }
 
-/// The connection and what it reaches.
-struct Held {
-    conn: Conn,
-    /// `host:port` of the server.
-    node: String,
-    /// Unix ms of the last check that the Sentinels still name `node`.
-    checked_ms: u64,
-}
-
-/// How often a held connection is checked against the master the Sentinels
-/// name: a planned failover leaves the old master up and writable for
-/// seconds, and what is written there then is lost when it turns replica.
-const RECHECK_MS: u64 = 1_000;
-
 /// The stored answer.
 #[derive(Debug, Serialize, Deserialize)]
 struct StoredAnswer {
     text: String,
     answered_ms: u64,
-}
-
-fn store_err(e: &redis::RedisError) -> HandoffError {
-    // The error kind and the server's message; never the URL (it may hold a password).
-    HandoffError::Store(format!("redis: {:?}: {}", e.kind(), e.detail().unwrap_or("request failed")))
 }
 
 /// Records an answer once: returns 0 (no such item), 1 (answered now) or
@@ -95,12 +61,10 @@ return 1
 impl RedisQueue {
     /// A queue for `url` under `prefix`; no I/O until the first call.
     pub fn new(url: &str, prefix: &str) -> Result<Self, HandoffError> {
-        let target = Target::open(url).map_err(|e| store_err(&e))?;
+        let redis = LazyRedis::new(url).map_err(HandoffError::Store)?;
         Ok(Self {
-            prefix: format!("{}handoff:", target.key_prefix(prefix)),
-            target: Arc::new(target),
-            conn: Arc::default(),
-            down_until: Arc::default(),
+            prefix: format!("{}handoff:", redis.key_prefix(prefix)),
+            redis,
             key_ids: Arc::default(),
         })
     }
@@ -108,56 +72,16 @@ impl RedisQueue {
     /// A queue that has connected once (tests, and callers that want to know now).
     pub async fn connect(url: &str, prefix: &str) -> Result<Self, HandoffError> {
         let q = Self::new(url, prefix)?;
-        q.conn().await?;
+        q.redis.conn().await.map_err(HandoffError::Store)?;
         Ok(q)
     }
 
-    /// The connection: made on first use and after a failure, within the call deadline.
-    async fn conn(&self) -> Result<Conn, HandoffError> {
-        let now = crate::health::clock::now_ms();
-        if self.down_until.load(Ordering::Relaxed) > now {
-            return Err(HandoffError::Store("redis: down (retrying shortly)".into()));
-        }
-        let mut slot = self.conn.lock().await;
-        if let Some(held) = slot.as_mut() {
-            if now.saturating_sub(held.checked_ms) < RECHECK_MS {
-                return Ok(held.conn.clone());
-            }
-            held.checked_ms = now;
-            if !self.target.names_another_master(&held.node).await {
-                return Ok(held.conn.clone());
-            }
-            tracing::info!(from = %held.node, "The Sentinels name another master: the handoff queue reconnects.");
-            *slot = None;
-        }
-        let limits = Limits { connect: Duration::from_millis(500), response: Duration::from_millis(500), retries: 0 };
-        let made = match tokio::time::timeout(CALL_DEADLINE, self.target.connect(limits)).await {
-            Ok(r) => r.map_err(|e| store_err(&e)),
-            Err(_) => Err(HandoffError::Store("redis: no connection within the deadline".into())),
-        };
-        match made {
-            Ok((conn, node)) => Ok(slot.insert(Held { conn, node, checked_ms: now }).conn.clone()),
-            Err(e) => {
-                drop(slot);
-                Err(self.failed(e))
-            }
-        }
-    }
-
-    /// Runs one call with the deadline; a failure marks the server down for a moment.
+    /// Runs one call with the deadline.
     async fn call<'f, T>(
         &self,
-        f: impl FnOnce(Conn) -> BoxFuture<'f, redis::RedisResult<T>>,
+        f: impl FnOnce(crate::state::redis::target::Conn) -> BoxFuture<'f, redis::RedisResult<T>>,
     ) -> Result<T, HandoffError> {
-        let conn = self.conn().await?;
-        let failure = match tokio::time::timeout(CALL_DEADLINE, f(conn)).await {
-            Ok(Ok(v)) => return Ok(v),
-            Ok(Err(e)) => store_err(&e),
-            Err(_) => HandoffError::Store("redis: no answer within the deadline".into()),
-        };
-        // The next call connects afresh (behind Sentinels: to the master named then).
-        *self.conn.lock().await = None;
-        Err(self.failed(failure))
+        self.redis.call(f).await.map_err(HandoffError::Store)
     }
 
     /// The shared key-id key: the first instance's wins (`NX`), every
@@ -175,11 +99,6 @@ impl RedisQueue {
             Ok(Arc::new(ids))
         });
         made.await.cloned()
-    }
-
-    fn failed(&self, e: HandoffError) -> HandoffError {
-        self.down_until.store(crate::health::clock::now_ms() + DOWN_FOR_MS, Ordering::Relaxed);
-        e
     }
 
     fn key(&self, part: &str) -> String {

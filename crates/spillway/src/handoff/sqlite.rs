@@ -10,17 +10,18 @@
 
 use super::key_id::KeyIds;
 use super::{Answered, HandoffError, Item, Queue, Status};
+use crate::state::sqlite_file::SqliteFile;
 use futures_util::future::BoxFuture;
 use futures_util::FutureExt;
 use rusqlite::{params, Connection, OptionalExtension};
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
 
 /// The SQLite-backed queue.
 #[derive(Clone)]
 pub struct SqliteQueue {
-    // A std mutex: it is only ever locked inside blocking-pool closures.
-    conn: Arc<Mutex<Connection>>,
+    /// The file, on the blocking pool.
+    db: SqliteFile,
     /// Keyed by `handoff-key-id.key` beside the database.
     key_ids: Arc<KeyIds>,
 }
@@ -48,20 +49,13 @@ impl SqliteQueue {
 
     /// Opens (creating) `dir/file`.
     pub async fn open_file(dir: PathBuf, file: &'static str) -> Result<Self, HandoffError> {
-        let (conn, key_ids) = tokio::task::spawn_blocking(move || -> Result<(Connection, KeyIds), HandoffError> {
-            std::fs::create_dir_all(&dir).map_err(|e| store_err(format!("cannot create {}: {e}", dir.display())))?;
-            let path = dir.join(file);
-            let conn =
-                Connection::open(&path).map_err(|e| store_err(format!("cannot open {}: {e}", path.display())))?;
-            conn.pragma_update(None, "journal_mode", "WAL").map_err(store_err)?;
-            conn.pragma_update(None, "synchronous", "FULL").map_err(store_err)?;
-            conn.busy_timeout(std::time::Duration::from_secs(5)).map_err(store_err)?;
-            conn.execute_batch(SCHEMA).map_err(store_err)?;
-            Ok((conn, KeyIds::from_dir(&dir)?))
+        let (db, key_ids) = tokio::task::spawn_blocking(move || -> Result<(SqliteFile, KeyIds), HandoffError> {
+            let db = SqliteFile::open_blocking(&dir, file, "FULL", SCHEMA).map_err(store_err)?;
+            Ok((db, KeyIds::from_dir(&dir)?))
         })
         .await
         .map_err(store_err)??;
-        Ok(Self { conn: Arc::new(Mutex::new(conn)), key_ids: Arc::new(key_ids) })
+        Ok(Self { db, key_ids: Arc::new(key_ids) })
     }
 
     /// Runs `f` with the connection on the blocking pool.
@@ -69,16 +63,7 @@ impl SqliteQueue {
         &self,
         f: impl FnOnce(&mut Connection) -> Result<T, HandoffError> + Send + 'static,
     ) -> BoxFuture<'static, Result<T, HandoffError>> {
-        let conn = self.conn.clone();
-        async move {
-            tokio::task::spawn_blocking(move || {
-                let mut guard = conn.lock().unwrap_or_else(PoisonError::into_inner);
-                f(&mut guard)
-            })
-            .await
-            .map_err(store_err)?
-        }
-        .boxed()
+        self.db.with(HandoffError::Store, f)
     }
 }
 

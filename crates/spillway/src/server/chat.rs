@@ -145,7 +145,9 @@ pub(super) async fn serve(
     notes: &RequestNotes,
 ) -> Result<Served, ApiError> {
     req.request_id = Some(notes.id.clone());
-    let plan = gw.resolve(&req.model).ok_or_else(|| ApiError::ModelNotFound(req.model.clone()))?;
+    let plan = gw
+        .resolve(&req.model)
+        .ok_or_else(|| super::kinds::unresolved(gw, &req.model, crate::config::CascadeKind::Chat))?;
     let (plan, escalated) =
         crate::escalation::rules::choose(&gw.config.escalation, &gw.cascades, &gw.metrics, plan, &req, escalate);
     let now = crate::health::clock::now_ms();

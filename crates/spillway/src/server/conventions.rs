@@ -32,7 +32,7 @@ const X_ATTEMPTS: HeaderName = HeaderName::from_static("x-spillway-attempts");
 /// What a browser may read of a cross-origin answer.
 const EXPOSE: &str = "x-request-id, request-id, retry-after, x-spillway-cascade, x-spillway-model, \
 x-spillway-tier, x-spillway-attempts, x-spillway-load-profile, x-spillway-handoff-id, x-spillway-escalated, \
-x-spillway-upstream-request-id";
+x-spillway-upstream-request-id, x-spillway-rank";
 
 /// A request at the front door: its notes, and what [`leave`] needs.
 pub(super) struct Entered {
@@ -134,12 +134,23 @@ fn preflight(
         return r;
     };
     h.insert(header::ACCESS_CONTROL_ALLOW_ORIGIN, origin);
-    h.insert(header::ACCESS_CONTROL_ALLOW_METHODS, HeaderValue::from_static("GET, POST, OPTIONS"));
+    // DELETE: `DELETE /v1/responses/{id}`.
+    h.insert(header::ACCESS_CONTROL_ALLOW_METHODS, HeaderValue::from_static("GET, POST, DELETE, OPTIONS"));
+    let requested = headers.get(header::ACCESS_CONTROL_REQUEST_HEADERS);
     let allow_headers = if cors.allow_headers.split(", ").any(|h| h == "*") {
         // `*` is not honoured with credentials; echo what was asked.
-        headers.get(header::ACCESS_CONTROL_REQUEST_HEADERS).cloned().unwrap_or_else(|| HeaderValue::from_static("*"))
+        requested.cloned().unwrap_or_else(|| HeaderValue::from_static("*"))
     } else {
-        HeaderValue::from_str(&cors.allow_headers).unwrap_or_else(|_| HeaderValue::from_static("content-type"))
+        let mut list = cors.allow_headers.clone();
+        for name in requested.and_then(|v| v.to_str().ok()).unwrap_or_default().split(',') {
+            let name = name.trim().to_ascii_lowercase();
+            let listed = || list.split(", ").any(|h| h == name);
+            if cors.allow_header_prefixes.iter().any(|p| name.starts_with(p.as_str())) && !listed() {
+                list.push_str(", ");
+                list.push_str(&name);
+            }
+        }
+        HeaderValue::from_str(&list).unwrap_or_else(|_| HeaderValue::from_static("content-type"))
     };
     h.insert(header::ACCESS_CONTROL_ALLOW_HEADERS, allow_headers);
     h.insert(header::ACCESS_CONTROL_MAX_AGE, HeaderValue::from(cors.max_age.as_secs()));

@@ -36,7 +36,9 @@ async fn embed(state: Arc<AppState>, request: Request) -> Result<Response, ApiEr
     let mut req = EmbeddingRequest::parse(&body)?;
     req.caller = caller;
     req.request_id = Some(notes.id.clone());
-    let plan = gw.resolve_embedding(&req.model).ok_or_else(|| ApiError::ModelNotFound(req.model.clone()))?;
+    let plan = gw
+        .resolve_embedding(&req.model)
+        .ok_or_else(|| super::kinds::unresolved(&gw, &req.model, crate::config::CascadeKind::Embedding))?;
     if let (Some(asked), Some(most)) = (req.dimensions, cascade::embed::known_dimension(&plan)) {
         if asked > most {
             return Err(ApiError::InvalidField {

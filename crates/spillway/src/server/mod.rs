@@ -10,15 +10,19 @@ pub mod admin;
 pub mod admin_discovery;
 pub mod admin_load;
 pub mod admin_state;
+pub mod aliases;
 pub mod auth;
 pub mod chat;
 pub mod client_io;
+pub mod completions;
 pub mod conventions;
 pub mod embeddings;
 pub mod handoff_routes;
+pub mod kinds;
 pub mod messages;
 pub mod responses;
 pub mod routes;
+pub mod stored_routes;
 pub mod ui;
 pub mod workers;
 
@@ -82,6 +86,7 @@ impl hyper::service::Service<http::Request<hyper::body::Incoming>> for Front {
             Err(preflight) => return Box::pin(std::future::ready(Ok(*preflight))),
         };
         let span = entered.span.clone();
+        aliases::add_v1(&mut req);
         if req.method() == http::Method::POST && req.uri().path() == "/v1/chat/completions" {
             let state = self.state.clone();
             // The handler's future is made inside the boxed one, not moved
@@ -107,15 +112,39 @@ impl hyper::service::Service<http::Request<hyper::body::Incoming>> for Front {
 /// Serves until `shutdown` is cancelled, then drains within the grace period.
 pub async fn serve(listener: TcpListener, state: Arc<AppState>, shutdown: CancellationToken) -> std::io::Result<()> {
     tracing::info!(addr = %listener.local_addr()?, "Spillway is listening.");
-    accept_loop(listener, state, shutdown).await
+    let grace = state.gateway.load().config.server.shutdown_grace;
+    let (drained, ()) = tokio::join!(accept_loop(listener, state, shutdown.clone()), shutting_down(&shutdown, grace));
+    drained_note(drained?);
+    Ok(())
 }
 
-/// Accepts and serves connections on the current event loop; see [`serve`].
+/// Says once, when `shutdown` comes, that the gateway is draining (every
+/// serving thread drains on its own; the lines are the process's).
+pub(crate) async fn shutting_down(shutdown: &CancellationToken, grace: std::time::Duration) {
+    shutdown.cancelled().await;
+    tracing::info!(
+        grace_s = grace.as_secs_f64(),
+        "Shutting down: no new connections; letting requests in flight finish."
+    );
+}
+
+/// Says once how the drain ended.
+pub(crate) fn drained_note(drained: bool) {
+    if drained {
+        tracing::info!("All connections closed.");
+    } else {
+        tracing::warn!("Grace period over; dropping the remaining connections.");
+    }
+}
+
+/// Accepts and serves connections on the current event loop until
+/// `shutdown`, then drains them within the grace period; whether every
+/// connection closed in time. See [`serve`].
 pub(crate) async fn accept_loop(
     listener: TcpListener,
     state: Arc<AppState>,
     shutdown: CancellationToken,
-) -> std::io::Result<()> {
+) -> std::io::Result<bool> {
     let (header_timeout, grace) = {
         let gw = state.gateway.load();
         (gw.config.server.header_read_timeout, gw.config.server.shutdown_grace)
@@ -155,13 +184,8 @@ pub(crate) async fn accept_loop(
     }
     drop(listener);
     tasks.close();
-    tracing::info!(
-        grace_s = grace.as_secs_f64(),
-        "Shutting down: no new connections; letting requests in flight finish."
-    );
-    tokio::select! {
-        () = graceful.shutdown() => tracing::info!("All connections closed."),
-        () = tokio::time::sleep(grace) => tracing::warn!("Grace period over; dropping the remaining connections."),
-    }
-    Ok(())
+    Ok(tokio::select! {
+        () = graceful.shutdown() => true,
+        () = tokio::time::sleep(grace) => false,
+    })
 }

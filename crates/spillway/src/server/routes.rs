@@ -22,6 +22,7 @@ use std::sync::Arc;
 pub fn router(state: Arc<AppState>) -> Router {
     Router::new()
         .route("/v1/chat/completions", post(chat_route))
+        .route("/v1/completions", post(super::completions::completions))
         .route("/v1/responses", post(super::responses::responses))
         .route("/v1/messages", post(super::messages::messages))
         .route("/v1/messages/count_tokens", post(super::messages::count_tokens))
@@ -30,10 +31,15 @@ pub fn router(state: Arc<AppState>) -> Router {
         .route("/v1/models/{*id}", get(model))
         .route("/healthz", get(|| async { "ok" }))
         .route("/readyz", get(readyz))
+        // LiteLLM's health routes, for what was pointed at a LiteLLM proxy.
+        .route("/health", get(readyz))
+        .route("/health/readiness", get(readyz))
+        .route("/health/liveliness", get(|| async { "ok" }))
         .route("/metrics", get(metrics))
         .route("/ui", get(super::ui::page))
         .merge(super::admin::router(state.clone()))
         .merge(super::handoff_routes::client_routes())
+        .merge(super::stored_routes::routes())
         // After every route is added: it applies to the routes present.
         .method_not_allowed_fallback(wrong_method)
         .fallback(no_route)

@@ -29,10 +29,14 @@ const OFF_PAGE: &str = "<!doctype html>\n<html lang=\"en\"><head><meta charset=\
 pre{background:#f3f4f6;padding:8px;overflow-x:auto}</style></head><body>\
 <h1>The operator console is off</h1>\
 <p>This gateway has no admin token configured, so the console and the admin API are disabled.</p>\
-<p>To turn them on, set <code>server.admin_token</code> in the config (from a variable, so it is not in the file), \
-then restart the gateway or reload its config:</p>\
-<pre>server:\n  admin_token: ${SPILLWAY_ADMIN_TOKEN}</pre>\
-<p>Then open <code>/ui</code> again and enter that token.</p></body></html>\n";
+<p>To turn them on, add a token (<code>server.admin_token</code>) to the config file the gateway runs on:</p>\
+<pre>server:\n  admin_token: \"a-long-random-string\"</pre>\
+<p>then reload the config (<code>kill -HUP &lt;pid&gt;</code> of <code>spillway serve</code>) or restart the gateway, \
+open <code>/ui</code> again and enter that token.</p>\
+<p>To keep the token out of the file, write <code>admin_token: ${SPILLWAY_ADMIN_TOKEN}</code> instead; a reload \
+reads the variables the gateway was started with, so set the variable and <em>restart</em> it. For a gateway on a \
+loopback address, <code>generate_admin_token: true</code> makes one at each start and prints it \
+(<code>spillway status</code> finds it).</p></body></html>\n";
 
 /// Serves the console, or the page that says it is off (404).
 pub async fn page(State(state): State<Arc<AppState>>) -> Response {

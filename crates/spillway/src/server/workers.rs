@@ -43,22 +43,32 @@ pub async fn serve(
         done.push(rx);
     }
     drop(listener);
-    let mut result = Ok(());
-    for rx in done {
-        // A thread that vanished without an answer panicked.
-        let ended = rx.await.unwrap_or_else(|_| Err(std::io::Error::other("a serving thread panicked")));
-        if let Err(e) = ended {
-            tracing::error!(error = %e, "A serving thread failed.");
-            // Stop the others too: a gateway serving on fewer threads than
-            // configured would hide the failure.
-            shutdown.cancel();
-            result = Err(e);
+    let grace = state.gateway.load().config.server.shutdown_grace;
+    let threads = async {
+        let mut result = Ok(true);
+        for rx in done {
+            // A thread that vanished without an answer panicked.
+            let ended = rx.await.unwrap_or_else(|_| Err(std::io::Error::other("a serving thread panicked")));
+            match ended {
+                Ok(drained) => result = result.map(|all| all && drained),
+                Err(e) => {
+                    tracing::error!(error = %e, "A serving thread failed.");
+                    // Stop the others too: a gateway serving on fewer threads
+                    // than configured would hide the failure.
+                    shutdown.cancel();
+                    result = Err(e);
+                }
+            }
         }
-    }
-    result
+        result
+    };
+    // The drain is said once for the process, not once per thread.
+    let (ended, ()) = tokio::join!(threads, super::shutting_down(&shutdown, grace));
+    super::drained_note(ended?);
+    Ok(())
 }
 
-fn run_one(socket: std::net::TcpListener, state: Arc<AppState>, shutdown: CancellationToken) -> std::io::Result<()> {
+fn run_one(socket: std::net::TcpListener, state: Arc<AppState>, shutdown: CancellationToken) -> std::io::Result<bool> {
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
     runtime.block_on(async move {
         let listener = tokio::net::TcpListener::from_std(socket)?;

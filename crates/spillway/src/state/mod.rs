@@ -16,8 +16,10 @@
 //! implementation against those rules; both backends run it.
 
 pub mod conformance;
+pub mod lazy_redis;
 pub mod memory;
 pub mod redis;
+pub mod sqlite_file;
 pub mod sync;
 
 use futures_util::future::BoxFuture;

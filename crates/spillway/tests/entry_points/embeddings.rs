@@ -181,7 +181,8 @@ async fn errors_take_openais_shape() {
     for (body, status, param) in [
         (json!({"model": "vectors", "input": []}), 400, Some("input")),
         (json!({"model": "vectors", "input": "x", "encoding_format": "hex"}), 400, Some("encoding_format")),
-        (json!({"model": "chat", "input": "x"}), 404, Some("model")),
+        (json!({"model": "chat", "input": "x"}), 400, Some("model")),
+        (json!({"model": "nope", "input": "x"}), 404, Some("model")),
         (json!({"model": "vectors", "input": "x"}), 503, None),
     ] {
         let resp = embed(&gw, &body).await;
@@ -193,9 +194,56 @@ async fn errors_take_openais_shape() {
             assert_eq!(e["error"]["type"], "all_models_failed");
         }
     }
-    // An embedding cascade is not a chat model.
-    let resp = gw.post(&chat("local", false)).await;
-    assert_eq!(resp.status(), 404);
+}
+
+#[tokio::test]
+async fn a_cascade_of_the_other_kind_is_a_400_naming_the_cascades_that_fit() {
+    let (a, b) = (FakeUpstream::start_at("/embeddings").await, FakeUpstream::start_at("/embeddings").await);
+    let gw = start(&yaml(&a, &b)).await;
+    let chat_body =
+        |stream: bool| json!({"model": "local", "stream": stream, "messages": [{"role": "user", "content": "x"}]});
+    let cases = [
+        ("/v1/chat/completions", chat_body(false), "`local` is an embedding cascade", "a chat cascade: chat"),
+        ("/v1/chat/completions", chat_body(true), "`local` is an embedding cascade", "a chat cascade: chat"),
+        ("/v1/responses", json!({"model": "vectors", "input": "x"}), "`vectors` is an embedding", "chat"),
+        (
+            "/v1/responses",
+            json!({"model": "vectors", "input": "x", "stream": true}),
+            "`vectors` is an embedding",
+            "chat",
+        ),
+        (
+            "/v1/embeddings",
+            json!({"model": "chat", "input": "x"}),
+            "`chat` is a chat cascade",
+            "an embedding cascade: vectors, local",
+        ),
+    ];
+    for (path, body, is, fits) in cases {
+        let resp = post(&gw, path, &body, &[]).await;
+        assert_eq!(resp.status(), 400, "{path} {body}");
+        let e: Value = resp.json().await.unwrap();
+        assert_valid_responses("ErrorResponse", &e);
+        let msg = e["error"]["message"].as_str().unwrap();
+        assert!(msg.contains(is) && msg.contains(fits), "{path}: {msg}");
+        assert_eq!(
+            (e["error"]["code"].as_str(), e["error"]["param"].as_str()),
+            (Some("wrong_model_kind"), Some("model"))
+        );
+    }
+    // Anthropic's Messages API: the same mistake in its own error shape.
+    let resp = post(
+        &gw,
+        "/v1/messages",
+        &json!({"model": "local", "max_tokens": 8, "messages": [{"role": "user", "content": "x"}]}),
+        &[("anthropic-version", "2023-06-01")],
+    )
+    .await;
+    assert_eq!(resp.status(), 400);
+    let e: Value = resp.json().await.unwrap();
+    assert_eq!(e["error"]["type"], "invalid_request_error");
+    assert!(e["error"]["message"].as_str().unwrap().contains("embedding cascade"), "{e}");
+    assert_eq!((a.calls(), b.calls()), (0, 0), "nothing was sent anywhere");
 }
 
 #[tokio::test]

@@ -11,6 +11,9 @@ mod bodies;
 mod embeddings;
 mod limits;
 mod messages;
+#[path = "../redis_support/mod.rs"]
+mod redis_support;
 mod responses;
 mod routes;
+mod stored;
 mod support;

@@ -31,15 +31,75 @@ async fn one_model_by_id_cascade_or_ref() {
 #[tokio::test]
 async fn an_unknown_route_is_an_openai_404_naming_the_routes() {
     let gw = start(yaml()).await;
-    for resp in [gw.get("/v1/completions").await, client().post(format!("{}/v1/nope", gw.url)).send().await.unwrap()] {
+    for resp in [gw.get("/v1/nothing-here").await, client().post(format!("{}/v1/nope", gw.url)).send().await.unwrap()] {
         assert_eq!(resp.status(), 404);
         let e: Value = resp.json().await.unwrap();
         assert_valid("ErrorResponse", &e);
         let msg = e["error"]["message"].as_str().unwrap();
-        for route in ["/v1/chat/completions", "/v1/responses", "/v1/messages", "/v1/embeddings", "/v1/models/{id}"] {
+        for route in [
+            "/v1/chat/completions",
+            "/v1/completions",
+            "/v1/responses",
+            "/v1/responses/{id}",
+            "/v1/messages",
+            "/v1/embeddings",
+            "/v1/models/{id}",
+            "/health",
+        ] {
             assert!(msg.contains(route), "{msg}");
         }
     }
+}
+
+#[tokio::test]
+async fn litellm_habits_routes_without_v1_health_and_legacy_completions() {
+    let up = FakeUpstream::start().await;
+    let yaml = format!(
+        "providers:\n{}    models: [{{ id: m }}]\n{FAST_HEALTH}cascades:\n  chat:\n    models: [up/m]\n",
+        openai_provider("up", &up)
+    );
+    let gw = start(&yaml).await;
+    // /health answers as /readyz does; the client routes answer without /v1.
+    let health: Value = gw.get("/health").await.json().await.unwrap();
+    assert_eq!(health["status"], "ready");
+    assert_eq!(gw.get("/models").await.status(), 200);
+    assert_eq!(gw.get("/models/chat").await.status(), 200);
+    up.push(Reply::text("Hi there"));
+    let resp = client().post(format!("{}/chat/completions", gw.url)).json(&chat("chat", false)).send().await.unwrap();
+    assert_eq!((resp.status().as_u16(), header(&resp, "x-spillway-model")), (200, "up/m"));
+    // Legacy completions: a prompt as one user message, 16 tokens unless asked, a text_completion back.
+    up.push(Reply::text("Hello"));
+    let body = serde_json::json!({"model": "chat", "prompt": "Say hi", "echo": true});
+    let resp = client().post(format!("{}/v1/completions", gw.url)).json(&body).send().await.unwrap();
+    assert_eq!(resp.status(), 200);
+    let c: Value = resp.json().await.unwrap();
+    assert_eq!(
+        (c["object"].as_str(), c["choices"][0]["text"].as_str()),
+        (Some("text_completion"), Some("Say hiHello"))
+    );
+    let sent = up.requests().last().unwrap().clone();
+    assert_eq!(sent["messages"], serde_json::json!([{"role": "user", "content": "Say hi"}]));
+    assert_eq!(sent["max_tokens"], 16);
+    up.push(Reply::stream(&["Hel", "lo"]));
+    let body = serde_json::json!({"model": "chat", "prompt": "Say hi", "stream": true, "max_tokens": 5});
+    let resp = client().post(format!("{}/completions", gw.url)).json(&body).send().await.unwrap();
+    let events = sse_events(resp).await;
+    assert_eq!(events.last().map(String::as_str), Some("[DONE]"));
+    let text: String = events
+        .iter()
+        .filter_map(|e| serde_json::from_str::<Value>(e).ok())
+        .inspect(|v| assert_eq!(v["object"], "text_completion"))
+        .filter_map(|v| v["choices"][0]["text"].as_str().map(str::to_string))
+        .collect();
+    assert_eq!(text, "Hello");
+    let resp = client()
+        .post(format!("{}/v1/completions", gw.url))
+        .json(&serde_json::json!({"model": "chat", "prompt": [1, 2]}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 400);
+    assert_eq!(resp.json::<Value>().await.unwrap()["error"]["param"], "prompt");
 }
 
 /// A known path with the wrong method is a 405 in its API's shape — OpenAI's

@@ -4,15 +4,16 @@
 //! completion into a `response` object ([`response::from_completion`]),
 //! the chat stream into the typed event stream ([`stream::Events`]).
 //!
-//! Errors keep OpenAI's shape (`api::error`); what the API's stored state
-//! would need (`previous_response_id`, `item_reference`) is a 400, since
-//! the gateway keeps no responses. Pure translation: nothing here knows
-//! cascades or upstreams.
+//! Errors keep OpenAI's shape (`api::error`). What refers to stored
+//! responses (`previous_response_id`, `item_reference`) is found by
+//! [`history`] and put in place by the handler, which reads the store.
+//! Pure translation: nothing here knows cascades, upstreams or the store.
 
+pub mod history;
 pub mod request;
 pub mod response;
 pub mod stream;
 
-pub use request::{to_chat, Echo};
+pub use request::{to_chat, to_chat_map, Echo};
 pub use response::{from_completion, Shell};
 pub use stream::Events;

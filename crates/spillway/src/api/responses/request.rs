@@ -6,11 +6,13 @@
 //! their role, a `function_call` item joins the assistant message before
 //! it (consecutive calls fold into one message's `tool_calls`), a
 //! `function_call_output` item becomes a `tool` message, reasoning items
-//! are dropped. Spillway stores no responses, so what refers to stored
-//! state — `previous_response_id`, `conversation`, `item_reference` items,
-//! prompt templates — is refused with a 400 that says to send the whole
-//! conversation (and `store: false`). Every error names the Responses
-//! field (`input[2].call_id`), not the chat field it would have become.
+//! are dropped. What refers to stored responses (`previous_response_id`,
+//! `item_reference` items) is put in place before this runs
+//! (`super::history`, when the gateway keeps responses); still here, it is
+//! refused with a 400 that says the gateway keeps none. `conversation`
+//! and prompt templates are refused always. Every error names the
+//! Responses field (`input[2].call_id`), not the chat field it would have
+//! become.
 
 use super::super::ApiError;
 use serde_json::{json, Map, Value};
@@ -31,21 +33,26 @@ pub struct Echo {
     pub tools: Value,
     pub metadata: Value,
     pub user: Value,
+    /// The stored response this one continues, when it does.
+    pub previous_response_id: Value,
+    /// Whether the gateway keeps this response.
+    pub store: bool,
 }
 
 fn invalid(param: impl Into<String>, message: impl Into<String>) -> ApiError {
     ApiError::InvalidField { param: param.into(), message: message.into() }
 }
 
-const STATELESS: &str = "Spillway does not store responses: send the whole conversation in `input` \
-(and `store: false`, so clients such as the AI SDK send items instead of references)";
+const STATELESS: &str = "this gateway keeps no responses (`responses.store: false`): send the whole \
+conversation in `input` (and `store: false`, so clients such as the AI SDK send items instead of references)";
 
 /// Translates a Responses request body into a chat request body.
 pub fn to_chat(body: &[u8]) -> Result<(Map<String, Value>, Echo), ApiError> {
-    let body: Value = serde_json::from_slice(body).map_err(|e| ApiError::InvalidJson(e.to_string()))?;
-    let Value::Object(body) = body else {
-        return Err(ApiError::InvalidJson("the body must be a JSON object".into()));
-    };
+    to_chat_map(super::history::parse(body)?)
+}
+
+/// [`to_chat`] of a parsed body.
+pub fn to_chat_map(body: Map<String, Value>) -> Result<(Map<String, Value>, Echo), ApiError> {
     let present = |k: &str| body.get(k).is_some_and(|v| !v.is_null());
     for field in ["previous_response_id", "conversation", "prompt"] {
         if present(field) {
@@ -53,7 +60,7 @@ pub fn to_chat(body: &[u8]) -> Result<(Map<String, Value>, Echo), ApiError> {
         }
     }
     if body.get("background").and_then(Value::as_bool) == Some(true) {
-        return Err(invalid("background", "background responses need a response store, which Spillway does not keep"));
+        return Err(invalid("background", "background responses are not supported: Spillway answers while you wait"));
     }
     let mut chat = Map::new();
     chat.insert("model".into(), body.get("model").cloned().unwrap_or(Value::Null));
@@ -121,6 +128,8 @@ pub fn to_chat(body: &[u8]) -> Result<(Map<String, Value>, Echo), ApiError> {
         tools,
         metadata: body.get("metadata").filter(|m| m.is_object()).cloned().unwrap_or_else(|| json!({})),
         user: body.get("user").filter(|u| u.is_string()).cloned().unwrap_or(Value::Null),
+        previous_response_id: Value::Null,
+        store: false,
     };
     Ok((chat, echo))
 }
@@ -132,6 +141,9 @@ fn input_item(messages: &mut Vec<Value>, i: usize, item: &Value) -> Result<(), A
         return Err(invalid(at(""), "each input item must be an object"));
     }
     let str_field = |f: &str| item.get(f).and_then(Value::as_str);
+    if super::history::reference(item).is_some() {
+        return Err(invalid(at(""), format!("`item_reference` items are not supported: {STATELESS}")));
+    }
     let kind = match item.get("type") {
         None | Some(Value::Null) => "message",
         Some(Value::String(t)) => t.as_str(),
@@ -176,9 +188,6 @@ fn input_item(messages: &mut Vec<Value>, i: usize, item: &Value) -> Result<(), A
         }
         // Reasoning of an earlier turn: chat upstreams take none back.
         "reasoning" => {}
-        "item_reference" => {
-            return Err(invalid(at(""), format!("`item_reference` items are not supported: {STATELESS}")))
-        }
         other => return Err(invalid(at("type"), format!("input items of type `{other}` are not supported"))),
     }
     Ok(())

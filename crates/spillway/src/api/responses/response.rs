@@ -7,8 +7,8 @@
 //! `call_id` is the chat call id); `finish_reason: length` is status
 //! `incomplete` with `max_output_tokens`, `content_filter` likewise;
 //! usage is renamed (`prompt_tokens` → `input_tokens`, …). `model` is the
-//! model ref that answered, as in chat bodies; `store` is false because
-//! nothing is stored.
+//! model ref that answered, as in chat bodies; `store` says whether the
+//! gateway keeps the response (`crate::stored`).
 
 use super::super::reframe::{new_id, Usage};
 use super::request::Echo;
@@ -68,8 +68,8 @@ impl Shell {
             ("model", json!(self.model)),
             ("output", Value::Array(output)),
             ("parallel_tool_calls", json!(e.parallel_tool_calls)),
-            ("previous_response_id", Value::Null),
-            ("store", json!(false)),
+            ("previous_response_id", e.previous_response_id.clone()),
+            ("store", json!(e.store)),
             ("temperature", e.temperature.clone()),
             ("top_p", e.top_p.clone()),
             ("text", e.text.clone()),

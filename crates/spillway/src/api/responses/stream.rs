@@ -13,6 +13,8 @@
 //! event (code and message both at the top and under `error`, so parsers
 //! of the spec's shape and of the recorded nested shape both read it) and
 //! `response.failed`. Every event has the next `sequence_number`.
+//! [`Events::on_done`] hands the finished response object to whoever keeps
+//! it (the handler stores it) before `response.completed` is sent.
 
 use super::super::reframe::{named_event, new_id, ChatEvent, Delta, Reframe, Usage};
 use super::response::{call_item, message_item, status_of, text_part, usage, Shell};
@@ -52,7 +54,12 @@ pub struct Events {
     finish: Option<String>,
     usage: Option<Usage>,
     finished: bool,
+    /// Called once with the finished (completed or incomplete) response.
+    on_done: Option<OnDone>,
 }
+
+/// What receives a stream's finished response object.
+pub type OnDone = Box<dyn FnOnce(Value) + Send>;
 
 impl Events {
     /// A stream for the response `shell`.
@@ -67,7 +74,15 @@ impl Events {
             finish: None,
             usage: None,
             finished: false,
+            on_done: None,
         }
+    }
+
+    /// Hands the finished response object to `f` (not a failed one).
+    #[must_use]
+    pub fn on_done(mut self, f: OnDone) -> Self {
+        self.on_done = Some(f);
+        self
     }
 
     fn emit(&mut self, out: &mut Vec<Bytes>, name: &str, mut data: Value) {
@@ -215,6 +230,9 @@ impl Events {
         let output = self.output.drain(..).flatten().collect();
         let mut obj = self.shell.object(status, output, usage(self.usage.unwrap_or_default()));
         obj.insert("incomplete_details".into(), incomplete);
+        if let Some(f) = self.on_done.take() {
+            f(Value::Object(obj.clone()));
+        }
         let name = if status == "completed" { "response.completed" } else { "response.incomplete" };
         self.emit(out, name, json!({"response": obj}));
         self.finished = true;

@@ -14,9 +14,12 @@ mod alerts;
 mod cascades;
 mod handoff;
 mod health;
+pub(crate) mod known;
+pub(crate) mod listen;
 mod load;
 mod prompts;
 mod providers;
+mod responses;
 mod server;
 
 use alerts::compile_alerts;
@@ -25,6 +28,7 @@ use handoff::{compile_escalation, compile_handoff};
 use health::compile_health;
 use prompts::compile_prompt;
 use providers::compile_provider;
+use responses::compile_responses;
 use server::{compile_server, compile_state};
 
 /// Collects errors while compiling.
@@ -108,6 +112,7 @@ pub fn compile(input: (RawConfig, Vec<ConfigError>), source: Option<&Path>) -> R
     let escalation = compile_escalation(&mut cx, raw.escalation, &cascades);
     let alerts = compile_alerts(&mut cx, raw.alerts.unwrap_or_default());
     let handoff = compile_handoff(&mut cx, raw.handoff.unwrap_or_default());
+    let responses = compile_responses(&mut cx, raw.responses.unwrap_or_default());
 
     if cx.errors.is_empty() {
         Ok(Config {
@@ -122,6 +127,7 @@ pub fn compile(input: (RawConfig, Vec<ConfigError>), source: Option<&Path>) -> R
             escalation,
             alerts,
             handoff,
+            responses,
         })
     } else {
         Err(ConfigErrors(cx.errors))

@@ -34,8 +34,14 @@ pub(super) fn compile_provider(
     if let Some(u) = &base_url {
         check_url(cx, &format!("{path}.base_url"), u);
     }
+    // A well-known provider's name stands for its endpoint.
+    let base_url = base_url
+        .or_else(|| (kind == ProviderKind::OpenAi).then(|| super::known::base_url(name)).flatten().map(str::to_string));
     match kind {
-        ProviderKind::OpenAi if base_url.is_none() => cx.err(format!("{path}.base_url"), "required for kind `openai`"),
+        ProviderKind::OpenAi if base_url.is_none() => cx.err(
+            format!("{path}.base_url"),
+            format!("required for kind `openai` (except for a provider named after one of {})", super::known::names()),
+        ),
         ProviderKind::GigaChat if p.auth_key.is_none() => {
             cx.err(format!("{path}.auth_key"), "required for kind `gigachat`")
         }

@@ -4,8 +4,8 @@ use super::*;
 
 pub(super) fn compile_server(cx: &mut Ctx, s: RawServer) -> ServerConfig {
     let listen_text = s.listen.unwrap_or_else(|| "127.0.0.1:8080".to_string());
-    let listen = listen_text.parse().unwrap_or_else(|_| {
-        cx.err("server.listen", format!("expected host:port such as 127.0.0.1:8080, got `{listen_text}`"));
+    let listen = super::listen::parse_listen(&listen_text).unwrap_or_else(|e| {
+        cx.err("server.listen", e);
         SocketAddr::from(([127, 0, 0, 1], 8080))
     });
     let mut api_keys = Vec::new();
@@ -16,14 +16,32 @@ pub(super) fn compile_server(cx: &mut Ctx, s: RawServer) -> ServerConfig {
             api_keys.push(Secret::new(k));
         }
     }
+    let generate_admin_token = s.generate_admin_token.unwrap_or(false);
     let admin_token = match s.admin_token {
         Some(t) if t.trim().is_empty() => {
             cx.err("server.admin_token", "empty token (leave it out to disable the admin API)");
             None
         }
+        Some(_) if generate_admin_token => {
+            cx.err("server.generate_admin_token", "set either `admin_token` or `generate_admin_token`, not both");
+            None
+        }
         Some(t) => Some(Secret::new(t)),
+        None if generate_admin_token => {
+            if !listen.ip().is_loopback() {
+                cx.err(
+                    "server.generate_admin_token",
+                    format!("only on a loopback address (`{listen}` is not): set `admin_token` instead"),
+                );
+            }
+            Some(Secret::new(super::listen::generated_admin_token()))
+        }
         None => None,
     };
+    let allow_unauthenticated = s.allow_unauthenticated.unwrap_or(false);
+    if let Some(e) = super::listen::exposed_without_keys(listen, !api_keys.is_empty(), allow_unauthenticated) {
+        cx.err("server.listen", e);
+    }
     let default_body = 4 * 1024 * 1024;
     let max_body_bytes = match s.max_body_bytes {
         None => default_body,
@@ -78,6 +96,8 @@ pub(super) fn compile_server(cx: &mut Ctx, s: RawServer) -> ServerConfig {
         cors: s.cors.map(|c| compile_cors(cx, c)),
         watch_config: cx.duration("server.watch_config", s.watch_config.as_ref(), Duration::from_secs(5)),
         drain_delay: cx.duration("server.drain_delay", s.drain_delay.as_ref(), Duration::ZERO),
+        allow_unauthenticated,
+        generate_admin_token,
     }
 }
 
@@ -91,9 +111,27 @@ fn client_write_timeout(cx: &mut Ctx, value: Option<&String>) -> Duration {
     d
 }
 
-/// The request headers browsers may send when `allow_headers` is not given.
-pub(crate) const CORS_DEFAULT_HEADERS: &str = "authorization, content-type, x-api-key, x-request-id, \
-anthropic-version, anthropic-dangerous-direct-browser-access, openai-beta, x-spillway-escalate";
+/// The request headers browsers may send when `allow_headers` is not given:
+/// what the official browser-capable SDKs send (openai-node and the
+/// Anthropic TypeScript SDK with `dangerouslyAllowBrowser`, the AI SDK),
+/// the gateway's own, and every `x-stainless-*` header (a family the
+/// Stainless-made SDKs keep adding to).
+pub(crate) const CORS_DEFAULT_HEADERS: &str = "authorization, content-type, accept, user-agent, x-api-key, \
+x-request-id, x-spillway-escalate, openai-organization, openai-project, openai-beta, anthropic-version, \
+anthropic-beta, anthropic-dangerous-direct-browser-access, api-key, x-goog-api-key, x-stainless-lang, \
+x-stainless-package-version, x-stainless-os, x-stainless-arch, x-stainless-runtime, \
+x-stainless-runtime-version, x-stainless-retry-count, x-stainless-timeout, x-stainless-read-timeout, \
+x-stainless-async, x-stainless-helper, x-stainless-helper-method, x-stainless-poll-helper, \
+x-stainless-custom-poll-interval, x-stainless-*";
+
+/// Splits a header list into the names sent as they are and the
+/// prefixes of `name-*` entries (any requested header that starts with
+/// one is allowed too).
+fn header_patterns(list: &[&str]) -> (String, Vec<String>) {
+    let (prefixes, names): (Vec<&str>, Vec<&str>) = list.iter().partition(|h| h.len() > 1 && h.ends_with('*'));
+    let prefixes = prefixes.iter().map(|p| p.trim_end_matches('*').to_string()).collect();
+    (names.join(", "), prefixes)
+}
 
 fn compile_cors(cx: &mut Ctx, c: RawCors) -> CorsConfig {
     if c.allow_origins.is_empty() {
@@ -118,19 +156,24 @@ fn compile_cors(cx: &mut Ctx, c: RawCors) -> CorsConfig {
             allow_origins.push(o);
         }
     }
-    let allow_headers = match c.allow_headers {
-        None => CORS_DEFAULT_HEADERS.to_string(),
+    let list: Vec<String> = match c.allow_headers {
+        None => CORS_DEFAULT_HEADERS.split(", ").map(str::to_string).collect(),
         Some(list) => {
             for (i, h) in list.iter().enumerate() {
-                if h != "*" && http::HeaderName::from_bytes(h.as_bytes()).is_err() {
-                    cx.err(format!("server.cors.allow_headers[{i}]"), format!("`{h}` is not a header name"));
+                let name = h.strip_suffix('*').filter(|p| !p.is_empty()).unwrap_or(h);
+                if h != "*" && (name.contains('*') || http::HeaderName::from_bytes(name.as_bytes()).is_err()) {
+                    cx.err(
+                        format!("server.cors.allow_headers[{i}]"),
+                        format!("`{h}` is not a header name (or a prefix such as `x-stainless-*`)"),
+                    );
                 }
             }
-            list.iter().map(|h| h.to_ascii_lowercase()).collect::<Vec<_>>().join(", ")
+            list.iter().map(|h| h.to_ascii_lowercase()).collect()
         }
     };
+    let (allow_headers, allow_header_prefixes) = header_patterns(&list.iter().map(String::as_str).collect::<Vec<_>>());
     let max_age = cx.duration("server.cors.max_age", c.max_age.as_ref(), Duration::from_secs(600));
-    CorsConfig { allow_origins, any_origin, allow_headers, max_age }
+    CorsConfig { allow_origins, any_origin, allow_headers, allow_header_prefixes, max_age }
 }
 
 pub(super) fn compile_state(cx: &mut Ctx, s: RawState) -> StateConfig {

@@ -5,6 +5,7 @@ mod health;
 mod load;
 mod providers;
 mod redis_url;
+mod responses;
 mod rules;
 mod server;
 
@@ -13,5 +14,6 @@ pub use health::*;
 pub use load::*;
 pub use providers::*;
 pub use redis_url::*;
+pub use responses::*;
 pub use rules::*;
 pub use server::*;

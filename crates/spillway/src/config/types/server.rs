@@ -38,6 +38,11 @@ pub struct ServerConfig {
     /// After SIGTERM, how long to keep accepting with `/readyz` at 503
     /// before the listener closes and `shutdown_grace` starts.
     pub drain_delay: Duration,
+    /// Serving a non-loopback address without client keys was asked for.
+    pub allow_unauthenticated: bool,
+    /// `admin_token` was made at start (loopback only): `serve` prints it
+    /// and keeps it in `state.data_dir` for `spillway status`.
+    pub generate_admin_token: bool,
 }
 
 /// `server.cors`, compiled.
@@ -49,6 +54,9 @@ pub struct CorsConfig {
     pub any_origin: bool,
     /// `Access-Control-Allow-Headers`, lower case, comma-separated.
     pub allow_headers: String,
+    /// Prefixes of `name-*` entries: a requested header that starts with
+    /// one is allowed too (named back in the preflight's answer).
+    pub allow_header_prefixes: Vec<String>,
     /// `Access-Control-Max-Age`.
     pub max_age: Duration,
 }

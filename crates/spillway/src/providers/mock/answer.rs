@@ -187,7 +187,10 @@ fn json_said(text: String, max_tokens: Option<u32>) -> Said {
 /// `json_schema` schema; for `json_object`, from a JSON Schema in the prompt
 /// when there is one; else a small object naming the model. A request whose
 /// `response_format` the gateway moved into the prompt (`native_json:
-/// false`) is recognised by the gateway's own instruction.
+/// false`) is recognised by the gateway's own instruction; one with no
+/// `response_format` at all, by a JSON Schema in its prompt that the prompt
+/// asks JSON for (instructor's `MD_JSON` and `JSON` modes, a hand-written
+/// "answer in JSON matching this schema").
 fn json_value(cx: &Cx<'_>) -> Option<Value> {
     let format = cx.body.get("response_format");
     let kind = format.and_then(|f| f.get("type")).and_then(Value::as_str);
@@ -196,11 +199,12 @@ fn json_value(cx: &Cx<'_>) -> Option<Value> {
         Some("json_object") => prompt_schema(cx.body),
         _ => {
             let system = system_text(cx.body);
-            let asked = normalize::INSTRUCTION_STARTS.iter().any(|start| system.contains(start));
-            if !asked {
+            let instructed = normalize::INSTRUCTION_STARTS.iter().any(|start| system.contains(start));
+            let schema = prompt_schema(cx.body);
+            if !instructed && (schema.is_none() || !asks_for_json(cx.body)) {
                 return None;
             }
-            prompt_schema(cx.body)
+            schema
         }
     };
     let sampled = schema.filter(|s| !s.is_null()).and_then(|s| cx.schemas.get_or_compile(&s).ok());
@@ -237,6 +241,17 @@ fn prompt_schema(body: &Map<String, Value>) -> Option<Value> {
         }
     }
     None
+}
+
+/// Whether the prompt's system or user text says "JSON".
+fn asks_for_json(body: &Map<String, Value>) -> bool {
+    let Some(messages) = body.get("messages").and_then(Value::as_array) else { return false };
+    messages
+        .iter()
+        .filter(|m| matches!(m.get("role").and_then(Value::as_str), Some("system" | "developer" | "user")))
+        .filter_map(|m| m.get("content"))
+        .flat_map(content_texts)
+        .any(|t| t.to_ascii_lowercase().contains("json"))
 }
 
 fn looks_like_schema(v: &Value) -> bool {

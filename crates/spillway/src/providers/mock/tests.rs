@@ -423,6 +423,23 @@ async fn json_object_requests_follow_a_schema_in_the_prompt() {
 }
 
 #[tokio::test(start_paused = true)]
+async fn a_schema_given_only_in_the_prompt_gets_json_when_the_prompt_asks_for_it() {
+    let p = provider(MockBehavior::default());
+    // instructor's MD_JSON: the schema in the system message, no response_format.
+    let system = "As a genius expert, your task is to understand the content and provide the parsed objects in json \
+that match the following json_schema:\n\n{\"properties\": {\"name\": {\"title\": \"Name\", \"type\": \"string\"}, \
+\"age\": {\"title\": \"Age\", \"type\": \"integer\"}}, \"required\": [\"name\", \"age\"], \"title\": \"User\", \
+\"type\": \"object\"}\n\nMake sure to return an instance of the JSON, not the schema itself";
+    let body = json!({"messages": [{"role": "system", "content": system}, {"role": "user", "content": "Jason is 25"},
+        {"role": "user", "content": "Return the correct JSON response within a ```json codeblock. not the JSON_SCHEMA"}]});
+    let v: Value = serde_json::from_str(&content(call(&p, body, false).await.unwrap())).unwrap();
+    assert_eq!(v, json!({"name": "mock", "age": 1}));
+    // A schema in a prompt that does not ask for JSON: text, as before.
+    let body = json!({"messages": [{"role": "user", "content": "Explain {\"properties\": {\"a\": {}}} to me"}]});
+    assert!(serde_json::from_str::<Value>(&content(call(&p, body, false).await.unwrap())).is_err());
+}
+
+#[tokio::test(start_paused = true)]
 async fn json_damage_shares_give_a_valid_rate_before_and_after_normalization() {
     use crate::normalize::{normalize, Expected, SchemaCache};
     fastrand::seed(7);
