@@ -52,6 +52,7 @@ cargo test --workspace
 # The shared-state files again, each test on a three-master Redis Cluster it
 # starts and stops itself (every script and key layout must be cluster-safe).
 SPILLWAY_TEST_REDIS=cluster cargo test -p spillway --test shared_state --test redis_state --test handoff_redis
+SPILLWAY_TEST_REDIS=cluster cargo test -p spillway --test entry_points in_redis
 # The Dockerfile, compose file, systemd unit and manifests, with their own
 # tools (hadolint, docker-compose config, systemd-analyze verify).
 scripts/deploy-check.sh

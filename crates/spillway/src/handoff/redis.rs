@@ -62,11 +62,7 @@ impl RedisQueue {
     /// A queue for `url` under `prefix`; no I/O until the first call.
     pub fn new(url: &str, prefix: &str) -> Result<Self, HandoffError> {
         let redis = LazyRedis::new(url).map_err(HandoffError::Store)?;
-        Ok(Self {
-            prefix: format!("{}handoff:", redis.key_prefix(prefix)),
-            redis,
-            key_ids: Arc::default(),
-        })
+        Ok(Self { prefix: format!("{}handoff:", redis.key_prefix(prefix)), redis, key_ids: Arc::default() })
     }
 
     /// A queue that has connected once (tests, and callers that want to know now).
