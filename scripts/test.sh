@@ -48,11 +48,14 @@ python3 scripts/layers.py
 step "Lints (cargo clippy, every target; minutes on a cold build, quiet until it finds something)"
 cargo clippy --workspace --all-targets --quiet -- -D warnings
 step "Tests (cargo test --workspace)"
-cargo test --workspace
+# Every test binary runs, so one failure does not hide the others.
+cargo test --workspace --no-fail-fast
+step "Shared state on a Redis Cluster (SPILLWAY_TEST_REDIS=cluster)"
 # The shared-state files again, each test on a three-master Redis Cluster it
 # starts and stops itself (every script and key layout must be cluster-safe).
 SPILLWAY_TEST_REDIS=cluster cargo test -p spillway --test shared_state --test redis_state --test handoff_redis
 SPILLWAY_TEST_REDIS=cluster cargo test -p spillway --test entry_points in_redis
+step "Deployment files (scripts/deploy-check.sh)"
 # The Dockerfile, compose file, systemd unit and manifests, with their own
 # tools (hadolint, docker-compose config, systemd-analyze verify).
 scripts/deploy-check.sh

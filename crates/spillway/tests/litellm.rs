@@ -110,7 +110,11 @@ async fn a_realistic_litellm_config_imports_checks_and_serves() {
         .unwrap();
     let url = format!("http://127.0.0.1:{port}");
     let mut up = false;
-    for _ in 0..500 {
+    // Up to 60 s: a loaded CI machine starts a debug build slowly.
+    for _ in 0..6000 {
+        if let Some(status) = child.try_wait().unwrap() {
+            panic!("the imported config did not serve: the gateway exited ({status})");
+        }
         if client().get(format!("{url}/health")).send().await.is_ok_and(|r| r.status() == 200) {
             up = true;
             break;
