@@ -21,6 +21,13 @@ if ! command -v redis-server >/dev/null 2>&1; then
   echo "Installing redis-server for the state-store tests..."
   (apt-get update -qq && apt-get install -y -qq redis-server) >/dev/null
 fi
+# The Sentinel failover test starts its own `redis-sentinel`s (Debian's
+# package; the cluster tests need only redis-server and redis-cli). Missing,
+# that test fails under CI=true.
+if ! command -v redis-sentinel >/dev/null 2>&1; then
+  echo "Installing redis-sentinel for the failover test..."
+  (apt-get update -qq && apt-get install -y -qq redis-sentinel) >/dev/null
+fi
 if [ -z "${SPILLWAY_TEST_REDIS_URL:-}" ]; then
   if command -v redis-cli >/dev/null 2>&1 && redis-cli -h 127.0.0.1 -p 6379 ping >/dev/null 2>&1; then
     export SPILLWAY_TEST_REDIS_URL="redis://127.0.0.1:6379/0"
@@ -43,6 +50,15 @@ cargo clippy --workspace --all-targets --quiet -- -D warnings
 step "Tests (cargo test --workspace)"
 # Every test binary runs, so one failure does not hide the others.
 cargo test --workspace --no-fail-fast
+step "Shared state on a Redis Cluster (SPILLWAY_TEST_REDIS=cluster)"
+# The shared-state files again, each test on a three-master Redis Cluster it
+# starts and stops itself (every script and key layout must be cluster-safe).
+SPILLWAY_TEST_REDIS=cluster cargo test -p spillway --test shared_state --test redis_state --test handoff_redis
+SPILLWAY_TEST_REDIS=cluster cargo test -p spillway --test entry_points in_redis
+step "Deployment files (scripts/deploy-check.sh)"
+# The Dockerfile, compose file, systemd unit and manifests, with their own
+# tools (hadolint, docker-compose config, systemd-analyze verify).
+scripts/deploy-check.sh
 # The real clients (openai-python and -node, the AI SDK, LangChain, the
 # Anthropic SDK, promtool) against running gateways; uses the debug binary
 # `cargo test` built, installs the pinned clients into .clients/.

@@ -9,7 +9,7 @@
 //!
 //! What lives where: the process owns a [`Supervisor`] with the jobs that
 //! outlive config generations (state sync and its Redis link, discovery
-//! refresh, SIGHUP reload); each config generation owns its own jobs under
+//! refresh, reload on SIGHUP and on a changed file); each config generation owns its own jobs under
 //! a guard (`gateway::Generation`), started when it becomes live and
 //! stopped when its last gateway drops.
 
@@ -72,18 +72,43 @@ impl App {
         supervisor.spawn(crate::gateway::refresh::job(&live));
         supervisor.spawn(crate::handoff::spool::Drain { desk: shared.handoff.clone() });
         supervisor.spawn(crate::gateway::reload::ReloadOnSighup::new(live.clone()));
+        supervisor.spawn(crate::gateway::watch::ReloadOnChange::new(live.clone()));
         Ok(Self { state: AppState::new(live), supervisor })
     }
 
-    /// Serves `listener` until `shutdown` is cancelled, lets requests in
-    /// flight drain (`server.shutdown_grace`), then stops every job.
+    /// Serves `listener` until `shutdown` is cancelled, then drains:
+    /// `/readyz` answers 503 at once, new connections are still taken for
+    /// `server.drain_delay` (a load balancer's time to stop sending), then
+    /// the listener closes and requests in flight get
+    /// `server.shutdown_grace`; last, every job stops.
     pub async fn serve(self, listener: Listener, shutdown: CancellationToken) -> std::io::Result<()> {
-        let served = match listener {
-            Listener::Workers(l, workers) => {
-                let workers = workers.unwrap_or_else(|| self.state.gateway.load().config.server.workers);
-                server::workers::serve(l, self.state.clone(), shutdown, workers).await
+        let (close, state) = (CancellationToken::new(), self.state.clone());
+        let serving = async {
+            match listener {
+                Listener::Workers(l, workers) => {
+                    let workers = workers.unwrap_or_else(|| state.gateway.load().config.server.workers);
+                    server::workers::serve(l, state.clone(), close.clone(), workers).await
+                }
+                Listener::Here(l) => server::serve(l, state.clone(), close.clone()).await,
             }
-            Listener::Here(l) => server::serve(l, self.state.clone(), shutdown).await,
+        };
+        let drain = async {
+            shutdown.cancelled().await;
+            state.draining.store(true, std::sync::atomic::Ordering::Release);
+            let delay = state.gateway.load().config.server.drain_delay;
+            if !delay.is_zero() {
+                tracing::info!(
+                    delay_s = delay.as_secs_f64(),
+                    "Draining: /readyz answers 503; still accepting for now."
+                );
+                tokio::time::sleep(delay).await;
+            }
+            close.cancel();
+        };
+        tokio::pin!(serving);
+        let served = tokio::select! {
+            served = &mut serving => served,
+            () = drain => serving.await,
         };
         self.stop().await;
         served

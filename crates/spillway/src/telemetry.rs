@@ -10,6 +10,17 @@ pub fn init() {
     init_with_default("info");
 }
 
+/// `filter` with `redis=error` added unless it names the `redis` crate:
+/// the cluster client warns at every failed reconnect to every node, and
+/// the link already says once that Redis is down and once that it is back.
+fn quiet_redis(filter: &str) -> String {
+    if filter.split(',').any(|d| d.trim_start().starts_with("redis")) {
+        filter.to_string()
+    } else {
+        format!("{filter},redis=error")
+    }
+}
+
 /// [`init`] with another level when neither variable sets one (`spillway
 /// drill` reports alerts itself, so it logs errors only).
 pub fn init_with_default(level: &str) {
@@ -17,7 +28,7 @@ pub fn init_with_default(level: &str) {
         .ok()
         .or_else(|| std::env::var("RUST_LOG").ok())
         .unwrap_or_else(|| level.to_string());
-    let filter = EnvFilter::try_new(&filter).unwrap_or_else(|_| EnvFilter::new(level));
+    let filter = EnvFilter::try_new(quiet_redis(&filter)).unwrap_or_else(|_| EnvFilter::new(level));
     let json = std::env::var("SPILLWAY_LOG_FORMAT").is_ok_and(|f| f.eq_ignore_ascii_case("json"));
     let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
     let result =
@@ -148,5 +159,11 @@ mod tests {
             assert!(hex.bytes().all(|b| b.is_ascii_hexdigit()));
         }
         assert_ne!(RequestId::generate(), RequestId::generate());
+    }
+
+    #[test]
+    fn the_redis_clients_reconnect_warnings_are_quiet_unless_asked_for() {
+        assert_eq!(super::quiet_redis("info"), "info,redis=error");
+        assert_eq!(super::quiet_redis("info,redis=debug"), "info,redis=debug");
     }
 }

@@ -1,7 +1,8 @@
 //! The Redis-backed handoff queue (`state.backend: redis`): an item queued
 //! on one instance is listed and answered on another, and read back on the
-//! first. Talks to the real Redis at `SPILLWAY_TEST_REDIS_URL`; skips when
-//! none is reachable, except under `CI=true`, where that fails.
+//! first. Talks to the Redis at `SPILLWAY_TEST_REDIS_URL` or one it starts
+//! (a cluster with `SPILLWAY_TEST_REDIS=cluster`); skips when there is
+//! none, except under `CI=true`, where that fails.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::disallowed_methods)]
 
 mod common;
@@ -9,26 +10,10 @@ mod common;
 use common::*;
 use serde_json::{json, Value};
 
-async fn redis_url() -> Option<String> {
-    let url = std::env::var("SPILLWAY_TEST_REDIS_URL").unwrap_or_else(|_| "redis://127.0.0.1:6379/0".into());
-    let reachable = match redis::Client::open(url.as_str()) {
-        Ok(c) => tokio::time::timeout(std::time::Duration::from_secs(2), c.get_multiplexed_async_connection())
-            .await
-            .is_ok_and(|r| r.is_ok()),
-        Err(_) => false,
-    };
-    if reachable {
-        return Some(url);
-    }
-    assert_ne!(std::env::var("CI").as_deref(), Ok("true"), "Redis at {url} is unreachable under CI");
-    eprintln!("skipping: no Redis at {url}");
-    None
-}
-
 #[tokio::test]
 async fn two_instances_share_the_queue() {
-    let Some(url) = redis_url().await else { return };
-    let prefix = format!("spillway-test:{}:", spillway::handoff::new_id());
+    let Some((url, _server)) = redis_support::any_redis("two_instances_share_the_queue").await else { return };
+    let prefix = redis_support::unique_prefix("handoff-share");
     let yaml = format!(
         "server:\n  api_keys: [key-a]\n  admin_token: adm\nstate:\n  backend: redis\n  redis_url: {url}\n  key_prefix: \"{prefix}\"\nproviders:\n  down:\n    kind: mock\n    models:\n      - {{ id: m, behavior: {{ error_rate: 1.0, error_status: 503 }} }}\n{FAST_HEALTH}cascades:\n  support:\n    models: [down/m]\n    handoff: true\n"
     );
@@ -74,11 +59,40 @@ async fn two_instances_share_the_queue() {
     assert_eq!(from_two.status(), 200);
 
     // Clean up this test's keys.
-    let mut conn = redis::Client::open(url.as_str()).unwrap().get_multiplexed_async_connection().await.unwrap();
-    let keys: Vec<String> = redis::cmd("KEYS").arg(format!("{prefix}*")).query_async(&mut conn).await.unwrap();
+    let keys = redis_support::keys(&url, &format!("{}*", redis_support::stored_prefix(&url, &prefix))).await;
     if !keys.is_empty() {
-        let () = redis::cmd("DEL").arg(keys).query_async(&mut conn).await.unwrap();
+        let () = redis::cmd("DEL").arg(keys).query_async(&mut redis_support::raw(&url).await).await.unwrap();
     }
+}
+
+/// Every operation of the queue on this run's Redis (on a cluster: the
+/// MULTI, the MGET, the answer script and the purge stay on one slot).
+#[tokio::test]
+async fn the_queue_works_on_any_topology() {
+    use spillway::handoff::{Answered, Queue, Status};
+    let Some((url, _server)) = redis_support::any_redis("the_queue_works_on_any_topology").await else { return };
+    let q = spillway::handoff::redis::RedisQueue::connect(&url, &redis_support::unique_prefix("handoff-ops"))
+        .await
+        .unwrap();
+    // The shared key-id key is set once and read back (SET NX + GET in one MULTI).
+    q.key_ids().await.unwrap();
+    for (i, id) in ["ho_a", "ho_b"].into_iter().enumerate() {
+        let item: spillway::handoff::Item = serde_json::from_value(json!({
+            "id": id, "status": "open", "cascade": "support", "client_key_id": null, "messages": [],
+            "attempts": [], "created_ms": 10 + i, "answer": null, "answered_ms": null
+        }))
+        .unwrap();
+        q.push(item).await.unwrap();
+    }
+    assert_eq!(q.open_count().await.unwrap(), 2);
+    assert!(matches!(q.answer("ho_a", "done", 20).await.unwrap(), Answered::Done(_)));
+    assert!(matches!(q.answer("ho_a", "again", 21).await.unwrap(), Answered::AlreadyAnswered(_)));
+    assert!(matches!(q.answer("ho_x", "none", 22).await.unwrap(), Answered::Missing));
+    let listed: Vec<String> = q.list(None).await.unwrap().into_iter().map(|i| i.id).collect();
+    assert_eq!(listed, ["ho_a", "ho_b"]);
+    assert_eq!(q.list(Some(Status::Answered)).await.unwrap()[0].answer.as_deref(), Some("done"));
+    assert_eq!(q.purge(u64::MAX).await.unwrap(), 2);
+    assert_eq!(q.open_count().await.unwrap(), 0);
 }
 
 mod redis_support;

@@ -131,33 +131,19 @@ async fn every_key_is_under_the_prefix_and_expires() {
     let snap = store.snapshot(now + 6_000).await.unwrap();
     assert!(!snap.dead.contains_key("p/a") && snap.dead.contains_key("p/d"));
 
-    let client = redis::Client::open(url.as_str()).unwrap();
-    let mut conn = client.get_multiplexed_async_connection().await.unwrap();
-    let mut keys: Vec<String> = Vec::new();
-    let mut cursor = 0u64;
-    loop {
-        let (next, batch): (u64, Vec<String>) = redis::cmd("SCAN")
-            .arg(cursor)
-            .arg("MATCH")
-            .arg(format!("{prefix}*"))
-            .arg("COUNT")
-            .arg(1000)
-            .query_async(&mut conn)
-            .await
-            .unwrap();
-        keys.extend(batch);
-        cursor = next;
-        if cursor == 0 {
-            break;
-        }
-    }
+    // On a cluster the keys carry the prefix in braces: one hash tag, one slot.
+    let stored = store.key_prefix().to_string();
+    assert_eq!(stored, stored_prefix(&url, &prefix));
+    assert_eq!(stored.starts_with('{'), on_cluster(), "{stored}");
+    let keys = keys(&url, &format!("{stored}*")).await;
+    let mut conn = raw(&url).await;
     assert!(keys.len() >= 5, "{keys:?}");
     for key in &keys {
         let ttl: i64 = redis::cmd("PTTL").arg(key).query_async(&mut conn).await.unwrap();
         assert!(ttl > 0, "{key} has no TTL");
     }
     let dead_fields: Vec<String> =
-        redis::cmd("HKEYS").arg(format!("{prefix}dead")).query_async(&mut conn).await.unwrap();
+        redis::cmd("HKEYS").arg(format!("{stored}dead")).query_async(&mut conn).await.unwrap();
     assert_eq!(dead_fields, vec!["p/d".to_string()]);
     sup.stop(Duration::from_secs(2)).await;
 }

@@ -157,3 +157,53 @@ async fn a_reload_reports_what_changed() {
     assert!(!body.to_string().contains("rotated-token"));
     gw.stop().await;
 }
+
+/// A Kubernetes ConfigMap update: the mounted file is a symlink through
+/// `..data`, which the kubelet swaps to a new directory. The gateway
+/// notices the new content within `server.watch_config` and reloads it by
+/// itself; a broken file is rejected once (not at every poll) and the old
+/// config stays.
+#[tokio::test(start_paused = true)]
+async fn a_changed_file_is_reloaded_by_itself_and_a_broken_one_rejected_once() {
+    use std::os::unix::fs::symlink;
+    let dir = TempDir::new("reload-watch");
+    let version = |n: u32, yaml: &str| {
+        let v = dir.path().join(format!("..v{n}"));
+        std::fs::create_dir_all(&v).unwrap();
+        std::fs::write(v.join("spillway.yaml"), yaml).unwrap();
+        let tmp = dir.path().join("..data_tmp");
+        symlink(format!("..v{n}"), &tmp).unwrap();
+        std::fs::rename(&tmp, dir.path().join("..data")).unwrap();
+    };
+    version(1, &mock_config("  chat: { models: [mock/a] }"));
+    symlink("..data/spillway.yaml", dir.path().join("spillway.yaml")).unwrap();
+    // FileGateway writes through the symlink: the same content.
+    let gw = FileGateway::start(dir.path(), &mock_config("  chat: { models: [mock/a] }")).await;
+    let mut rx = gw.state.gateway.load().shared.discovery.subscribe();
+    // Unchanged content: nothing happens over several polls.
+    let quiet = tokio::time::timeout(std::time::Duration::from_secs(20), next_reload(&mut rx)).await;
+    assert!(quiet.is_err(), "no reload without a change: {quiet:?}");
+
+    version(2, &mock_config("  chat: { models: [mock/b] }"));
+    let event = tokio::time::timeout(std::time::Duration::from_secs(6), next_reload(&mut rx)).await.unwrap();
+    assert!(matches!(event, DiscoveryEvent::ConfigReloaded { .. }), "{event:?}");
+    assert_eq!(gw.plan("chat")[0], "mock/b");
+
+    version(3, "providers: [not, a, map]\n");
+    let event = tokio::time::timeout(std::time::Duration::from_secs(6), next_reload(&mut rx)).await.unwrap();
+    assert!(matches!(event, DiscoveryEvent::ConfigRejected { .. }), "{event:?}");
+    let again = tokio::time::timeout(std::time::Duration::from_secs(20), next_reload(&mut rx)).await;
+    assert!(again.is_err(), "a broken file is rejected once, not at every poll: {again:?}");
+    assert_eq!(gw.plan("chat")[0], "mock/b", "the old config stays");
+    gw.stop().await;
+}
+
+/// The next reload's outcome on the discovery bus.
+async fn next_reload(rx: &mut tokio::sync::broadcast::Receiver<DiscoveryEvent>) -> DiscoveryEvent {
+    loop {
+        let e = rx.recv().await.unwrap();
+        if matches!(e, DiscoveryEvent::ConfigReloaded { .. } | DiscoveryEvent::ConfigRejected { .. }) {
+            return e;
+        }
+    }
+}

@@ -110,6 +110,16 @@ fn from_health(e: HealthEvent) -> Event {
     }
 }
 
+/// The alert for a change of the shared store's link.
+fn from_state(e: StateEvent) -> Event {
+    match e {
+        StateEvent::Degraded { detail } => Event::RedisDegraded { detail },
+        StateEvent::Restored { down_ms, node, failed_over_from } => {
+            Event::RedisRestored { down_ms, node, failed_over_from }
+        }
+    }
+}
+
 /// The alert for a discovery event, when it is one.
 fn from_discovery(e: DiscoveryEvent) -> Option<Event> {
     match e {
@@ -279,9 +289,7 @@ impl BackgroundJob for Dispatcher {
                         self.emit(&e);
                     }
                 }
-                Some(StateEvent::Degraded { detail }) = next_of(&mut self.state) => {
-                    self.emit(&Event::RedisDegraded { detail });
-                }
+                Some(e) = next_of(&mut self.state) => self.emit(&from_state(e)),
                 () = shutdown.cancelled() => return,
             }
         }

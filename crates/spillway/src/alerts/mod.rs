@@ -129,6 +129,15 @@ pub enum Event {
         /// What failed (secret-free).
         detail: String,
     },
+    /// The shared state store is reachable again after [`Event::RedisDegraded`].
+    RedisRestored {
+        /// How long it was unreachable, in ms.
+        down_ms: u64,
+        /// The server reached now (`host:port`).
+        node: String,
+        /// The server before, when a failover changed it.
+        failed_over_from: Option<String>,
+    },
     /// A cascade spent its daily budget: paid models are skipped until the next UTC day.
     BudgetExhausted {
         /// Cascade name.
@@ -161,6 +170,7 @@ impl Event {
             Self::HandoffQueued { cascade, .. } => format!("handoff_queued:{cascade}"),
             Self::ReloadRejected { summary } => format!("reload_rejected:{summary}"),
             Self::RedisDegraded { .. } => "redis_degraded".to_string(),
+            Self::RedisRestored { .. } => "redis_restored".to_string(),
             Self::BudgetExhausted { cascade, day, .. } => format!("budget_exhausted:{cascade}:{day}"),
         }
     }
@@ -180,6 +190,7 @@ impl Event {
             Self::HandoffQueued { .. } => "handoff_queued",
             Self::ReloadRejected { .. } => "reload_rejected",
             Self::RedisDegraded { .. } => "redis_degraded",
+            Self::RedisRestored { .. } => "redis_restored",
             Self::BudgetExhausted { .. } => "budget_exhausted",
         }
     }

@@ -79,6 +79,11 @@ pub(super) fn span(d: Duration, lang: Language) -> String {
     }
 }
 
+/// `4.2 s`: an outage's length, to a tenth of a second.
+fn seconds(ms: u64) -> String {
+    format!("{}.{} s", ms / 1000, ms % 1000 / 100)
+}
+
 fn percent(share: f64) -> String {
     format!("{:.0}%", share * 100.0)
 }
@@ -132,6 +137,15 @@ fn english(e: &Event, at_ms: u64) -> String {
         }
         Event::ReloadRejected { summary } => format!("Config reload rejected, the old config stays ({at}): {summary}"),
         Event::RedisDegraded { detail } => format!("Redis unreachable, serving from local state since {at}: {detail}"),
+        Event::RedisRestored { down_ms, node, failed_over_from } => {
+            let down = seconds(*down_ms);
+            match failed_over_from {
+                Some(old) => format!(
+                    "Redis is back after {down}: failed over from {old} to {node}; sharing state resumed ({at})."
+                ),
+                None => format!("Redis is back after {down} on {node}; sharing state resumed ({at})."),
+            }
+        }
         Event::BudgetExhausted { cascade, spent_usd, limit_usd, day } => format!(
             "Cascade {cascade} spent ${spent_usd:.2} of its ${limit_usd:.2} daily budget on {day}; \
              paid models are skipped until 00:00 UTC (since {at})."
@@ -204,6 +218,15 @@ fn russian(e: &Event, at_ms: u64) -> String {
         Event::ReloadRejected { summary } => format!("Новый конфиг отклонён, работает прежний ({at}): {summary}"),
         Event::RedisDegraded { detail } => {
             format!("Redis недоступен, с {at} работаем на локальном состоянии: {detail}")
+        }
+        Event::RedisRestored { down_ms, node, failed_over_from } => {
+            let down = seconds(*down_ms);
+            match failed_over_from {
+                Some(old) => format!(
+                    "Redis снова доступен через {down}: переключение с {old} на {node}; общее состояние снова делится ({at})."
+                ),
+                None => format!("Redis снова доступен через {down} на {node}; общее состояние снова делится ({at})."),
+            }
         }
         Event::BudgetExhausted { cascade, spent_usd, limit_usd, day } => format!(
             "Каскад {cascade} потратил ${spent_usd:.2} из дневного бюджета ${limit_usd:.2} за {day}; \
@@ -292,5 +315,22 @@ mod tests {
              1970-01-01 00:01:30 UTC."
         );
         assert!(resolved(&back, 0, at, Language::Ru).contains("ниже порога 20%"));
+    }
+
+    #[test]
+    fn a_restored_redis_says_how_long_and_whether_it_failed_over() {
+        let back = Event::RedisRestored { down_ms: 4_250, node: "10.0.0.2:6379".into(), failed_over_from: None };
+        assert_eq!(
+            back.text(0),
+            "Redis is back after 4.2 s on 10.0.0.2:6379; sharing state resumed (1970-01-01 00:00:00 UTC)."
+        );
+        let moved = Event::RedisRestored {
+            down_ms: 12_000,
+            node: "10.0.0.3:6379".into(),
+            failed_over_from: Some("10.0.0.2:6379".into()),
+        };
+        assert!(moved.text(0).contains("failed over from 10.0.0.2:6379 to 10.0.0.3:6379"), "{}", moved.text(0));
+        assert!(moved.text_in(0, Language::Ru).contains("переключение с 10.0.0.2:6379 на 10.0.0.3:6379"));
+        assert_eq!(moved.kind(), "redis_restored");
     }
 }

@@ -196,7 +196,14 @@ pub fn render(c: &Config) -> String {
     };
     let _ = write!(out, "\nState: backend={backend}");
     if let Some(url) = &c.state.redis_url {
-        let _ = write!(out, " redis_url={}", crate::redact::display_url(url.expose()));
+        // A Sentinel set or a Cluster is a host list no URL parser reads: its hosts, never its password.
+        let shown = match crate::config::RedisTopology::parse(url.expose()) {
+            Ok(t @ (crate::config::RedisTopology::Sentinel { .. } | crate::config::RedisTopology::Cluster { .. })) => {
+                t.hosts()
+            }
+            _ => crate::redact::display_url(url.expose()),
+        };
+        let _ = write!(out, " redis_url={shown}");
     }
     let _ = writeln!(out);
     let _ = writeln!(

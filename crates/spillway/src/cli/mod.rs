@@ -7,6 +7,7 @@ pub mod check;
 pub mod discover;
 pub mod drill;
 pub mod handoff;
+pub mod healthcheck;
 pub mod litellm;
 pub mod serve;
 pub mod status;
@@ -72,6 +73,12 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Exit 0 when a running gateway's /readyz answers 200, else 1 (a container HEALTHCHECK).
+    Healthcheck {
+        /// The URL to probe (default: /readyz on the config's listen address).
+        #[arg(long)]
+        url: Option<String>,
+    },
     /// Turn a LiteLLM proxy config into a Spillway config; list what could not be carried over.
     ImportLitellm {
         /// The LiteLLM config (`model_list`, `router_settings`, …).
@@ -89,7 +96,8 @@ pub enum Command {
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
-        Command::Drill { .. } => crate::telemetry::init_with_default("error"),
+        // A probe that runs every few seconds: its output is its exit code.
+        Command::Drill { .. } | Command::Healthcheck { .. } => crate::telemetry::init_with_default("error"),
         _ => crate::telemetry::init(),
     }
     match cli.command {
@@ -99,6 +107,7 @@ pub fn main() -> ExitCode {
         Command::Status { url } => status::run(&cli.config, url),
         Command::Handoff { action, url } => handoff::run(&cli.config, url, action),
         Command::Drill { scenario, svg, json } => drill::run(&scenario, svg, json),
+        Command::Healthcheck { url } => healthcheck::run(&cli.config, url),
         Command::ImportLitellm { litellm_config, out } => litellm::run(&litellm_config, out.as_deref()),
         Command::Schema => {
             print!("{}", crate::config::json_schema());

@@ -83,6 +83,14 @@ pub struct RawServer {
     /// Cross-origin requests from browsers (off when absent): which
     /// origins may call the API, and the preflight's answers.
     pub cors: Option<RawCors>,
+    /// How often the config file is checked, and reloaded when its content
+    /// changed (a Kubernetes ConfigMap update swaps the file); default `5s`,
+    /// `0s` turns it off (SIGHUP and `POST /admin/config/reload` still work).
+    pub watch_config: Option<String>,
+    /// After SIGTERM, how long `/readyz` answers 503 while new connections
+    /// are still accepted, so a load balancer stops sending before the
+    /// listener closes (default `0s`; a few seconds behind a Kubernetes Service).
+    pub drain_delay: Option<String>,
     /// Serve a non-loopback `listen` address without `api_keys` (default
     /// false: such a config is refused, since anyone who reaches the
     /// gateway could spend the providers' keys).
@@ -128,7 +136,9 @@ pub enum RawSize {
 pub struct RawState {
     /// `memory` (one instance) or `redis` (several instances share everything).
     pub backend: Option<String>,
-    /// `redis://` or `rediss://` URL, with user and password if needed.
+    /// `redis://` or `rediss://` URL, with user and password if needed; a Sentinel set
+    /// (`redis+sentinel://host:26379,host2:26379/mymaster`) or a Cluster
+    /// (`redis+cluster://host:7000,host2:7001`); `valkey` works for `redis` throughout.
     pub redis_url: Option<String>,
     /// Prefix of every Redis key (default `spillway:`).
     pub key_prefix: Option<String>,

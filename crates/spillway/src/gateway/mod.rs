@@ -8,6 +8,7 @@ pub mod generation;
 pub mod live;
 pub mod refresh;
 pub mod reload;
+pub mod watch;
 
 pub use build::{Gateway, Shared};
 pub use generation::Generation;

@@ -15,6 +15,8 @@
 //! A Stream was the other candidate; it cannot be updated in place or read
 //! by id cheaply, and answers and lookups by id are what this queue does.
 //! Durability beyond a gateway crash is the Redis server's (`appendonly`).
+//! On a cluster the prefix is one hash tag ([`LazyRedis::key_prefix`]), so
+//! the MULTI, the MGET and the answer script stay on one slot.
 
 use super::key_id::KeyIds;
 use super::{Answered, HandoffError, Item, Queue, Status};
@@ -59,11 +61,8 @@ return 1
 impl RedisQueue {
     /// A queue for `url` under `prefix`; no I/O until the first call.
     pub fn new(url: &str, prefix: &str) -> Result<Self, HandoffError> {
-        Ok(Self {
-            redis: LazyRedis::new(url).map_err(HandoffError::Store)?,
-            prefix: format!("{prefix}handoff:"),
-            key_ids: Arc::default(),
-        })
+        let redis = LazyRedis::new(url).map_err(HandoffError::Store)?;
+        Ok(Self { prefix: format!("{}handoff:", redis.key_prefix(prefix)), redis, key_ids: Arc::default() })
     }
 
     /// A queue that has connected once (tests, and callers that want to know now).
@@ -76,7 +75,7 @@ impl RedisQueue {
     /// Runs one call with the deadline.
     async fn call<'f, T>(
         &self,
-        f: impl FnOnce(redis::aio::ConnectionManager) -> BoxFuture<'f, redis::RedisResult<T>>,
+        f: impl FnOnce(crate::state::redis::target::Conn) -> BoxFuture<'f, redis::RedisResult<T>>,
     ) -> Result<T, HandoffError> {
         self.redis.call(f).await.map_err(HandoffError::Store)
     }

@@ -46,13 +46,16 @@ pub struct AppState {
     pub metrics: Arc<Metrics>,
     /// Chat requests being served now (for `max_concurrent_requests`).
     pub in_flight: AtomicUsize,
+    /// Shutting down: `/readyz` answers 503 so load balancers stop
+    /// sending, while requests in flight finish.
+    pub draining: std::sync::atomic::AtomicBool,
 }
 
 impl AppState {
     /// Serves the live gateway `gateway`.
     pub fn new(gateway: Arc<Live>) -> Arc<Self> {
         let metrics = gateway.load().metrics.clone();
-        Arc::new(Self { gateway, metrics, in_flight: AtomicUsize::new(0) })
+        Arc::new(Self { gateway, metrics, in_flight: AtomicUsize::new(0), draining: Default::default() })
     }
 }
 

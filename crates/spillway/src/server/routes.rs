@@ -130,6 +130,11 @@ async fn model(
 
 async fn readyz(State(state): State<Arc<AppState>>) -> Response {
     let gw = state.gateway.load();
+    if state.draining.load(std::sync::atomic::Ordering::Acquire) {
+        // SIGTERM: out of the load balancer first, then the listener closes.
+        let body = json!({"status": "draining", "cascades": gw.cascades.len(), "state": gw.shared.state.view()});
+        return (StatusCode::SERVICE_UNAVAILABLE, axum::Json(body)).into_response();
+    }
     // Degraded (Redis unreachable) still serves from local state: 200, and the body says so.
     let status = if gw.shared.state.degraded() { "degraded" } else { "ready" };
     let body = json!({"status": status, "cascades": gw.cascades.len(), "state": gw.shared.state.view()});

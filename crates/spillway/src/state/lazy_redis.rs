@@ -5,10 +5,17 @@
 //!
 //! Unlike the state store's link (`redis/link.rs`), nothing watches it in
 //! the background: these stores are used rarely enough that the next call
-//! finding out is soon enough.
+//! finding out is soon enough. It reaches Redis through
+//! [`super::redis::target::Target`], so `redis_url` may name a Sentinel set
+//! or a Cluster: after a failure the connection is dropped and the next
+//! call makes a new one (behind Sentinels, to the master named then), a
+//! held connection is checked against the master the Sentinels name once a
+//! second (a planned failover leaves the old master writable for seconds,
+//! and what is written there then is lost when it turns replica), and on a
+//! cluster [`LazyRedis::key_prefix`] puts one store's keys in one slot.
 
+use super::redis::target::{Conn, Limits, Target};
 use futures_util::future::BoxFuture;
-use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -18,12 +25,24 @@ use std::time::Duration;
 pub const CALL_DEADLINE: Duration = Duration::from_secs(1);
 /// After a failure, calls fail at once for this long.
 const DOWN_FOR_MS: u64 = 1_000;
+/// How often a held connection is checked against the master the Sentinels name.
+const RECHECK_MS: u64 = 1_000;
+
+/// The connection and what it reaches.
+struct Held {
+    conn: Conn,
+    /// `host:port` of the server.
+    node: String,
+    /// Unix ms of the last check that the Sentinels still name `node`.
+    checked_ms: u64,
+}
 
 /// A lazily connected Redis client. Clones share the connection.
 #[derive(Clone)]
 pub struct LazyRedis {
-    client: redis::Client,
-    conn: Arc<tokio::sync::OnceCell<ConnectionManager>>,
+    target: Arc<Target>,
+    /// Made on first use and after every failure (then dropped).
+    conn: Arc<tokio::sync::Mutex<Option<Held>>>,
     /// Unix ms until which calls fail without trying.
     down_until: Arc<AtomicU64>,
 }
@@ -31,7 +50,7 @@ pub struct LazyRedis {
 impl std::fmt::Debug for LazyRedis {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         // Never the URL: it may hold a password.
-        f.debug_struct("LazyRedis").field("connected", &self.conn.initialized()).finish()
+        f.debug_struct("LazyRedis").field("hosts", &self.target.hosts()).finish()
     }
 }
 
@@ -43,44 +62,59 @@ pub fn error_text(e: &redis::RedisError) -> String {
 impl LazyRedis {
     /// A client for `url`; no I/O until the first call.
     pub fn new(url: &str) -> Result<Self, String> {
-        let client = redis::Client::open(url).map_err(|e| error_text(&e))?;
-        Ok(Self { client, conn: Arc::default(), down_until: Arc::default() })
+        let target = Target::open(url).map_err(|e| error_text(&e))?;
+        Ok(Self { target: Arc::new(target), conn: Arc::default(), down_until: Arc::default() })
     }
 
-    /// The connection: made on first use, within the call deadline.
-    pub async fn conn(&self) -> Result<ConnectionManager, String> {
+    /// The prefix a store's keys go under: `prefix`, in braces on a cluster
+    /// (see [`Target::key_prefix`]).
+    pub fn key_prefix(&self, prefix: &str) -> String {
+        self.target.key_prefix(prefix)
+    }
+
+    /// The connection: made on first use and after a failure, within the call deadline.
+    pub async fn conn(&self) -> Result<Conn, String> {
         let now = crate::health::clock::now_ms();
         if self.down_until.load(Ordering::Relaxed) > now {
             return Err("redis: down (retrying shortly)".into());
         }
-        let made = self.conn.get_or_try_init(|| async {
-            let config = ConnectionManagerConfig::new()
-                .set_connection_timeout(Duration::from_millis(500))
-                .set_response_timeout(Duration::from_millis(500))
-                .set_number_of_retries(0);
-            let connect = ConnectionManager::new_with_config(self.client.clone(), config);
-            match tokio::time::timeout(CALL_DEADLINE, connect).await {
-                Ok(r) => r.map_err(|e| error_text(&e)),
-                Err(_) => Err("redis: no connection within the deadline".to_string()),
+        let mut slot = self.conn.lock().await;
+        if let Some(held) = slot.as_mut() {
+            if now.saturating_sub(held.checked_ms) < RECHECK_MS {
+                return Ok(held.conn.clone());
             }
-        });
-        match made.await {
-            Ok(c) => Ok(c.clone()),
-            Err(e) => Err(self.failed(e)),
+            held.checked_ms = now;
+            if !self.target.names_another_master(&held.node).await {
+                return Ok(held.conn.clone());
+            }
+            tracing::info!(from = %held.node, "The Sentinels name another master: reconnecting.");
+            *slot = None;
+        }
+        let limits = Limits { connect: Duration::from_millis(500), response: Duration::from_millis(500), retries: 0 };
+        let made = match tokio::time::timeout(CALL_DEADLINE, self.target.connect(limits)).await {
+            Ok(r) => r.map_err(|e| error_text(&e)),
+            Err(_) => Err("redis: no connection within the deadline".to_string()),
+        };
+        match made {
+            Ok((conn, node)) => Ok(slot.insert(Held { conn, node, checked_ms: now }).conn.clone()),
+            Err(e) => {
+                drop(slot);
+                Err(self.failed(e))
+            }
         }
     }
 
-    /// Runs one call with the deadline; a failure marks the server down for a moment.
-    pub async fn call<'f, T>(
-        &self,
-        f: impl FnOnce(ConnectionManager) -> BoxFuture<'f, redis::RedisResult<T>>,
-    ) -> Result<T, String> {
+    /// Runs one call with the deadline; a failure marks the server down for
+    /// a moment, and the next call connects afresh.
+    pub async fn call<'f, T>(&self, f: impl FnOnce(Conn) -> BoxFuture<'f, redis::RedisResult<T>>) -> Result<T, String> {
         let conn = self.conn().await?;
-        match tokio::time::timeout(CALL_DEADLINE, f(conn)).await {
-            Ok(Ok(v)) => Ok(v),
-            Ok(Err(e)) => Err(self.failed(error_text(&e))),
-            Err(_) => Err(self.failed("redis: no answer within the deadline".to_string())),
-        }
+        let failure = match tokio::time::timeout(CALL_DEADLINE, f(conn)).await {
+            Ok(Ok(v)) => return Ok(v),
+            Ok(Err(e)) => error_text(&e),
+            Err(_) => "redis: no answer within the deadline".to_string(),
+        };
+        *self.conn.lock().await = None;
+        Err(self.failed(failure))
     }
 
     fn failed(&self, e: String) -> String {

@@ -212,6 +212,12 @@ pub trait StateStore: Send + Sync + 'static {
     fn link(&self) -> Option<tokio::sync::watch::Receiver<LinkState>> {
         None
     }
+
+    /// The server a networked store reached last (`host:port`), for logs
+    /// and alerts: after a failover it differs from before. `None` for memory.
+    fn node(&self) -> Option<String> {
+        None
+    }
 }
 
 pub use crate::health::stats::{median, TTFT_WINDOW};
@@ -235,6 +241,16 @@ pub enum StateEvent {
     Degraded {
         /// Why (secret-free).
         detail: String,
+    },
+    /// The link is back after a [`StateEvent::Degraded`]: sharing resumed.
+    Restored {
+        /// How long it was down, in ms.
+        down_ms: u64,
+        /// The server reached now (`host:port`).
+        node: String,
+        /// The server reached before the outage, when it was another one (a
+        /// Sentinel or Cluster failover).
+        failed_over_from: Option<String>,
     },
 }
 

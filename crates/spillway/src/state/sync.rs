@@ -50,6 +50,10 @@ pub struct StateSync {
     status: Arc<StateStatus>,
     local: mpsc::UnboundedReceiver<LocalChange>,
     rules: RulesFn,
+    /// Since when (unix ms) the link has been down, and the server it
+    /// reached before: set by `Down`, taken by the next `Up`, which tells
+    /// operators it is back (and whether it failed over).
+    down: Option<(u64, Option<String>)>,
 }
 
 impl std::fmt::Debug for StateSync {
@@ -116,7 +120,7 @@ impl StateSync {
         let (tx, local) = mpsc::unbounded_channel();
         health.observe(tx);
         status.set_backend(store.backend());
-        Self { store, health, status, local, rules }
+        Self { store, health, status, local, rules, down: None }
     }
 
     /// Applies the store's live marks and open breakers.
@@ -251,10 +255,18 @@ impl StateSync {
     }
 
     /// Follows the link: degraded flag, alert, and catch-up on return.
-    async fn on_link(&self, state: LinkState, pending: &mut HashMap<String, Pending>) {
+    async fn on_link(&mut self, state: LinkState, pending: &mut HashMap<String, Pending>) {
         match state {
             LinkState::Up => {
                 let was = self.status.set_degraded(false);
+                if let Some((since, before)) = self.down.take() {
+                    let node = self.store.node().unwrap_or_default();
+                    self.status.announce(super::StateEvent::Restored {
+                        down_ms: now_ms().saturating_sub(since),
+                        failed_over_from: before.filter(|b| *b != node),
+                        node,
+                    });
+                }
                 let rules = to_rules(&(self.rules)());
                 let kept: Vec<_> = pending.drain().collect();
                 if was && !kept.is_empty() {
@@ -281,6 +293,9 @@ impl StateSync {
             }
             LinkState::Down(detail) => {
                 self.status.set_degraded(true);
+                if self.down.is_none() {
+                    self.down = Some((now_ms(), self.store.node()));
+                }
                 self.status.announce(super::StateEvent::Degraded { detail });
             }
         }

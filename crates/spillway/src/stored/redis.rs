@@ -41,7 +41,9 @@ fn decode<T: serde::de::DeserializeOwned>(text: &str) -> Result<T, StoreError> {
 impl RedisShelf {
     /// A store for `url` under `prefix`; no I/O until the first call.
     pub fn new(url: &str, prefix: &str) -> Result<Self, StoreError> {
-        Ok(Self { redis: LazyRedis::new(url).map_err(StoreError::Store)?, prefix: format!("{prefix}responses:") })
+        let redis = LazyRedis::new(url).map_err(StoreError::Store)?;
+        // On a cluster the prefix is one hash tag: the pipelines and MGETs below stay on one slot.
+        Ok(Self { prefix: format!("{}responses:", redis.key_prefix(prefix)), redis })
     }
 
     fn key(&self, part: &str, id: &str) -> String {
@@ -50,7 +52,7 @@ impl RedisShelf {
 
     async fn call<'f, T>(
         &self,
-        f: impl FnOnce(redis::aio::ConnectionManager) -> BoxFuture<'f, redis::RedisResult<T>>,
+        f: impl FnOnce(crate::state::redis::target::Conn) -> BoxFuture<'f, redis::RedisResult<T>>,
     ) -> Result<T, StoreError> {
         self.redis.call(f).await.map_err(StoreError::Store)
     }

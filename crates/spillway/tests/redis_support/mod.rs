@@ -5,20 +5,93 @@
 //! also stop and start again to play an outage. With neither a URL nor a
 //! `redis-server` binary a test skips with a message, except under
 //! `CI=true`, where it fails: CI must run these tests.
+//!
+//! `SPILLWAY_TEST_REDIS=cluster` runs the same tests on a three-master
+//! Redis Cluster each test starts for itself ([`cluster`]), whatever the
+//! URL says: `scripts/test.sh` runs the shared-state files both ways.
+//! [`sentinel`] starts a master, a replica and three Sentinels.
 
 // Helpers of tests: failures must be loud.
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::disallowed_methods)]
 
+pub mod cluster;
+pub mod instance;
+pub mod sentinel;
+
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
+/// The Redis a test started: one server, or a cluster when
+/// `SPILLWAY_TEST_REDIS=cluster`. Stopped on drop.
+pub enum RedisServer {
+    Single(Single),
+    Cluster(cluster::Cluster),
+}
+
+impl RedisServer {
+    /// Starts the topology this run asks for; `None` when the binaries are
+    /// not installed.
+    pub async fn start() -> Option<Self> {
+        if on_cluster() {
+            return cluster::Cluster::start(3).await.map(Self::Cluster);
+        }
+        Single::start().await.map(Self::Single)
+    }
+
+    /// The URL for `state.redis_url`.
+    pub fn url(&self) -> String {
+        match self {
+            Self::Single(s) => s.url(),
+            Self::Cluster(c) => c.url(),
+        }
+    }
+
+    /// Starts it again (after [`Self::stop`]), on the same ports.
+    pub async fn restart(&mut self) -> bool {
+        match self {
+            Self::Single(s) => s.restart().await,
+            Self::Cluster(c) => c.restart().await,
+        }
+    }
+
+    /// Kills it (an outage: clients see their connections close).
+    pub fn stop(&mut self) {
+        match self {
+            Self::Single(s) => s.stop(),
+            Self::Cluster(c) => c.stop(),
+        }
+    }
+}
+
+/// Whether this run puts the Redis tests on a cluster (`SPILLWAY_TEST_REDIS=cluster`).
+pub fn on_cluster() -> bool {
+    std::env::var("SPILLWAY_TEST_REDIS").is_ok_and(|v| v == "cluster")
+}
+
+/// A command connection to `url` of any topology, for reading raw keys.
+pub async fn raw(url: &str) -> spillway::state::redis::target::Conn {
+    use spillway::state::redis::target::{Limits, Target};
+    let limits = Limits { connect: Duration::from_secs(2), response: Duration::from_secs(2), retries: 2 };
+    Target::open(url).unwrap().connect(limits).await.unwrap().0
+}
+
+/// The prefix keys really carry on `url`: `prefix` in braces on a cluster.
+pub fn stored_prefix(url: &str, prefix: &str) -> String {
+    spillway::state::redis::target::Target::open(url).unwrap().key_prefix(prefix)
+}
+
+/// Every key matching `pattern`, on every node (a test-only `KEYS`).
+pub async fn keys(url: &str, pattern: &str) -> Vec<String> {
+    redis::cmd("KEYS").arg(pattern).query_async(&mut raw(url).await).await.unwrap()
+}
+
 /// A `redis-server` child process, killed on drop.
-pub struct RedisServer {
+pub struct Single {
     pub port: u16,
     child: Option<Child>,
 }
 
-impl RedisServer {
+impl Single {
     /// Starts one on a free port; `None` when `redis-server` is not installed.
     pub async fn start() -> Option<Self> {
         let mut server = Self { port: free_port(), child: None };
@@ -32,37 +105,65 @@ impl RedisServer {
 
     /// Starts the server again on the same port (after [`Self::stop`]).
     pub async fn restart(&mut self) -> bool {
-        let child = Command::new("redis-server")
-            .args(["--port", &self.port.to_string(), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn();
-        let Ok(child) = child else {
-            return false;
-        };
-        self.child = Some(child);
-        let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
-        while tokio::time::Instant::now() < deadline {
-            if tokio::net::TcpStream::connect(("127.0.0.1", self.port)).await.is_ok() {
-                return true;
-            }
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-        panic!("redis-server did not start on port {}", self.port);
+        let port = self.port.to_string();
+        let args = ["--port", port.as_str(), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"];
+        self.child = spawn_server("redis-server", &args, self.port).await;
+        self.child.is_some()
     }
 
     /// Kills the server (an outage: clients see their connections close).
     pub fn stop(&mut self) {
-        if let Some(mut child) = self.child.take() {
-            let _ = child.kill();
-            let _ = child.wait();
-        }
+        kill(&mut self.child);
     }
 }
 
-impl Drop for RedisServer {
+impl Drop for Single {
     fn drop(&mut self) {
         self.stop();
+    }
+}
+
+/// Spawns `program` (`redis-server`, `redis-sentinel`) with `args` and
+/// waits until it listens on `port`; `None` when it is not installed.
+pub async fn spawn_server(program: &str, args: &[&str], port: u16) -> Option<Child> {
+    let child = Command::new(program).args(args).stdout(Stdio::null()).stderr(Stdio::null()).spawn().ok()?;
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    while tokio::time::Instant::now() < deadline {
+        if tokio::net::TcpStream::connect(("127.0.0.1", port)).await.is_ok() {
+            return Some(child);
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    panic!("{program} did not start on port {port}");
+}
+
+/// Kills a server with SIGKILL (`kill -9`: no goodbye to its clients) and reaps it.
+pub fn kill(child: &mut Option<Child>) {
+    if let Some(mut c) = child.take() {
+        let _ = c.kill();
+        let _ = c.wait();
+    }
+}
+
+/// A private temporary directory, removed on drop.
+pub struct TempDir(pub std::path::PathBuf);
+
+impl TempDir {
+    pub fn new(name: &str) -> Self {
+        let dir = std::env::temp_dir().join(format!("spillway-{name}-{}-{}", std::process::id(), fastrand::u64(..)));
+        std::fs::create_dir_all(&dir).unwrap();
+        Self(dir)
+    }
+
+    /// `dir/name`, as text for a server's arguments.
+    pub fn join(&self, name: &str) -> String {
+        self.0.join(name).display().to_string()
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
     }
 }
 
@@ -74,7 +175,7 @@ pub fn free_port() -> u16 {
 
 /// Says why a test cannot run: a skip message, or a failure under CI.
 pub fn unavailable(test: &str) {
-    let msg = format!("{test}: no Redis (set SPILLWAY_TEST_REDIS_URL or install redis-server)");
+    let msg = format!("{test}: no Redis (set SPILLWAY_TEST_REDIS_URL or install redis-server and redis-sentinel)");
     if std::env::var("CI").is_ok_and(|v| v == "true") {
         panic!("{msg}; CI must run the Redis tests");
     }
@@ -85,7 +186,7 @@ pub fn unavailable(test: &str) {
 /// (kept alive by the returned guard). `None`: skip (see [`unavailable`]).
 pub async fn any_redis(test: &str) -> Option<(String, Option<RedisServer>)> {
     if let Ok(url) = std::env::var("SPILLWAY_TEST_REDIS_URL") {
-        if !url.is_empty() {
+        if !url.is_empty() && !on_cluster() {
             return Some((url, None));
         }
     }

@@ -94,6 +94,8 @@ pub(super) fn compile_server(cx: &mut Ctx, s: RawServer) -> ServerConfig {
         client_write_timeout: client_write_timeout(cx, s.client_write_timeout.as_ref()),
         shutdown_grace: cx.duration("server.shutdown_grace", s.shutdown_grace.as_ref(), Duration::from_secs(30)),
         cors: s.cors.map(|c| compile_cors(cx, c)),
+        watch_config: cx.duration("server.watch_config", s.watch_config.as_ref(), Duration::from_secs(5)),
+        drain_delay: cx.duration("server.drain_delay", s.drain_delay.as_ref(), Duration::ZERO),
         allow_unauthenticated,
         generate_admin_token,
     }
@@ -184,9 +186,9 @@ pub(super) fn compile_state(cx: &mut Ctx, s: RawState) -> StateConfig {
         }
     };
     if let Some(url) = &s.redis_url {
-        if !(url.starts_with("redis://") || url.starts_with("rediss://")) {
-            // The URL may hold a password: never echo it.
-            cx.err("state.redis_url", "expected a redis:// or rediss:// URL");
+        // The URL may hold a password: the error never echoes it.
+        if let Err(e) = crate::config::RedisTopology::parse(url) {
+            cx.err("state.redis_url", e);
         }
     }
     if backend == StateBackend::Redis && s.redis_url.is_none() {

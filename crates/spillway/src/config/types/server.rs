@@ -32,6 +32,12 @@ pub struct ServerConfig {
     pub workers: usize,
     /// Cross-origin requests (none: off).
     pub cors: Option<CorsConfig>,
+    /// How often the config file's content is checked for a change to
+    /// reload (zero: never).
+    pub watch_config: Duration,
+    /// After SIGTERM, how long to keep accepting with `/readyz` at 503
+    /// before the listener closes and `shutdown_grace` starts.
+    pub drain_delay: Duration,
     /// Serving a non-loopback address without client keys was asked for.
     pub allow_unauthenticated: bool,
     /// `admin_token` was made at start (loopback only): `serve` prints it

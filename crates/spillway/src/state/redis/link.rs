@@ -4,25 +4,33 @@
 //!
 //! It alone decides [`LinkState`]: `Up` once the subscription and the
 //! command connection both work; `Down` as soon as the subscription drops
-//! (a killed or restarted server closes it at once), or a PING fails (a
+//! (a killed or restarted server closes it at once), or a probe fails (a
 //! silent network, checked every second and right after any failed
 //! command). While not `Up` the store fails fast, so nothing waits on a
 //! dead server; the sync job re-reads a snapshot after every return to
 //! `Up`, which covers what was published meanwhile.
+//!
+//! Each connected period starts from the [`super::target::Target`]: a new
+//! command connection and subscription, so behind Sentinels both reach the
+//! master named now. A write refused as `READONLY` (the master turned
+//! replica) ends the period like a failed probe, and behind Sentinels the
+//! probe asks `ROLE`, so a store that only reads notices a planned
+//! failover too. The return to `Up` is
+//! logged, and a change of server is logged as a failover.
 
+use super::target::{Conn, Limits};
 use super::{parse_change, store_err, LinkState, RedisStore};
 use crate::supervisor::BackgroundJob;
-use ::redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use futures_util::StreamExt;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
-/// How long a connection attempt, a subscription or a PING may take. Redis
+/// How long a connection attempt, a subscription or a probe may take. Redis
 /// answers in well under a millisecond on a LAN; a second means trouble.
 const ATTEMPT_TIMEOUT: Duration = Duration::from_secs(1);
-/// How often a connected link PINGs, to notice a silent network.
-const PING_EVERY: Duration = Duration::from_secs(1);
+/// How often a connected link probes, to notice a silent network.
+const PROBE_EVERY: Duration = Duration::from_secs(1);
 /// Reconnect backoff: from the first to the last value, doubling.
 const BACKOFF: (Duration, Duration) = (Duration::from_millis(100), Duration::from_secs(1));
 
@@ -37,50 +45,46 @@ impl RedisLink {
         Self { store }
     }
 
-    /// The command connection: created on the first success, then reused
-    /// (the manager reconnects by itself) and checked with a PING.
-    async fn command_connection(&self) -> Result<(), String> {
-        let s = &self.store;
-        let mut conn = match s.conn.load_full() {
-            Some(c) => (*c).clone(),
-            None => {
-                let config = ConnectionManagerConfig::new()
-                    .set_connection_timeout(ATTEMPT_TIMEOUT)
-                    .set_response_timeout(ATTEMPT_TIMEOUT)
-                    // Reconnecting is this job's business: the manager tries once
-                    // per failed command, so no command waits through a backoff.
-                    .set_number_of_retries(1)
-                    .set_max_delay(200);
-                let c =
-                    ConnectionManager::new_with_config(s.client.clone(), config).await.map_err(|e| store_err(&e).0)?;
-                s.conn.store(Some(Arc::new(c.clone())));
-                c
-            }
-        };
-        ping(&mut conn).await
-    }
-
-    /// One connected period: subscribe, go `Up`, forward messages until the
-    /// connection fails or `shutdown`. Returns why it ended (`None`: shutdown).
+    /// One connected period: connect, subscribe, go `Up`, forward messages
+    /// until the connection fails or `shutdown`. Returns why it ended
+    /// (`None`: shutdown).
     async fn session(&self, shutdown: &CancellationToken) -> Option<String> {
         let s = &self.store;
-        let subscribed = tokio::time::timeout(ATTEMPT_TIMEOUT, async {
-            let mut pubsub = s.client.get_async_pubsub().await.map_err(|e| store_err(&e).0)?;
-            pubsub.subscribe(&s.channel).await.map_err(|e| store_err(&e).0)?;
-            Ok::<_, String>(pubsub)
+        let limits = Limits {
+            connect: ATTEMPT_TIMEOUT,
+            response: ATTEMPT_TIMEOUT,
+            // Reconnecting is this job's business: the connection tries once
+            // per failed command, so no command waits through a backoff.
+            retries: 1,
+        };
+        let linked = tokio::time::timeout(ATTEMPT_TIMEOUT * 4, async {
+            let mut linked = s.target.link(limits).await.map_err(|e| store_err(&e).0)?;
+            linked.pubsub.subscribe(&s.channel).await.map_err(|e| store_err(&e).0)?;
+            self.probe(&mut linked.conn, &linked.node).await?;
+            Ok::<_, String>(linked)
         })
         .await
         .unwrap_or_else(|_| Err("redis: connection timed out".to_string()));
-        let pubsub = match subscribed {
-            Ok(p) => p,
+        let linked = match linked {
+            Ok(l) => l,
             Err(e) => return Some(e),
         };
-        if let Err(e) = self.command_connection().await {
-            return Some(e);
+        s.stale.store(false, std::sync::atomic::Ordering::Release);
+        s.conn.store(Some(Arc::new(linked.conn)));
+        let previous = s.node.lock().unwrap_or_else(std::sync::PoisonError::into_inner).replace(linked.node.clone());
+        let was = s.link.send_replace(LinkState::Up);
+        match (&was, previous) {
+            (LinkState::Down(_), Some(old)) if old != linked.node => tracing::warn!(
+                redis = %s.address, from = %old, to = %linked.node,
+                "Redis failed over: another server serves now; sharing state resumes there."
+            ),
+            (LinkState::Down(_), _) => {
+                tracing::info!(redis = %s.address, node = %linked.node, "Redis is reachable again; sharing state resumes.");
+            }
+            _ => tracing::debug!(redis = %s.address, node = %linked.node, "Connected to Redis."),
         }
-        s.link.send_replace(LinkState::Up);
-        let mut messages = pubsub.into_on_message();
-        let mut tick = tokio::time::interval(PING_EVERY);
+        let mut messages = linked.pubsub.into_on_message();
+        let mut tick = tokio::time::interval(PROBE_EVERY);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
             tokio::select! {
@@ -108,18 +112,26 @@ impl RedisLink {
     }
 
     async fn check(&self) -> Result<(), String> {
+        if self.store.stale.swap(false, std::sync::atomic::Ordering::AcqRel) {
+            return Err("redis: the server refused a write as a replica (READONLY): a failover".into());
+        }
         match self.store.conn.load_full() {
-            Some(c) => ping(&mut (*c).clone()).await,
+            Some(c) => {
+                let node = self.store.node.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone();
+                self.probe(&mut (*c).clone(), &node.unwrap_or_default()).await
+            }
             None => Err("redis: not connected".into()),
         }
     }
-}
 
-async fn ping(conn: &mut ConnectionManager) -> Result<(), String> {
-    match tokio::time::timeout(ATTEMPT_TIMEOUT, ::redis::cmd("PING").query_async::<String>(conn)).await {
-        Ok(Ok(_)) => Ok(()),
-        Ok(Err(e)) => Err(store_err(&e).0),
-        Err(_) => Err("redis: PING timed out".into()),
+    /// [`super::target::Target::probe`] within [`ATTEMPT_TIMEOUT`].
+    async fn probe(&self, conn: &mut Conn, node: &str) -> Result<(), String> {
+        let s = &self.store;
+        match tokio::time::timeout(ATTEMPT_TIMEOUT, s.target.probe(conn, &s.probe_key(), node)).await {
+            Ok(Ok(())) => Ok(()),
+            Ok(Err(e)) => Err(store_err(&e).0),
+            Err(_) => Err("redis: no answer in time".into()),
+        }
     }
 }
 

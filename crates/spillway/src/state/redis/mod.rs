@@ -20,17 +20,21 @@
 //!
 //! Read-modify-writes are Lua scripts ([`scripts`]) that also PUBLISH the
 //! change; nothing uses `KEYS` or `SCAN`. Commands go through a
-//! [`ConnectionManager`] (multiplexed, reconnecting); changes arrive on a
+//! [`target::Conn`] (multiplexed, reconnecting); changes arrive on a
 //! separate pub/sub connection kept by the [`link::RedisLink`] background
 //! job, which also decides whether the store is [`LinkState::Up`]. While
 //! it is not, every method fails at once instead of waiting on a dead
 //! server, so callers fall back to local state without delay.
+//!
+//! `redis_url` may name one server, a Sentinel set or a Cluster
+//! ([`target`]); on a cluster `{p}` is the prefix in braces, one hash tag
+//! for every key above, so each script's keys share a slot.
 
 pub mod link;
 mod scripts;
+pub mod target;
 
 use super::*;
-use ::redis::aio::ConnectionManager;
 use ::redis::Script;
 use arc_swap::ArcSwapOption;
 use std::sync::Arc;
@@ -41,14 +45,19 @@ const TTFT_TTL_MS: u64 = 7 * 24 * 3600 * 1000;
 
 /// Shared state in Redis.
 pub struct RedisStore {
-    client: ::redis::Client,
-    /// `host:port` (never the URL: it may hold a password).
+    target: target::Target,
+    /// What the URL names, for logs (never the URL: it may hold a password).
     address: String,
     prefix: String,
     channel: String,
-    /// Set by the link once the first connection succeeds; it reconnects
-    /// by itself after that.
-    conn: ArcSwapOption<ConnectionManager>,
+    /// Set by the link at each connected period (a new one after every
+    /// failure, so a Sentinel failover reaches the new master).
+    conn: ArcSwapOption<target::Conn>,
+    /// The server the link reached last, `host:port`.
+    node: std::sync::Mutex<Option<String>>,
+    /// A write was refused as `READONLY`: the server turned replica (a
+    /// failover); the link reconnects to the master.
+    stale: std::sync::atomic::AtomicBool,
     changes: broadcast::Sender<StateChange>,
     link: watch::Sender<LinkState>,
     /// A command failed: the link checks the connection now rather than at
@@ -73,30 +82,25 @@ fn store_err(e: &::redis::RedisError) -> StateError {
     StateError(format!("redis: {:?}: {}", e.kind(), e.detail().unwrap_or("request failed")))
 }
 
-/// `host:port` of a client, for logs.
-fn address_of(client: &::redis::Client) -> String {
-    match &client.get_connection_info().addr {
-        ::redis::ConnectionAddr::Tcp(host, port) => format!("{host}:{port}"),
-        ::redis::ConnectionAddr::TcpTls { host, port, .. } => format!("{host}:{port} (tls)"),
-        ::redis::ConnectionAddr::Unix(path) => path.display().to_string(),
-    }
-}
-
 impl RedisStore {
     /// A store for `url` (`redis://` or `rediss://`, user and password
-    /// allowed) and its link job, which connects, keeps the subscription
-    /// and reconnects. Does no I/O: an unreachable Redis at start is a
-    /// degraded store, not an error. Fails only on a malformed URL.
+    /// allowed; a Sentinel set or a Cluster, see [`target`]) and its link
+    /// job, which connects, keeps the subscription and reconnects. Does no
+    /// I/O: an unreachable Redis at start is a degraded store, not an
+    /// error. Fails only on a malformed URL.
     pub fn new(url: &str, prefix: &str) -> Result<(Arc<Self>, link::RedisLink), StateError> {
-        let client = ::redis::Client::open(url).map_err(|e| store_err(&e))?;
+        let target = target::Target::open(url).map_err(|e| store_err(&e))?;
+        let prefix = target.key_prefix(prefix);
         let (changes, _) = broadcast::channel(4096);
         let (link, _) = watch::channel(LinkState::Connecting);
         let store = Arc::new(Self {
-            address: address_of(&client),
-            client,
-            prefix: prefix.to_string(),
+            address: target.hosts().to_string(),
+            target,
             channel: format!("{prefix}changes"),
+            prefix,
             conn: ArcSwapOption::empty(),
+            node: std::sync::Mutex::new(None),
+            stale: std::sync::atomic::AtomicBool::new(false),
             changes,
             link,
             trouble: Notify::new(),
@@ -110,17 +114,29 @@ impl RedisStore {
         Ok((store.clone(), link::RedisLink::new(store)))
     }
 
-    /// `host:port` of the server, for logs and the admin view.
+    /// `host:port` of the server (or the Sentinel set, or the cluster's
+    /// seed nodes), for logs and the admin view.
     pub fn address(&self) -> &str {
         &self.address
+    }
+
+    /// The prefix every key is written under: `key_prefix`, in braces on a
+    /// cluster (see [`target::Target::key_prefix`]).
+    pub fn key_prefix(&self) -> &str {
+        &self.prefix
     }
 
     fn key(&self, part: &str) -> String {
         format!("{}{part}", self.prefix)
     }
 
+    /// The key the link probes (`EXISTS`) to know the store's slot answers.
+    fn probe_key(&self) -> String {
+        self.key("dead")
+    }
+
     /// The command connection, or an error at once while the link is not up.
-    fn conn(&self) -> Result<ConnectionManager, StateError> {
+    fn conn(&self) -> Result<target::Conn, StateError> {
         if *self.link.borrow() != LinkState::Up {
             return Err(StateError("redis: not connected".into()));
         }
@@ -129,6 +145,9 @@ impl RedisStore {
 
     /// Maps a command error, and asks the link to check the connection.
     fn failed(&self, e: &::redis::RedisError) -> StateError {
+        if e.kind() == ::redis::ErrorKind::ReadOnly {
+            self.stale.store(true, std::sync::atomic::Ordering::Release);
+        }
         self.trouble.notify_one();
         store_err(e)
     }
@@ -333,6 +352,10 @@ impl StateStore for RedisStore {
 
     fn link(&self) -> Option<watch::Receiver<LinkState>> {
         Some(self.link.subscribe())
+    }
+
+    fn node(&self) -> Option<String> {
+        self.node.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone()
     }
 }
 
