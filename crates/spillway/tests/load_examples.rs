@@ -108,8 +108,7 @@ async fn every_profile_of_every_example_rewrites_what_the_upstream_receives() {
         let file = path.file_name().unwrap().to_string_lossy().into_owned();
         // Secrets get a placeholder; addresses (`*_URL`) their `:-default`.
         let lookup = |name: &str| (!name.ends_with("_URL")).then(|| "placeholder".to_string());
-        let config = spillway::config::load_str(&text, Some(&path), &lookup)
-            .unwrap_or_else(|e| panic!("{file}:\n{e}"));
+        let config = spillway::config::load_str(&text, Some(&path), &lookup).unwrap_or_else(|e| panic!("{file}:\n{e}"));
         let raw: Yaml = serde_yaml_ng::from_str(&text).unwrap();
         for (name, p) in &config.providers {
             let Some(load) = &p.load else { continue };

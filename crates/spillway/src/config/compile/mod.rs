@@ -19,8 +19,8 @@ pub(crate) mod listen;
 mod load;
 mod prompts;
 mod providers;
-mod responses;
 mod providers_cloud;
+mod responses;
 mod server;
 
 use alerts::compile_alerts;
