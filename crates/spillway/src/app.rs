@@ -62,6 +62,7 @@ impl App {
         let supervisor = Supervisor::new(CancellationToken::new());
         let shared = Shared::default();
         let state_config = config.state.clone();
+        shared.telemetry.open(&config.telemetry, &shared.metrics, &supervisor);
         let gateway = Gateway::build(config, &shared)?;
         let live = Arc::new(Live::new(gateway, supervisor.clone()));
         if state_config.backend == StateBackend::Redis {

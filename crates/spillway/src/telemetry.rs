@@ -94,6 +94,8 @@ pub struct RequestNotes {
     /// The client connection it came on (none for in-process calls): a
     /// streamed answer puts its deadline there.
     link: Option<std::sync::Arc<crate::client_link::ClientLink>>,
+    /// The request's journal, when the request log or traces are on.
+    journal: std::sync::OnceLock<std::sync::Arc<crate::journal::Journal>>,
 }
 
 impl RequestNotes {
@@ -109,7 +111,18 @@ impl RequestNotes {
             attempts: std::sync::atomic::AtomicU32::new(u32::MAX),
             retry_after_s: std::sync::atomic::AtomicU64::new(0),
             link,
+            journal: std::sync::OnceLock::new(),
         })
+    }
+
+    /// Keeps the request's journal (the first one given).
+    pub fn set_journal(&self, journal: std::sync::Arc<crate::journal::Journal>) {
+        let _ = self.journal.set(journal);
+    }
+
+    /// The request's journal, when it has one.
+    pub fn journal(&self) -> Option<&std::sync::Arc<crate::journal::Journal>> {
+        self.journal.get()
     }
 
     /// The client connection the request came on, when it came on one.

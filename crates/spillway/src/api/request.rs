@@ -49,6 +49,8 @@ pub struct ChatRequest {
     /// The request's id (`x-request-id`): sent upstream with every attempt
     /// and kept with a handoff item.
     pub request_id: Option<crate::telemetry::RequestId>,
+    /// The request's journal (request log, traces), when they are on.
+    pub journal: Option<std::sync::Arc<crate::journal::Journal>>,
 }
 
 impl Clone for ChatRequest {
@@ -72,6 +74,7 @@ impl Clone for ChatRequest {
             wants_json: self.wants_json,
             caller: self.caller.clone(),
             request_id: self.request_id.clone(),
+            journal: self.journal.clone(),
         }
     }
 }
@@ -359,6 +362,7 @@ fn check<J: JsonView>(body: &J) -> Result<ChatRequest, ApiError> {
         wants_json,
         caller: None,
         request_id: None,
+        journal: None,
     })
 }
 

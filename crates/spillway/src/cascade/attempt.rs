@@ -73,7 +73,7 @@ pub async fn run<'a>(walk: &Walk<'a>, index: usize, pass: Pass) -> Outcome<'a> {
     let plan: &'a CascadePlan = walk.plan;
     let target = &plan.targets[index];
     let rules = Rules { breaker: walk.ctx.rules.breaker, dead_ttl: walk.ctx.rules.dead_ttl };
-    let mut ticket = Ticket::new(walk.plan, index, walk.ctx.health, rules, pass);
+    let mut ticket = Ticket::new(walk.plan, index, walk.ctx.health, rules, pass, walk.req.journal.as_ref());
     let retries = walk.ctx.rules.retries;
     let mut tries = 0u32;
     // A 429 with a short Retry-After or a listed 5xx: the same model once more.
@@ -109,7 +109,7 @@ pub async fn run<'a>(walk: &Walk<'a>, index: usize, pass: Pass) -> Outcome<'a> {
             tracing::debug!(model = %target.name, "Not retried: its gates closed after the failed call.");
             return Outcome { winner: None, failures };
         };
-        ticket = Ticket::new(walk.plan, index, walk.ctx.health, rules, pass);
+        ticket = Ticket::new(walk.plan, index, walk.ctx.health, rules, pass, walk.req.journal.as_ref());
     }
 }
 
@@ -171,6 +171,7 @@ pub async fn once(
     let started = Instant::now();
     let token_deadline = walk.deadline.min(started + first_token(walk, target));
     let mut prepared = prepare::prepare(&walk.ctx, target, walk.req);
+    ticket.load_profile(prepared.load_profile.as_deref());
     if let Some(plan) = walk.json.as_ref().filter(|_| !target.provider.config.native_json) {
         if plan.instruction.is_some() {
             super::json::instruct(prepared.body.to_mut(), plan);
@@ -185,6 +186,8 @@ pub async fn once(
         prepared.body.as_stream();
     }
     let hints = UpstreamHints::default();
+    let trace = ticket.journal().and_then(|j| j.trace());
+    let traceparent = ticket.traceparent();
     let request = AttemptRequest {
         model_id: &target.model_ref.model,
         body: prepared.body,
@@ -193,6 +196,8 @@ pub async fn once(
         accept_whole: assemble,
         hints: &hints,
         request_id: walk.req.request_id.as_ref().map(crate::telemetry::RequestId::as_str),
+        traceparent: traceparent.as_deref(),
+        tracestate: trace.as_ref().and_then(|t| t.tracestate.as_deref()),
     };
     // Pinned here and awaited through a reference: handed to `timeout_at`
     // by value, the call's future would take its size twice in this state.

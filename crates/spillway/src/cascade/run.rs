@@ -20,7 +20,7 @@ use tokio::time::Instant;
 /// Serves one request through its cascade: the answer, or why there is none.
 pub async fn run(ctx: Context<'_>, plan: &Arc<CascadePlan>, req: &ChatRequest) -> Result<Served, Unanswered> {
     let started = Instant::now();
-    let finish = Finish::new(plan.metrics.clone(), started);
+    let finish = Finish::new(plan.metrics.clone(), started, req.journal.as_ref());
     let json = match JsonPlan::of(req, ctx.schemas) {
         Ok(json) => json,
         Err(e) => return Err(Unanswered { why: NoAnswer::Invalid(e), attempts: Vec::new(), calls: 0, finish }),
@@ -133,6 +133,9 @@ fn serve(walk: &Walk<'_>, win: Attempted<'_>, finish: Finish) -> Served {
     let body = match answer {
         Answer::Complete(c) => {
             // Stamped (our id, `model` = the model ref) and validated in the attempt.
+            if let Some(j) = ticket.journal() {
+                note_answer(j, &c);
+            }
             ticket.answered();
             finish.settle(RequestOutcome::Ok);
             ServedBody::Complete(c)
@@ -166,5 +169,20 @@ fn serve(walk: &Walk<'_>, win: Attempted<'_>, finish: Finish) -> Served {
         handoff_id: None,
         escalated: false,
         body,
+    }
+}
+
+/// A whole answer's finish reasons and (when content is recorded) its
+/// text, for the request's journal: read from the body, only when the
+/// request has a journal.
+fn note_answer(journal: &crate::journal::Journal, c: &crate::api::completion::Completion) {
+    let Ok(v) = serde_json::from_slice::<serde_json::Value>(&c.to_bytes()) else { return };
+    for choice in v.get("choices").and_then(serde_json::Value::as_array).into_iter().flatten() {
+        if let Some(reason) = choice.get("finish_reason").and_then(serde_json::Value::as_str) {
+            journal.finish_reason(reason);
+        }
+    }
+    if let Some(text) = v.pointer("/choices/0/message/content").and_then(serde_json::Value::as_str) {
+        journal.answer(text);
     }
 }

@@ -21,6 +21,7 @@ use super::plan::{CascadePlan, Target};
 use crate::config::BreakerConfig;
 use crate::health::clock::now_ms;
 use crate::health::{DeadReason, HealthRegistry};
+use crate::journal::{Attempt, AttemptOutcome, Journal};
 use crate::metrics::CascadeMetrics;
 use crate::outcome::{AttemptError, Failure};
 use std::sync::Arc;
@@ -57,6 +58,17 @@ pub struct Ticket {
     /// A successful answer's headers said the quota is used up for this long.
     exhausted: Option<Duration>,
     settled: bool,
+    /// The request's journal, and what this attempt adds to it.
+    journal: Option<Noted>,
+}
+
+/// What a journaled attempt records besides its outcome.
+struct Noted {
+    journal: Arc<Journal>,
+    span_id: [u8; 8],
+    continuation: Option<&'static str>,
+    load_profile: Option<String>,
+    events: Vec<crate::journal::Event>,
 }
 
 fn ms(d: Duration) -> u64 {
@@ -67,7 +79,14 @@ impl Ticket {
     /// A ticket for `plan.targets[index]`, holding the pass its gate gave.
     /// The target's own breaker rules (`cascades.*.breakers`,
     /// `providers.*.breaker`) replace `rules.breaker` where it has them.
-    pub fn new(plan: &Arc<CascadePlan>, index: usize, health: &Arc<HealthRegistry>, rules: Rules, pass: Pass) -> Self {
+    pub fn new(
+        plan: &Arc<CascadePlan>,
+        index: usize,
+        health: &Arc<HealthRegistry>,
+        rules: Rules,
+        pass: Pass,
+        journal: Option<&Arc<Journal>>,
+    ) -> Self {
         plan.targets[index].metrics.in_flight.inc();
         let mut rules = rules;
         if let Some(b) = plan.targets.get(index).and_then(|t| t.breaker) {
@@ -83,7 +102,71 @@ impl Ticket {
             first_token: None,
             exhausted: None,
             settled: false,
+            journal: journal.map(|j| Noted {
+                journal: j.clone(),
+                span_id: crate::journal::trace::new_span_id(),
+                continuation: None,
+                load_profile: None,
+                events: Vec::new(),
+            }),
         }
+    }
+
+    /// The request's journal, when it has one.
+    pub fn journal(&self) -> Option<&Arc<Journal>> {
+        self.journal.as_ref().map(|n| &n.journal)
+    }
+
+    /// The `traceparent` this attempt's upstream call carries, when the
+    /// request is part of a trace.
+    pub fn traceparent(&self) -> Option<String> {
+        let n = self.journal.as_ref()?;
+        Some(n.journal.trace()?.upstream(&n.span_id))
+    }
+
+    /// This attempt continues a broken stream, in `mode`.
+    pub fn continuing(&mut self, mode: &'static str) {
+        if let Some(n) = self.journal.as_mut() {
+            n.continuation = Some(mode);
+        }
+    }
+
+    /// The load profile applied to this attempt's request.
+    pub fn load_profile(&mut self, profile: Option<&str>) {
+        if let Some(n) = self.journal.as_mut() {
+            n.load_profile = profile.map(str::to_string);
+        }
+    }
+
+    /// Something this attempt's settlement did, for its span's events.
+    fn event(&mut self, name: &'static str, attributes: Vec<(&'static str, String)>) {
+        if let Some(n) = self.journal.as_mut() {
+            let at = n.journal.since_start(Instant::now());
+            n.events.push(crate::journal::Event { name, at, attributes });
+        }
+    }
+
+    /// Adds the settled attempt to the request's journal.
+    fn note(&mut self, outcome: AttemptOutcome, error: Option<&AttemptError>) {
+        let Some(n) = self.journal.take() else { return };
+        let target = &self.plan.targets[self.index];
+        let end = n.journal.since_start(Instant::now());
+        n.journal.attempt(Attempt {
+            model: target.name.clone(),
+            provider: target.model_ref.provider.clone(),
+            provider_kind: target.provider.config.kind.as_str(),
+            rank: target.rank,
+            outcome,
+            reason: error.map(|e| e.failure.reason()),
+            detail: error.map(ToString::to_string),
+            start: n.journal.since_start(self.started),
+            end,
+            ttft: self.first_token,
+            continuation: n.continuation,
+            load_profile: n.load_profile,
+            span_id: n.span_id,
+            events: n.events,
+        });
     }
 
     /// The target this attempt calls.
@@ -132,12 +215,15 @@ impl Ticket {
             tracing::info!(model = %target.name, reset_ms = ms(reset), "Quota used up: skipping the model until it resets.");
             health.mark_dead(now + ms(reset), DeadReason::QuotaUsedUp);
         }
-        match how {
+        let quota_used_up = self.exhausted.is_some();
+        let breaker_before = self.journal.as_ref().map(|_| breaker_word(health.breaker_state()));
+        let (outcome, error) = match how {
             Settled::Answered => {
                 target.metrics.attempt_ok();
                 target.metrics.served(target.tier.index());
                 health.success(&self.rules.breaker, &self.health.events);
                 self.pass.settle();
+                (AttemptOutcome::Answered, None)
             }
             Settled::Failed(error) => {
                 target.metrics.attempt_failed(&error.failure);
@@ -145,11 +231,29 @@ impl Ticket {
                 if self.judge(error, now) {
                     self.pass.settle();
                 }
+                if let Some(reason) = self.journal.as_ref().and_then(|_| dead_reason(&error.failure)) {
+                    let model = self.plan.targets[self.index].name.clone();
+                    self.event("dead_mark", vec![("reason", reason.into()), ("model", model)]);
+                }
+                (AttemptOutcome::Failed, Some(error))
             }
             Settled::Abandoned => {
                 tracing::debug!(model = %target.name, "Attempt abandoned (client gone or hedge lost); not counted.");
+                (AttemptOutcome::Abandoned, None)
+            }
+        };
+        if quota_used_up {
+            let model = self.plan.targets[self.index].name.clone();
+            self.event("dead_mark", vec![("reason", DeadReason::QuotaUsedUp.as_str().into()), ("model", model)]);
+        }
+        if let Some(before) = breaker_before {
+            let after = breaker_word(self.plan.targets[self.index].health.breaker_state());
+            if after != before {
+                let model = self.plan.targets[self.index].name.clone();
+                self.event("breaker_transition", vec![("from", before.into()), ("to", after.into()), ("model", model)]);
             }
         }
+        self.note(outcome, error);
     }
 
     /// What a failure does to health (SPEC §6's table); true when the
@@ -184,6 +288,30 @@ impl Ticket {
     }
 }
 
+/// A breaker state in one word (span events).
+fn breaker_word(state: crate::health::breaker::State) -> &'static str {
+    use crate::health::breaker::State;
+    match state {
+        State::Closed => "closed",
+        State::Open { .. } => "open",
+        State::HalfOpen { .. } => "half_open",
+    }
+}
+
+/// The dead mark [`Ticket::judge`] sets for `failure`, if any (its reason).
+fn dead_reason(failure: &Failure) -> Option<&'static str> {
+    let reason = match failure {
+        Failure::RateLimited { .. } => DeadReason::RateLimited,
+        Failure::QuotaExhausted => DeadReason::QuotaExhausted,
+        Failure::Forbidden => DeadReason::Forbidden,
+        Failure::NotFound => DeadReason::NotFound,
+        Failure::Empty => DeadReason::Empty,
+        Failure::AuthRejected => return Some("auth_rejected"),
+        _ => return None,
+    };
+    Some(reason.as_str())
+}
+
 impl Drop for Ticket {
     fn drop(&mut self) {
         self.settle(Settled::Abandoned);
@@ -208,12 +336,13 @@ pub struct Finish {
     metrics: Arc<CascadeMetrics>,
     started: Instant,
     settled: bool,
+    journal: Option<Arc<Journal>>,
 }
 
 impl Finish {
     /// Starts the request's clock.
-    pub fn new(metrics: Arc<CascadeMetrics>, started: Instant) -> Self {
-        Self { metrics, started, settled: false }
+    pub fn new(metrics: Arc<CascadeMetrics>, started: Instant, journal: Option<&Arc<Journal>>) -> Self {
+        Self { metrics, started, settled: false, journal: journal.cloned() }
     }
 
     /// When the request started.
@@ -238,6 +367,13 @@ impl Finish {
         };
         counter.inc();
         self.metrics.duration.observe(self.started.elapsed().as_secs_f64());
+        if let (Some(j), Some(o)) = (self.journal.take(), outcome) {
+            j.outcome(match o {
+                RequestOutcome::Ok => "ok",
+                RequestOutcome::Handoff => "handoff",
+                RequestOutcome::Error => "error",
+            });
+        }
     }
 }
 

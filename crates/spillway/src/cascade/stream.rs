@@ -103,6 +103,8 @@ struct State {
     /// deadline while the client's socket is full, and says whether the
     /// server cut the client off.
     link: Option<Arc<ClientLink>>,
+    /// The request's journal: finish reasons and (when recorded) the text.
+    journal: Option<Arc<crate::journal::Journal>>,
 }
 
 /// What a continued stream keeps.
@@ -312,7 +314,9 @@ impl Forward {
         ticket: Ticket,
         finish: Finish,
     ) -> Self {
+        let journal = ticket.journal().cloned();
         let state = State {
+            journal,
             head: head.into(),
             rest,
             stamp,
@@ -411,6 +415,12 @@ async fn next_event(st: &mut State) -> Bytes {
             Some(Ok(StreamItem::Raw(r))) => {
                 st.out_chars += r.content_chars();
                 st.keep(r.content(), r.other_choice(), false);
+                if let Some(j) = &st.journal {
+                    j.answer(r.content());
+                    if let Some(reason) = r.finish_reason() {
+                        j.finish_reason(reason);
+                    }
+                }
                 if let Some(tokens) = r.tokens() {
                     st.meter_usage(tokens);
                 }
@@ -463,6 +473,12 @@ fn chunk_event(st: &mut State, mut v: Value) -> Option<Bytes> {
     }
     let sent = content_of(&v).to_string();
     st.keep(&sent, other, tool);
+    if let Some(j) = &st.journal {
+        j.answer(&sent);
+        if let Some(reason) = v.pointer("/choices/0/finish_reason").and_then(Value::as_str) {
+            j.finish_reason(reason);
+        }
+    }
     if !st.include_usage && wire::is_usage_chunk(&v) {
         return None;
     }

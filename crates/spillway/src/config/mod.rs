@@ -10,6 +10,8 @@ pub mod compile;
 pub mod env;
 pub mod raw;
 pub mod raw_responses;
+pub mod raw_size;
+pub mod raw_telemetry;
 pub mod shape;
 pub mod template;
 mod types;
@@ -96,6 +98,8 @@ pub struct Config {
     pub handoff: HandoffConfig,
     /// `responses:`
     pub responses: ResponsesConfig,
+    /// `telemetry:`
+    pub telemetry: TelemetryConfig,
 }
 
 /// Reads and compiles a config file.

@@ -15,6 +15,8 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 
 pub use super::raw_responses::*;
+pub use super::raw_size::RawSize;
+pub use super::raw_telemetry::*;
 
 /// A whole `spillway.yaml`.
 #[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
@@ -47,6 +49,8 @@ pub struct RawConfig {
     pub handoff: Option<RawHandoff>,
     /// What the gateway keeps of the Responses API (stored responses).
     pub responses: Option<RawResponses>,
+    /// The request log and OpenTelemetry traces.
+    pub telemetry: Option<RawTelemetry>,
 }
 
 /// `server:`
@@ -118,16 +122,6 @@ pub struct RawCors {
     pub allow_headers: Option<Vec<String>>,
     /// How long a browser may cache a preflight's answer (default `10m`).
     pub max_age: Option<String>,
-}
-
-/// A byte size: an integer, or a string such as `4MiB`, `512KiB`, `1MB`.
-#[derive(Debug, Clone, Deserialize, JsonSchema)]
-#[serde(untagged)]
-pub enum RawSize {
-    /// Bytes.
-    Bytes(u64),
-    /// A number with a unit (`B`, `KB`, `KiB`, `MB`, `MiB`, `GB`, `GiB`).
-    Text(String),
 }
 
 /// `state:`

@@ -42,6 +42,8 @@ pub struct Shared {
     pub usage: Arc<crate::usage::Ledger>,
     /// Client-invented model refs seen so far (bounded).
     pub unlisted: Arc<Unlisted>,
+    /// The request log and traces (opened once, by `App::start`).
+    pub telemetry: Arc<crate::export::Telemetry>,
 }
 
 /// Everything a request needs, built from one config.

@@ -14,12 +14,14 @@ mod handles;
 mod labels;
 pub mod names;
 mod process;
+mod telemetry;
 mod text;
 
 pub use clients::{ClientMetrics, CutLabels};
 pub use console::Tallies;
 pub use handles::{CascadeMetrics, TargetMetrics, UsageHandles, NORMALIZE_RESULTS};
 pub use labels::*;
+pub use telemetry::{SignalLabels, TelemetryMetrics};
 pub use text::to_prometheus_text;
 
 use handles::FailureHandles;
@@ -104,6 +106,8 @@ pub struct Metrics {
     pub tallies: Tallies,
     /// `spillway_slow_client_cuts_total`
     pub clients: ClientMetrics,
+    /// `spillway_telemetry_dropped_total`, `spillway_telemetry_export_failures_total`
+    pub telemetry: TelemetryMetrics,
 }
 
 /// Gauge storage type alias kept for readability.
@@ -205,6 +209,7 @@ impl Metrics {
             stream_events_skipped.clone(),
         );
         let clients = ClientMetrics::register(&mut registry);
+        let telemetry = TelemetryMetrics::register(&mut registry);
         Self {
             registry,
             requests,
@@ -231,6 +236,7 @@ impl Metrics {
             in_flight,
             tallies: Tallies::default(),
             clients,
+            telemetry,
         }
     }
 

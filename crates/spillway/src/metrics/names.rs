@@ -48,3 +48,7 @@ pub const PROMPT_VARIANTS: &str = "spillway_prompt_variants";
 pub const IN_FLIGHT: &str = "spillway_in_flight";
 /// 1, with the version and build as labels.
 pub const BUILD_INFO: &str = "spillway_build_info";
+/// Request log lines and spans dropped because their queue was full.
+pub const TELEMETRY_DROPPED: &str = "spillway_telemetry_dropped";
+/// Batches of spans the collector did not take (after retries).
+pub const TELEMETRY_EXPORT_FAILURES: &str = "spillway_telemetry_export_failures";

@@ -96,13 +96,16 @@ where
 {
     let gw = state.gateway.load_full();
     let server = &gw.config.server;
+    let escalate = crate::escalation::rules::forced(request.headers());
+    let notes = super::conventions::notes(&request);
+    if let Some(journal) = gw.shared.telemetry.begin(notes.id.as_str(), request.uri().path(), request.headers()) {
+        notes.set_journal(journal);
+    }
     let mut caller = None;
     if !server.api_keys.is_empty() {
         let key = key_from(request.headers()).ok_or(ApiError::Unauthorized)?;
         caller = Some(auth::find(&server.api_keys, key).ok_or(ApiError::Unauthorized)?.clone());
     }
-    let escalate = crate::escalation::rules::forced(request.headers());
-    let notes = super::conventions::notes(&request);
     // The body first, bounded in size and time, and only then a slot: a
     // client trickling its body must not hold one of
     // `max_concurrent_requests` while others wait.
@@ -145,6 +148,10 @@ pub(super) async fn serve(
     notes: &RequestNotes,
 ) -> Result<Served, ApiError> {
     req.request_id = Some(notes.id.clone());
+    req.journal = notes.journal().cloned();
+    if let Some(j) = &req.journal {
+        journal_request(j, &req);
+    }
     let plan = gw
         .resolve(&req.model)
         .ok_or_else(|| super::kinds::unresolved(gw, &req.model, crate::config::CascadeKind::Chat))?;
@@ -152,14 +159,36 @@ pub(super) async fn serve(
         crate::escalation::rules::choose(&gw.config.escalation, &gw.cascades, &gw.metrics, plan, &req, escalate);
     let now = crate::health::clock::now_ms();
     let plan = gw.shared.usage.budget_plan(&gw.config, &gw.shared.discovery, plan, now);
+    if let Some(j) = &req.journal {
+        j.request(&plan.name, &req.model, req.stream, "chat");
+    }
     let mut served = match cascade::run(gw.runner(), &plan, &req).await {
         Ok(served) => served,
-        Err(unanswered) => Box::pin(unanswered_request(gw, &plan, &req, unanswered, notes)).await?,
+        Err(unanswered) => match Box::pin(unanswered_request(gw, &plan, &req, unanswered, notes)).await {
+            Ok(served) => served,
+            Err(e) => {
+                if let Some(j) = &req.journal {
+                    j.status(e.status().as_u16(), Some(e.to_string()));
+                }
+                return Err(e);
+            }
+        },
     };
     served.escalated = escalated;
-    crate::usage::observe((&**gw).into(), &gw.shared.usage, &plan, &served, now);
+    let journal = req.journal.as_deref();
+    if let Some(j) = journal {
+        j.served(crate::journal::Served {
+            model: &served.model,
+            tier: served.tier.as_str(),
+            rank: served.rank,
+            load_profile: served.load_profile.as_deref(),
+            handoff_id: served.handoff_id.as_deref(),
+            escalated,
+        });
+    }
+    crate::usage::observe((&**gw).into(), &gw.shared.usage, &plan, &served, now, journal);
     if let ServedBody::Forward(f) = &mut served.body {
-        f.meter(gw.books().meter(&plan.name));
+        f.meter(gw.books().meter(&plan.name, req.journal.clone()));
         if let Some(link) = notes.link() {
             f.bind(link.clone());
         }
@@ -168,6 +197,19 @@ pub(super) async fn serve(
         }
     }
     Ok(served)
+}
+
+/// Who sent the request and (when content is recorded) its messages, for
+/// its journal. The client key's id is not known here (`key` stays empty);
+/// the end user is the body's `user` or `safety_identifier`.
+fn journal_request(journal: &crate::journal::Journal, req: &ChatRequest) {
+    let body = req.body();
+    let user = ["user", "safety_identifier"]
+        .iter()
+        .find_map(|k| body.get(*k).and_then(serde_json::Value::as_str))
+        .map(|u| u.chars().take(256).collect());
+    journal.caller(None, user);
+    journal.prompt(|| body.get("messages").map(ToString::to_string));
 }
 
 /// No model answered: the handoff when the cascade has one, else the error

@@ -75,6 +75,9 @@ pub(super) fn leave(mut resp: Response, entered: Entered) -> Response {
         h.insert(X_REQUEST_ID, v);
     }
     let status = resp.status();
+    if let Some(journal) = notes.journal() {
+        journal.status(status.as_u16(), None);
+    }
     if status.is_client_error() || status.is_server_error() {
         let h = resp.headers_mut();
         if !h.contains_key(X_ATTEMPTS) {

@@ -22,6 +22,7 @@ mod providers;
 mod providers_cloud;
 mod responses;
 mod server;
+mod telemetry;
 
 use alerts::compile_alerts;
 use cascades::{check_embedding_cascade, compile_cascade};
@@ -31,6 +32,7 @@ use prompts::compile_prompt;
 use providers::compile_provider;
 use responses::compile_responses;
 use server::{compile_server, compile_state};
+use telemetry::compile_telemetry;
 
 /// Collects errors while compiling.
 struct Ctx {
@@ -114,6 +116,7 @@ pub fn compile(input: (RawConfig, Vec<ConfigError>), source: Option<&Path>) -> R
     let alerts = compile_alerts(&mut cx, raw.alerts.unwrap_or_default());
     let handoff = compile_handoff(&mut cx, raw.handoff.unwrap_or_default());
     let responses = compile_responses(&mut cx, raw.responses.unwrap_or_default());
+    let telemetry = compile_telemetry(&mut cx, raw.telemetry.unwrap_or_default(), &base_dir);
 
     if cx.errors.is_empty() {
         Ok(Config {
@@ -129,10 +132,26 @@ pub fn compile(input: (RawConfig, Vec<ConfigError>), source: Option<&Path>) -> R
             alerts,
             handoff,
             responses,
+            telemetry,
         })
     } else {
         Err(ConfigErrors(cx.errors))
     }
+}
+
+/// Extra HTTP headers (`providers.*.headers`, `telemetry.otlp.headers`):
+/// valid names and values, the values kept as secrets.
+fn compile_headers(cx: &mut Ctx, path: &str, raw: IndexMap<String, String>) -> Vec<(String, Secret)> {
+    let mut headers = Vec::new();
+    for (k, v) in raw {
+        if http::HeaderName::from_bytes(k.as_bytes()).is_err() {
+            cx.err(format!("{path}.{k}"), "invalid header name");
+        } else if http::HeaderValue::from_str(&v).is_err() {
+            cx.err(format!("{path}.{k}"), "invalid header value");
+        }
+        headers.push((k, Secret::new(v)));
+    }
+    headers
 }
 
 fn check_url(cx: &mut Ctx, path: &str, url: &str) {

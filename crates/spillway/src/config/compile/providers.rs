@@ -168,15 +168,7 @@ pub(super) fn compile_provider(
     });
     let price = price.or(kind_price);
     let breaker = p.breaker.map(|b| super::health::compile_breaker(cx, &format!("{path}.breaker"), &b, breaker));
-    let mut headers = Vec::new();
-    for (k, v) in p.headers.unwrap_or_default() {
-        if http::HeaderName::from_bytes(k.as_bytes()).is_err() {
-            cx.err(format!("{path}.headers.{k}"), "invalid header name");
-        } else if http::HeaderValue::from_str(&v).is_err() {
-            cx.err(format!("{path}.headers.{k}"), "invalid header value");
-        }
-        headers.push((k, Secret::new(v)));
-    }
+    let headers = super::compile_headers(cx, &format!("{path}.headers"), p.headers.unwrap_or_default());
     Some(ProviderConfig {
         name: name.to_string(),
         kind,

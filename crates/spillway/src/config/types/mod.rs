@@ -8,6 +8,7 @@ mod redis_url;
 mod responses;
 mod rules;
 mod server;
+mod telemetry;
 
 pub use cascades::*;
 pub use health::*;
@@ -17,3 +18,4 @@ pub use redis_url::*;
 pub use responses::*;
 pub use rules::*;
 pub use server::*;
+pub use telemetry::*;
