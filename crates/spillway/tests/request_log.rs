@@ -26,7 +26,7 @@ fn temp_dir() -> PathBuf {
 /// `continued` (cut, a), `person` (down, then the handoff).
 fn config(dir: &Path, extra: &str) -> String {
     format!(
-        "server:\n  api_keys: [key-a]\nstate:\n  data_dir: {dir}\ntelemetry:\n  request_log:\n    path: {dir}/requests.jsonl\n{extra}providers:\n  ok:\n    kind: mock\n    models:\n      - {{ id: a, price_per_1m: {{ input: 1, output: 2 }}, behavior: {{ reply: \"{REPLY}\" }} }}\n      - {{ id: down, behavior: {{ error_rate: 1.0, error_status: 503 }} }}\n      - {{ id: cut, behavior: {{ reply: \"{REPLY}\", cut_rate: 1.0 }} }}\n{FAST_HEALTH}cascades:\n  fine:\n    models: [ok/a]\n  failover:\n    models: [ok/down, ok/a]\n  continued:\n    models: [ok/cut, ok/a]\n  person:\n    models: [ok/down]\n    handoff: true\n",
+        "server:\n  api_keys: [key-a]\nstate:\n  data_dir: {dir}\ntelemetry:\n  request_log:\n    path: {dir}/requests.jsonl\n{extra}providers:\n  ok:\n    kind: mock\n    models:\n      - {{ id: a, price_per_1m: {{ input: 1, output: 2 }}, behavior: {{ reply: \"{REPLY}\" }} }}\n      - {{ id: down, behavior: {{ error_rate: 1.0, error_status: 503 }} }}\n      - {{ id: cut, behavior: {{ reply: \"{REPLY}\", cut_rate: 1.0 }} }}\n      - {{ id: vec, dimensions: 8 }}\n{FAST_HEALTH}cascades:\n  vectors:\n    kind: embedding\n    models: [ok/vec]\n  fine:\n    models: [ok/a]\n  failover:\n    models: [ok/down, ok/a]\n  continued:\n    models: [ok/cut, ok/a]\n  person:\n    models: [ok/down]\n    handoff: true\n",
         dir = dir.display()
     )
 }
@@ -200,6 +200,44 @@ async fn all_models_failing_is_an_error_with_its_message() {
         assert_eq!(v["status"], 503);
         assert_eq!(v["error"], "all models failed", "{v}");
         assert_eq!(attempts(&v), [pair("ok/down", "failed")]);
+    }
+}
+
+#[tokio::test]
+async fn every_client_entry_point_is_logged() {
+    let dir = temp_dir();
+    let gw = start(&config(&dir, "")).await;
+    let calls = [
+        ("/v1/responses", json!({"model": "fine", "input": "Hi", "user": "u-r"}), "chat"),
+        (
+            "/v1/messages",
+            json!({"model": "fine", "max_tokens": 20, "messages": [{"role": "user", "content": "Hi"}]}),
+            "chat",
+        ),
+        ("/v1/embeddings", json!({"model": "vectors", "input": "Hi", "user": "u-e"}), "embeddings"),
+    ];
+    for (path, body, _) in calls {
+        let resp = client()
+            .post(format!("{}{path}", gw.url))
+            .bearer_auth("key-a")
+            .header("anthropic-version", "2023-06-01")
+            .json(&body)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(resp.status(), 200, "{path}");
+        let id = header(&resp, "x-request-id").to_string();
+        let _ = resp.bytes().await.unwrap();
+        let v = line_of(&dir, &id).await;
+        assert_eq!(v["entry"], path);
+        assert_eq!(v["outcome"], "answered", "{v}");
+        assert_eq!(attempts(&v).len(), 1, "{v}");
+        assert!(v["tokens"]["input"].as_u64().unwrap() > 0, "{v}");
+        if path == "/v1/embeddings" {
+            assert_eq!(v["cascade"], "vectors");
+            assert_eq!(v["answered_by"], "ok/vec");
+            assert_eq!(v["user"], "u-e");
+        }
     }
 }
 

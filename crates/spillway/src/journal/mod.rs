@@ -190,7 +190,7 @@ impl Journal {
 }
 
 /// What answered a request ([`Journal::served`]).
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, Default)]
 pub struct Served<'a> {
     pub model: &'a str,
     pub tier: &'static str,
