@@ -51,6 +51,9 @@ pub struct ChatRequest {
     pub request_id: Option<crate::telemetry::RequestId>,
     /// The request's journal (request log, traces), when they are on.
     pub journal: Option<std::sync::Arc<crate::journal::Journal>>,
+    /// The end user the client named (`user`, else `safety_identifier`),
+    /// at most 256 characters: the request log's `user`.
+    pub user: Option<String>,
 }
 
 impl Clone for ChatRequest {
@@ -75,6 +78,7 @@ impl Clone for ChatRequest {
             caller: self.caller.clone(),
             request_id: self.request_id.clone(),
             journal: self.journal.clone(),
+            user: self.user.clone(),
         }
     }
 }
@@ -347,6 +351,10 @@ fn check<J: JsonView>(body: &J) -> Result<ChatRequest, ApiError> {
     let has_tools = check_tools(body)?;
     let wants_json = check_response_format(body)?;
     let shapes_output = has_tools || body.get("response_format").is_some_and(|r| !r.is_null());
+    let user = ["user", "safety_identifier"]
+        .iter()
+        .find_map(|k| body.get(k).and_then(J::as_str))
+        .map(|u| u.chars().take(256).collect());
     Ok(ChatRequest {
         raw: Bytes::new(),
         body: OnceLock::new(),
@@ -363,6 +371,7 @@ fn check<J: JsonView>(body: &J) -> Result<ChatRequest, ApiError> {
         caller: None,
         request_id: None,
         journal: None,
+        user,
     })
 }
 

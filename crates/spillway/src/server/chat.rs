@@ -203,13 +203,8 @@ pub(super) async fn serve(
 /// its journal. The client key's id is not known here (`key` stays empty);
 /// the end user is the body's `user` or `safety_identifier`.
 fn journal_request(journal: &crate::journal::Journal, req: &ChatRequest) {
-    let body = req.body();
-    let user = ["user", "safety_identifier"]
-        .iter()
-        .find_map(|k| body.get(*k).and_then(serde_json::Value::as_str))
-        .map(|u| u.chars().take(256).collect());
-    journal.caller(None, user);
-    journal.prompt(|| body.get("messages").map(ToString::to_string));
+    journal.caller(None, req.user.clone());
+    journal.prompt(|| req.body().get("messages").map(ToString::to_string));
 }
 
 /// No model answered: the handoff when the cascade has one, else the error
