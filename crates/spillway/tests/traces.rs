@@ -118,7 +118,7 @@ impl Receiver {
 /// stream mid-answer. A breaker opens at the first failure (an event).
 fn config(endpoint: &str, extra: &str) -> String {
     format!(
-        "telemetry:\n  otlp:\n    endpoint: {endpoint}\n    interval: 20ms\n    service_name: spillway-test\n{extra}providers:\n  ok:\n    kind: mock\n    models:\n      - {{ id: a, behavior: {{ reply: \"{REPLY}\" }} }}\n      - {{ id: down, behavior: {{ error_rate: 1.0, error_status: 503 }} }}\n      - {{ id: cut, behavior: {{ reply: \"{REPLY}\", cut_rate: 1.0 }} }}\nhealth:\n  retries: {{ max: 0, backoff: 1ms, jitter: 0 }}\n  timeouts: {{ connect: 1s, first_token: 3s, idle: 3s, total: 10s }}\n  breaker: {{ consecutive_failures: 1, open_for: 1h, open_min: 1h }}\ncascades:\n  failover:\n    models: [ok/down, ok/a]\n  continued:\n    models: [ok/cut, ok/a]\n",
+        "telemetry:\n  otlp:\n    endpoint: {endpoint}\n    interval: 20ms\n    service_name: spillway-test\n{extra}providers:\n  ok:\n    kind: mock\n    models:\n      - {{ id: a, behavior: {{ reply: \"{REPLY}\" }} }}\n      - {{ id: down, behavior: {{ error_rate: 1.0, error_status: 503 }} }}\n      - {{ id: cut, behavior: {{ reply: \"{REPLY}\", cut_rate: 1.0 }} }}\n      - {{ id: limited, behavior: {{ error_rate: 1.0, error_status: 429 }} }}\nhealth:\n  retries: {{ max: 0, backoff: 1ms, jitter: 0 }}\n  timeouts: {{ connect: 1s, first_token: 3s, idle: 3s, total: 10s }}\n  breaker: {{ consecutive_failures: 1, open_for: 1h, open_min: 1h }}\ncascades:\n  failover:\n    models: [ok/down, ok/a]\n  continued:\n    models: [ok/cut, ok/a]\n  limited:\n    models: [ok/limited, ok/a]\n",
     )
 }
 
@@ -203,6 +203,21 @@ async fn a_continued_stream_links_to_the_attempt_it_took_over() {
     assert_eq!(attr(next, "spillway.continuation.mode"), "prefill");
     assert_eq!(next["links"][0]["span_id"], broken["span_id"], "{next}");
     assert_eq!(next["links"][0]["attributes"]["spillway.link"], "continues");
+}
+
+#[tokio::test]
+async fn a_dead_mark_is_an_event_of_the_attempt_that_caused_it() {
+    let Some(rx) = Receiver::start() else { return };
+    let gw = start(&config(&rx.endpoint(), "")).await;
+    let id = exchange(&gw, &chat("limited", true), &[]).await;
+    let (_, attempts) = rx.trace_of(&id, 2).await;
+    let limited = &attempts[0];
+    assert_eq!(attr(limited, "error.type"), "rate_limited");
+    let event = &limited["events"][0];
+    assert_eq!(event["name"], "dead_mark", "{limited}");
+    assert_eq!(event["attributes"]["reason"], "rate_limited");
+    assert_eq!(event["attributes"]["model"], "ok/limited");
+    assert!(event["time"].as_u64() >= limited["start"].as_u64() && event["time"].as_u64() <= limited["end"].as_u64());
 }
 
 #[tokio::test]
