@@ -49,6 +49,9 @@ pub struct ChatRequest {
     /// The request's id (`x-request-id`): sent upstream with every attempt
     /// and kept with a handoff item.
     pub request_id: Option<crate::telemetry::RequestId>,
+    /// What the quality judge needs of the prompt (its last user
+    /// message's script and length), found once here.
+    pub prompt: crate::quality::text::PromptFacts,
 }
 
 impl Clone for ChatRequest {
@@ -72,6 +75,7 @@ impl Clone for ChatRequest {
             wants_json: self.wants_json,
             caller: self.caller.clone(),
             request_id: self.request_id.clone(),
+            prompt: self.prompt,
         }
     }
 }
@@ -359,7 +363,22 @@ fn check<J: JsonView>(body: &J) -> Result<ChatRequest, ApiError> {
         wants_json,
         caller: None,
         request_id: None,
+        prompt: prompt_facts(body),
     })
+}
+
+/// The quality judge's facts of the last user message (its first text).
+fn prompt_facts<J: JsonView>(body: &J) -> crate::quality::text::PromptFacts {
+    let messages = body.get("messages").and_then(J::as_array).unwrap_or_default();
+    let Some(last) = messages.iter().rev().find(|m| m.get("role").and_then(J::as_str) == Some("user")) else {
+        return crate::quality::text::PromptFacts::default();
+    };
+    let text = match last.get("content").map(J::kind) {
+        Some(Kind::String(s)) => s,
+        Some(Kind::Array(parts)) => parts.iter().find_map(|p| p.get("text").and_then(J::as_str)).unwrap_or_default(),
+        _ => "",
+    };
+    crate::quality::text::PromptFacts::of(text)
 }
 
 /// Checks a message list as a client's `messages` is checked: a prompt

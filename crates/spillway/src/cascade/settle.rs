@@ -23,6 +23,8 @@ use crate::health::clock::now_ms;
 use crate::health::{DeadReason, HealthRegistry};
 use crate::metrics::CascadeMetrics;
 use crate::outcome::{AttemptError, Failure};
+use crate::quality::text::PromptFacts;
+use crate::quality::Signals;
 use std::sync::Arc;
 use tokio::time::{Duration, Instant};
 
@@ -56,7 +58,19 @@ pub struct Ticket {
     first_token: Option<Duration>,
     /// A successful answer's headers said the quota is used up for this long.
     exhausted: Option<Duration>,
+    /// Set when the target's cascade judges quality: what the text judge
+    /// needs, and the signals noted so far.
+    judging: Option<Judging>,
     settled: bool,
+}
+
+/// What a ticket knows for the quality judge (`cascades.*.quality`).
+#[derive(Debug, Clone, Copy)]
+struct Judging {
+    prompt: PromptFacts,
+    /// The content must be JSON (not judged for its script).
+    json: bool,
+    signals: Signals,
 }
 
 fn ms(d: Duration) -> u64 {
@@ -82,6 +96,7 @@ impl Ticket {
             started: Instant::now(),
             first_token: None,
             exhausted: None,
+            judging: None,
             settled: false,
         }
     }
@@ -103,6 +118,45 @@ impl Ticket {
         self.first_token = Some(ttft);
         self.exhausted = exhausted;
         ttft
+    }
+
+    /// Judges this attempt's answer for quality when its cascade asks for
+    /// it (`prompt`: the request's; `json`: the content must be JSON).
+    pub fn judge_for(&mut self, prompt: PromptFacts, json: bool) {
+        if self.target().quality.is_some() {
+            self.judging = Some(Judging { prompt, json, signals: Signals::NONE });
+        }
+    }
+
+    /// Whether the answer is being judged for quality.
+    pub fn judging(&self) -> bool {
+        self.judging.is_some()
+    }
+
+    /// Notes quality signals found while the answer was checked.
+    pub fn note(&mut self, signals: Signals) {
+        if let Some(j) = self.judging.as_mut() {
+            j.signals.extend(signals);
+        }
+    }
+
+    /// Runs the text judge over the answer's final text (once, at its
+    /// end); returns every signal noted so far.
+    pub fn judge_text(&mut self, content: &str, tool_called: bool, refusal: bool) -> Signals {
+        let text = self.target().quality.map(|q| q.text).unwrap_or_default();
+        let Some(j) = self.judging.as_mut() else { return Signals::NONE };
+        let answer = crate::quality::text::Answer { content, tool_called, refusal, json: j.json };
+        j.signals.extend(crate::quality::text::judge(&answer, j.prompt, text));
+        j.signals
+    }
+
+    /// Judges a whole answer; returns its signals (see [`Self::judge_text`]).
+    pub fn judge_completion(&mut self, c: &crate::api::completion::Completion) -> Signals {
+        if self.judging.is_none() {
+            return Signals::NONE;
+        }
+        let first = c.first_choice();
+        self.judge_text(&first.content, first.tool_called, first.refusal)
     }
 
     /// Settles the attempt as answered.
@@ -138,10 +192,16 @@ impl Ticket {
                 target.metrics.served(target.tier.index());
                 health.success(&self.rules.breaker, &self.health.events);
                 self.pass.settle();
+                self.record_quality();
             }
             Settled::Failed(error) => {
                 target.metrics.attempt_failed(&error.failure);
                 health.note_error(now, &error.to_string());
+                // An answer that failed its JSON check or broke mid-stream
+                // is a bad answer too; other failures are the breaker's.
+                if self.judging.is_some_and(|j| !j.signals.is_empty()) {
+                    self.record_quality();
+                }
                 if self.judge(error, now) {
                     self.pass.settle();
                 }
@@ -150,6 +210,14 @@ impl Ticket {
                 tracing::debug!(model = %target.name, "Attempt abandoned (client gone or hedge lost); not counted.");
             }
         }
+    }
+
+    /// Counts the answer's signals and feeds the model's quality window.
+    fn record_quality(&self) {
+        let target = &self.plan.targets[self.index];
+        let (Some(j), Some(rule)) = (self.judging, target.quality.as_ref()) else { return };
+        target.metrics.quality(j.signals);
+        target.health.record_quality(j.signals, rule, &self.health.events);
     }
 
     /// What a failure does to health (SPEC §6's table); true when the

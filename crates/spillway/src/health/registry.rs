@@ -103,6 +103,20 @@ pub enum LocalChange {
         /// Model ref.
         key: String,
     },
+    /// The model was demoted for its answers' quality (or demoted again).
+    Demoted {
+        /// Model ref.
+        key: String,
+        /// Unix ms.
+        until_ms: u64,
+        /// The signal seen most.
+        reason: crate::quality::Signal,
+    },
+    /// The model's probes passed: its demotion ended.
+    Restored {
+        /// Model ref.
+        key: String,
+    },
 }
 
 /// Where local changes go when a shared state store is configured; unset
@@ -211,6 +225,8 @@ pub struct ModelHealth {
     ttft: Mutex<std::collections::VecDeque<f64>>,
     /// The last failure's text and when (unix ms), for the console.
     last_error: Mutex<Option<(u64, String)>>,
+    /// Its answers' quality and its demotion (`health::quality`).
+    pub quality: super::quality::QualityHealth,
     observer: Arc<Observer>,
 }
 
@@ -222,6 +238,7 @@ impl ModelHealth {
             breaker: Mutex::new(Breaker::new()),
             ttft: Mutex::new(std::collections::VecDeque::with_capacity(crate::health::stats::TTFT_WINDOW)),
             last_error: Mutex::new(None),
+            quality: super::quality::QualityHealth::default(),
             observer,
         }
     }
@@ -313,10 +330,12 @@ impl ModelHealth {
         dead.max(open).max(now)
     }
 
-    /// Clears the dead mark and closes the breaker (admin revive).
+    /// Clears the dead mark, closes the breaker and ends a quality
+    /// demotion (admin revive).
     pub fn revive(&self) {
         self.dead.clear();
         lock(&self.breaker).reset();
+        self.quality.restore();
         self.observer.emit(|| LocalChange::Revived { key: self.key.clone() });
     }
 
@@ -324,6 +343,35 @@ impl ModelHealth {
     pub fn revive_quietly(&self) {
         self.dead.clear();
         lock(&self.breaker).reset();
+        self.quality.restore();
+    }
+
+    /// Records one answer's quality signals under its cascade's rule; a
+    /// demotion or restoration it causes is logged, announced and shared.
+    pub fn record_quality(
+        &self,
+        signals: crate::quality::Signals,
+        rule: &crate::config::QualityConfig,
+        events: &broadcast::Sender<HealthEvent>,
+    ) -> Option<super::quality::QualityChange> {
+        use super::quality::QualityChange as C;
+        let change = self.quality.record(signals, rule, now_ms())?;
+        let _ = events;
+        match change {
+            C::Demoted { until_ms, reason, bad_share } => {
+                tracing::warn!(model = %self.key, reason = reason.label(), bad_share, until_ms, "Model demoted for the quality of its answers: healthy models go first.");
+                self.observer.emit(|| LocalChange::Demoted { key: self.key.clone(), until_ms, reason });
+            }
+            C::Extended { until_ms, reason } => {
+                tracing::warn!(model = %self.key, reason = reason.label(), until_ms, "Quality probes failed: the model stays demoted, for longer.");
+                self.observer.emit(|| LocalChange::Demoted { key: self.key.clone(), until_ms, reason });
+            }
+            C::Restored => {
+                tracing::info!(model = %self.key, "Quality probes passed: the model is back at its place.");
+                self.observer.emit(|| LocalChange::Restored { key: self.key.clone() });
+            }
+        }
+        Some(change)
     }
 
     /// Adds a TTFT sample.
@@ -500,6 +548,11 @@ pub fn export_gauges(registry: &HealthRegistry, metrics: &crate::metrics::Metric
         metrics.breaker_state.get_or_create(&labels).set(m.breaker_state().gauge());
         let dead = m.dead.is_dead(now) || p.dead.is_dead(now) || (model.ends_with(":free") && p.free_dead.is_dead(now));
         metrics.model_dead.get_or_create(&labels).set(i64::from(dead));
+        let demoted = m.quality.demoted_until().is_some();
+        // Only models that were ever demoted get the series.
+        if demoted || metrics.quality_demoted.get(&labels).is_some() {
+            metrics.quality_demoted.get_or_create(&labels).set(i64::from(demoted));
+        }
     }
 }
 

@@ -48,3 +48,7 @@ pub const PROMPT_VARIANTS: &str = "spillway_prompt_variants";
 pub const IN_FLIGHT: &str = "spillway_in_flight";
 /// 1, with the version and build as labels.
 pub const BUILD_INFO: &str = "spillway_build_info";
+/// Judged answers by quality signal (`ok` when none).
+pub const QUALITY_ANSWERS: &str = "spillway_quality_answers";
+/// 1 while a model is demoted for the quality of its answers.
+pub const QUALITY_DEMOTED: &str = "spillway_quality_demoted";
