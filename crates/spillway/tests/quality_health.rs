@@ -108,6 +108,43 @@ async fn a_model_that_answers_badly_is_demoted_probed_and_restored_streamed() {
     demotes_probes_and_restores(true).await;
 }
 
+/// The demotion and the restoration are alerts (the second resolves the
+/// first), and `spillway_quality_demoted` follows the model.
+#[tokio::test(start_paused = true)]
+async fn demotion_alerts_and_its_restoration_resolves_it() {
+    let state = start(YAML);
+    let mut tap = state.gateway.load().shared.alerts.tap(64).unwrap();
+    let gauge = |state: &Arc<AppState>| {
+        let gw = state.gateway.load();
+        spillway::health::registry::export_gauges(&gw.health, &state.metrics);
+        let text = state.metrics.render();
+        text.lines()
+            .find_map(|l| l.strip_prefix("spillway_quality_demoted{provider=\"bad\",model=\"m\"} "))
+            .map(str::to_owned)
+    };
+    assert_eq!(gauge(&state), None, "no series before a demotion");
+    for _ in 0..4 {
+        ask(&state, "pair", false).await;
+    }
+    assert_eq!(gauge(&state).as_deref(), Some("1"));
+    tokio::time::advance(Duration::from_secs(200)).await;
+    for _ in 0..4 {
+        ask(&state, "pair", true).await;
+    }
+    assert_eq!(demoted(&state, "bad/m"), None);
+    assert_eq!(gauge(&state).as_deref(), Some("0"));
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let mut kinds = Vec::new();
+    while let Ok(m) = tap.try_recv() {
+        kinds.push((m.body["kind"].as_str().unwrap().to_owned(), m.body["resolves"].clone(), m.body["text"].clone()));
+    }
+    let demoted_at = kinds.iter().position(|k| k.0 == "quality_demoted").expect("a demotion alert");
+    let restored_at = kinds.iter().position(|k| k.0 == "quality_restored").expect("a restoration message");
+    assert!(demoted_at < restored_at, "{kinds:?}");
+    assert_eq!(kinds[restored_at].1, "quality_demoted:bad/m", "{kinds:?}");
+    assert!(kinds[demoted_at].2.as_str().unwrap().contains("wrong_script"), "{kinds:?}");
+}
+
 #[tokio::test(start_paused = true)]
 async fn a_demoted_model_still_answers_when_it_is_the_only_one() {
     let state = start(YAML);

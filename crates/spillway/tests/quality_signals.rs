@@ -21,7 +21,7 @@ async fn setup() -> (FakeUpstream, FakeUpstream, TestGateway) {
     let (a, b) = (FakeUpstream::start().await, FakeUpstream::start().await);
     b.set_default(Reply::text(r#"{"from": "b"}"#));
     let yaml = format!(
-        "providers:\n{}{}{FAST_HEALTH}cascades:\n  chat:\n    models: [a/m, b/m]\n    quality:\n      window: 100\n      min_answers: 100\n      min_chars: 20\n      signals: [json_repaired, json_invalid, tool_args_invalid, empty, refusal, wrong_script, repetition, continued]\n",
+        "server:\n  admin_token: adm\nproviders:\n{}{}{FAST_HEALTH}cascades:\n  chat:\n    models: [a/m, b/m]\n    quality:\n      window: 100\n      min_answers: 100\n      min_chars: 20\n      signals: [json_repaired, json_invalid, tool_args_invalid, empty, refusal, wrong_script, repetition, continued]\n",
         openai_provider("a", &a),
         openai_provider("b", &b)
     );
@@ -136,4 +136,19 @@ async fn a_stream_that_needed_a_continuation_counts_for_the_model_that_broke() {
     b.push(Reply::stream(&["ответа на вопрос."]));
     let broken = Reply::stream(&["Начало ", "ответа "]).cut_after(2);
     expect(&gw, &a, ask(RU, true), broken, "continued").await;
+}
+
+#[tokio::test]
+async fn admin_state_shows_each_models_quality() {
+    let (a, _b, gw) = setup().await;
+    let english = "The browser keeps a copy of each response and reuses it while it is still fresh.";
+    expect(&gw, &a, ask(RU, false), Reply::text(english), "wrong_script").await;
+    expect(&gw, &a, ask("What is 2+2?", false), Reply::text("4"), "ok").await;
+    let st = gw.admin_get("/admin/state", "adm").await;
+    let m = &st["cascades"][0]["models"][0];
+    assert_eq!(m["model"], "a/m");
+    assert_eq!(m["quality"]["answers"], 2, "{m}");
+    assert_eq!(m["quality"]["bad_share"], 0.5, "{m}");
+    assert_eq!(m["quality"]["signals"]["wrong_script"], 0.5, "{m}");
+    assert!(m["quality"]["demoted"].is_null(), "{m}");
 }

@@ -156,6 +156,21 @@ pub enum HealthEvent {
         /// Model ref.
         model: String,
     },
+    /// A model was demoted for the quality of its answers (again, after
+    /// failed probes).
+    QualityDemoted {
+        /// Model ref.
+        model: String,
+        /// The signal seen most.
+        reason: crate::quality::Signal,
+        /// Unix ms.
+        until_ms: u64,
+    },
+    /// A demoted model's probes passed.
+    QualityRestored {
+        /// Model ref.
+        model: String,
+    },
     /// A provider's key was rejected (401).
     KeyRejected {
         /// Provider name.
@@ -356,19 +371,22 @@ impl ModelHealth {
     ) -> Option<super::quality::QualityChange> {
         use super::quality::QualityChange as C;
         let change = self.quality.record(signals, rule, now_ms())?;
-        let _ = events;
+        let model = self.key.clone();
         match change {
             C::Demoted { until_ms, reason, bad_share } => {
                 tracing::warn!(model = %self.key, reason = reason.label(), bad_share, until_ms, "Model demoted for the quality of its answers: healthy models go first.");
                 self.observer.emit(|| LocalChange::Demoted { key: self.key.clone(), until_ms, reason });
+                let _ = events.send(HealthEvent::QualityDemoted { model, reason, until_ms });
             }
             C::Extended { until_ms, reason } => {
                 tracing::warn!(model = %self.key, reason = reason.label(), until_ms, "Quality probes failed: the model stays demoted, for longer.");
                 self.observer.emit(|| LocalChange::Demoted { key: self.key.clone(), until_ms, reason });
+                let _ = events.send(HealthEvent::QualityDemoted { model, reason, until_ms });
             }
             C::Restored => {
                 tracing::info!(model = %self.key, "Quality probes passed: the model is back at its place.");
                 self.observer.emit(|| LocalChange::Restored { key: self.key.clone() });
+                let _ = events.send(HealthEvent::QualityRestored { model });
             }
         }
         Some(change)
