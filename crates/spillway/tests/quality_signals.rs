@@ -152,3 +152,33 @@ async fn admin_state_shows_each_models_quality() {
     assert_eq!(m["quality"]["signals"]["wrong_script"], 0.5, "{m}");
     assert!(m["quality"]["demoted"].is_null(), "{m}");
 }
+
+/// `POST /v1/feedback` rates an answer by its request id, once: `bad`
+/// counts the `feedback` signal in the answering model's window.
+#[tokio::test]
+async fn feedback_on_an_answer_feeds_its_models_window() {
+    let (a, _b, gw) = setup().await;
+    a.push(Reply::text("Paris is the capital of France."));
+    let resp = client()
+        .post(format!("{}/v1/chat/completions", gw.url))
+        .header("x-request-id", "fb-1")
+        .json(&ask("What is the capital of France?", false))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 200);
+    let feedback = |body: Value| {
+        let url = format!("{}/v1/feedback", gw.url);
+        async move { client().post(url).json(&body).send().await.unwrap() }
+    };
+    let r = feedback(json!({"request_id": "fb-1", "rating": "bad"})).await;
+    assert_eq!(r.status(), 200);
+    assert_eq!(r.json::<Value>().await.unwrap()["model"], "a/m");
+    assert_eq!(count(&gw, "feedback").await, 1.0);
+    let st = gw.admin_get("/admin/state", "adm").await;
+    assert_eq!(st["cascades"][0]["models"][0]["quality"]["answers"], 2, "the answer and its rating");
+    // Once per answer; unknown ids and other ratings are refused.
+    assert_eq!(feedback(json!({"request_id": "fb-1", "rating": "bad"})).await.status(), 404);
+    assert_eq!(feedback(json!({"request_id": "nope", "rating": "good"})).await.status(), 404);
+    assert_eq!(feedback(json!({"request_id": "fb-1", "rating": "meh"})).await.status(), 400);
+}

@@ -170,7 +170,8 @@ pub async fn once(
     continuing: Option<(&str, Mode)>,
 ) -> Result<(Answer, Learned), AttemptError> {
     let started = Instant::now();
-    ticket.judge_for(walk.req.prompt, walk.json.as_ref().is_some_and(|p| p.content.is_some()));
+    let json = walk.json.as_ref().is_some_and(|p| p.content.is_some());
+    ticket.judge_for(walk.req.prompt, json, walk.req.request_id.as_ref());
     let token_deadline = walk.deadline.min(started + first_token(walk, target));
     let mut prepared = prepare::prepare(&walk.ctx, target, walk.req);
     if let Some(plan) = walk.json.as_ref().filter(|_| !target.provider.config.native_json) {

@@ -65,8 +65,10 @@ pub struct Ticket {
 }
 
 /// What a ticket knows for the quality judge (`cascades.*.quality`).
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 struct Judging {
+    /// The request's id: its answer can be rated (`POST /v1/feedback`).
+    request_id: Option<crate::telemetry::RequestId>,
     prompt: PromptFacts,
     /// The content must be JSON (not judged for its script).
     json: bool,
@@ -122,9 +124,9 @@ impl Ticket {
 
     /// Judges this attempt's answer for quality when its cascade asks for
     /// it (`prompt`: the request's; `json`: the content must be JSON).
-    pub fn judge_for(&mut self, prompt: PromptFacts, json: bool) {
+    pub fn judge_for(&mut self, prompt: PromptFacts, json: bool, request_id: Option<&crate::telemetry::RequestId>) {
         if self.target().quality.is_some() {
-            self.judging = Some(Judging { prompt, json, signals: Signals::NONE });
+            self.judging = Some(Judging { request_id: request_id.cloned(), prompt, json, signals: Signals::NONE });
         }
     }
 
@@ -199,7 +201,7 @@ impl Ticket {
                 health.note_error(now, &error.to_string());
                 // An answer that failed its JSON check or broke mid-stream
                 // is a bad answer too; other failures are the breaker's.
-                if self.judging.is_some_and(|j| !j.signals.is_empty()) {
+                if self.judging.as_ref().is_some_and(|j| !j.signals.is_empty()) {
                     self.record_quality();
                 }
                 if self.judge(error, now) {
@@ -215,9 +217,17 @@ impl Ticket {
     /// Counts the answer's signals and feeds the model's quality window.
     fn record_quality(&self) {
         let target = &self.plan.targets[self.index];
-        let (Some(j), Some(rule)) = (self.judging, target.quality.as_ref()) else { return };
+        let (Some(j), Some(rule)) = (self.judging.as_ref(), target.quality.as_ref()) else { return };
         target.metrics.quality(j.signals);
         target.health.record_quality(j.signals, rule, &self.health.events);
+        if let Some(id) = &j.request_id {
+            let judged = crate::health::registry::Judged {
+                model: target.health.clone(),
+                rule: *rule,
+                metrics: target.metrics.clone(),
+            };
+            self.health.recent.keep(id.shared(), judged);
+        }
     }
 
     /// What a failure does to health (SPEC §6's table); true when the

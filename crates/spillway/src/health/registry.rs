@@ -434,6 +434,17 @@ pub struct ProviderHealth {
     pub free_dead: DeadSlot,
 }
 
+/// An answer a client may rate (`POST /v1/feedback`).
+#[derive(Debug, Clone)]
+pub struct Judged {
+    /// The model that answered.
+    pub model: Arc<ModelHealth>,
+    /// Its cascade's quality rule.
+    pub rule: crate::config::QualityConfig,
+    /// Its metric handles.
+    pub metrics: Arc<crate::metrics::TargetMetrics>,
+}
+
 /// Every model's and provider's health.
 #[derive(Debug)]
 pub struct HealthRegistry {
@@ -444,6 +455,8 @@ pub struct HealthRegistry {
     providers: Mutex<HashMap<String, Arc<ProviderHealth>>>,
     /// Operator events.
     pub events: broadcast::Sender<HealthEvent>,
+    /// Judged answers a client may rate (`POST /v1/feedback`).
+    pub recent: super::feedback::Recent<Judged>,
     observer: Arc<Observer>,
 }
 
@@ -462,6 +475,7 @@ impl HealthRegistry {
             shared_ttft: Mutex::new(HashMap::new()),
             providers: Mutex::new(HashMap::new()),
             events,
+            recent: super::feedback::Recent::default(),
             observer: Arc::default(),
         }
     }
