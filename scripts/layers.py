@@ -21,7 +21,7 @@ from collections import defaultdict
 # Bottom first. A module may import from lower layers only.
 LAYERS = [
     ["client_link", "journal"],
-    ["outcome", "telemetry", "supervisor", "secret"],
+    ["outcome", "quality", "telemetry", "supervisor", "secret"],
     ["api", "normalize"],
     ["config"],
     ["prompts", "metrics"],

@@ -29,6 +29,7 @@ pub mod normalize;
 pub mod outcome;
 pub mod prompts;
 pub mod providers;
+pub mod quality;
 pub mod redact;
 pub mod secret;
 pub mod server;

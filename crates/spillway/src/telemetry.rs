@@ -67,6 +67,12 @@ impl RequestId {
     }
 
     /// The id.
+    /// The id, shared (kept without a copy).
+    pub fn shared(&self) -> std::sync::Arc<str> {
+        self.0.clone()
+    }
+
+    /// The id.
     pub fn as_str(&self) -> &str {
         &self.0
     }

@@ -54,6 +54,9 @@ pub struct ChatRequest {
     /// The end user the client named (`user`, else `safety_identifier`),
     /// at most 256 characters: the request log's `user`.
     pub user: Option<String>,
+    /// What the quality judge needs of the prompt (its last user
+    /// message's script and length), found once here.
+    pub prompt: crate::quality::text::PromptFacts,
 }
 
 impl Clone for ChatRequest {
@@ -79,6 +82,7 @@ impl Clone for ChatRequest {
             request_id: self.request_id.clone(),
             journal: self.journal.clone(),
             user: self.user.clone(),
+            prompt: self.prompt,
         }
     }
 }
@@ -372,7 +376,22 @@ fn check<J: JsonView>(body: &J) -> Result<ChatRequest, ApiError> {
         request_id: None,
         journal: None,
         user,
+        prompt: prompt_facts(body),
     })
+}
+
+/// The quality judge's facts of the last user message (its first text).
+fn prompt_facts<J: JsonView>(body: &J) -> crate::quality::text::PromptFacts {
+    let messages = body.get("messages").and_then(J::as_array).unwrap_or_default();
+    let Some(last) = messages.iter().rev().find(|m| m.get("role").and_then(J::as_str) == Some("user")) else {
+        return crate::quality::text::PromptFacts::default();
+    };
+    let text = match last.get("content").map(J::kind) {
+        Some(Kind::String(s)) => s,
+        Some(Kind::Array(parts)) => parts.iter().find_map(|p| p.get("text").and_then(J::as_str)).unwrap_or_default(),
+        _ => "",
+    };
+    crate::quality::text::PromptFacts::of(text)
 }
 
 /// Checks a message list as a client's `messages` is checked: a prompt

@@ -14,6 +14,7 @@ use crate::api::wire::Stamp;
 use crate::metrics::SkippedLabels;
 use crate::outcome::{AttemptError, Failure};
 use crate::providers::{AttemptRequest, ChunkStream, Reply, StreamItem, UpstreamHints};
+use crate::quality::Signals;
 use futures_util::StreamExt;
 use std::future::Future;
 use std::sync::atomic::Ordering;
@@ -169,6 +170,8 @@ pub async fn once(
     continuing: Option<(&str, Mode)>,
 ) -> Result<(Answer, Learned), AttemptError> {
     let started = Instant::now();
+    let json = walk.json.as_ref().is_some_and(|p| p.content.is_some());
+    ticket.judge_for(walk.req.prompt, json, walk.req.request_id.as_ref());
     let token_deadline = walk.deadline.min(started + first_token(walk, target));
     let mut prepared = prepare::prepare(&walk.ctx, target, walk.req);
     ticket.load_profile(prepared.load_profile.as_deref());
@@ -230,7 +233,10 @@ pub async fn once(
             }
             if let Some(plan) = &walk.json {
                 let mut v = c.into_value().map_err(|why| AttemptError::new(Failure::BrokenBody, why))?;
-                super::json::check_completion(&mut v, plan, target)?;
+                let mut signals = Signals::NONE;
+                let checked = super::json::check_completion(&mut v, plan, target, &mut signals);
+                ticket.note(signals);
+                checked?;
                 c = v.into();
             }
             Answer::Complete(c)
@@ -240,7 +246,10 @@ pub async fn once(
             match walk.json.as_ref().filter(|p| p.buffers_streams()) {
                 // Validate first, then stream (SPEC §7).
                 Some(plan) => {
-                    let chunks = super::json::buffered(head, rest, walk.deadline, plan, target).await?;
+                    let mut signals = Signals::NONE;
+                    let chunks = super::json::buffered(head, rest, walk.deadline, plan, target, &mut signals).await;
+                    ticket.note(signals);
+                    let chunks = chunks?;
                     let chunks = chunks.into_iter().map(StreamItem::Chunk).collect();
                     let done: ChunkStream = futures_util::stream::iter([Ok(StreamItem::Done)]).boxed();
                     Answer::Stream { head: chunks, rest: done }

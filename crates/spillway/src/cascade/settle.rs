@@ -24,6 +24,8 @@ use crate::health::{DeadReason, HealthRegistry};
 use crate::journal::{Attempt, AttemptOutcome, Journal};
 use crate::metrics::CascadeMetrics;
 use crate::outcome::{AttemptError, Failure};
+use crate::quality::text::PromptFacts;
+use crate::quality::Signals;
 use std::sync::Arc;
 use tokio::time::{Duration, Instant};
 
@@ -57,6 +59,9 @@ pub struct Ticket {
     first_token: Option<Duration>,
     /// A successful answer's headers said the quota is used up for this long.
     exhausted: Option<Duration>,
+    /// Set when the target's cascade judges quality: what the text judge
+    /// needs, and the signals noted so far.
+    judging: Option<Judging>,
     settled: bool,
     /// The request's journal, and what this attempt adds to it.
     journal: Option<Noted>,
@@ -69,6 +74,17 @@ struct Noted {
     continuation: Option<&'static str>,
     load_profile: Option<String>,
     events: Vec<crate::journal::Event>,
+}
+
+/// What a ticket knows for the quality judge (`cascades.*.quality`).
+#[derive(Debug, Clone)]
+struct Judging {
+    /// The request's id: its answer can be rated (`POST /v1/feedback`).
+    request_id: Option<crate::telemetry::RequestId>,
+    prompt: PromptFacts,
+    /// The content must be JSON (not judged for its script).
+    json: bool,
+    signals: Signals,
 }
 
 fn ms(d: Duration) -> u64 {
@@ -101,6 +117,7 @@ impl Ticket {
             started: Instant::now(),
             first_token: None,
             exhausted: None,
+            judging: None,
             settled: false,
             journal: journal.map(|j| Noted {
                 journal: j.clone(),
@@ -147,7 +164,7 @@ impl Ticket {
     }
 
     /// Adds the settled attempt to the request's journal.
-    fn note(&mut self, outcome: AttemptOutcome, error: Option<&AttemptError>) {
+    fn journal_attempt(&mut self, outcome: AttemptOutcome, error: Option<&AttemptError>) {
         let Some(n) = self.journal.take() else { return };
         let target = &self.plan.targets[self.index];
         let end = n.journal.since_start(Instant::now());
@@ -188,6 +205,45 @@ impl Ticket {
         ttft
     }
 
+    /// Judges this attempt's answer for quality when its cascade asks for
+    /// it (`prompt`: the request's; `json`: the content must be JSON).
+    pub fn judge_for(&mut self, prompt: PromptFacts, json: bool, request_id: Option<&crate::telemetry::RequestId>) {
+        if self.target().quality.is_some() {
+            self.judging = Some(Judging { request_id: request_id.cloned(), prompt, json, signals: Signals::NONE });
+        }
+    }
+
+    /// Whether the answer is being judged for quality.
+    pub fn judging(&self) -> bool {
+        self.judging.is_some()
+    }
+
+    /// Notes quality signals found while the answer was checked.
+    pub fn note(&mut self, signals: Signals) {
+        if let Some(j) = self.judging.as_mut() {
+            j.signals.extend(signals);
+        }
+    }
+
+    /// Runs the text judge over the answer's final text (once, at its
+    /// end); returns every signal noted so far.
+    pub fn judge_text(&mut self, content: &str, tool_called: bool, refusal: bool) -> Signals {
+        let text = self.target().quality.map(|q| q.text).unwrap_or_default();
+        let Some(j) = self.judging.as_mut() else { return Signals::NONE };
+        let answer = crate::quality::text::Answer { content, tool_called, refusal, json: j.json };
+        j.signals.extend(crate::quality::text::judge(&answer, j.prompt, text));
+        j.signals
+    }
+
+    /// Judges a whole answer; returns its signals (see [`Self::judge_text`]).
+    pub fn judge_completion(&mut self, c: &crate::api::completion::Completion) -> Signals {
+        if self.judging.is_none() {
+            return Signals::NONE;
+        }
+        let first = c.first_choice();
+        self.judge_text(&first.content, first.tool_called, first.refusal)
+    }
+
     /// Settles the attempt as answered.
     pub fn answered(mut self) {
         self.settle(Settled::Answered);
@@ -223,11 +279,17 @@ impl Ticket {
                 target.metrics.served(target.tier.index());
                 health.success(&self.rules.breaker, &self.health.events);
                 self.pass.settle();
+                self.record_quality();
                 (AttemptOutcome::Answered, None)
             }
             Settled::Failed(error) => {
                 target.metrics.attempt_failed(&error.failure);
                 health.note_error(now, &error.to_string());
+                // An answer that failed its JSON check or broke mid-stream
+                // is a bad answer too; other failures are the breaker's.
+                if self.judging.as_ref().is_some_and(|j| !j.signals.is_empty()) {
+                    self.record_quality();
+                }
                 if self.judge(error, now) {
                     self.pass.settle();
                 }
@@ -253,7 +315,23 @@ impl Ticket {
                 self.event("breaker_transition", vec![("from", before.into()), ("to", after.into()), ("model", model)]);
             }
         }
-        self.note(outcome, error);
+        self.journal_attempt(outcome, error);
+    }
+
+    /// Counts the answer's signals and feeds the model's quality window.
+    fn record_quality(&self) {
+        let target = &self.plan.targets[self.index];
+        let (Some(j), Some(rule)) = (self.judging.as_ref(), target.quality.as_ref()) else { return };
+        target.metrics.quality(j.signals);
+        target.health.record_quality(j.signals, rule, &self.health.events);
+        if let Some(id) = &j.request_id {
+            let judged = crate::health::registry::Judged {
+                model: target.health.clone(),
+                rule: *rule,
+                metrics: target.metrics.clone(),
+            };
+            self.health.recent.keep(id.shared(), judged);
+        }
     }
 
     /// What a failure does to health (SPEC §6's table); true when the

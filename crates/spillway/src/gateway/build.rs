@@ -279,6 +279,7 @@ impl Unlisted {
             provider,
             context: None,
             rank: 1,
+            quality: None,
         }
     }
 }
@@ -310,6 +311,7 @@ fn plans(
             // The listing knows the context of models the config does not list.
             target.context = context.or(target.context);
             target.breaker = breaker;
+            target.quality = c.quality;
             targets.push(target);
         }
         let plan = CascadePlan {

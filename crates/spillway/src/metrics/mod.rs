@@ -24,7 +24,7 @@ pub use labels::*;
 pub use telemetry::{SignalLabels, TelemetryMetrics};
 pub use text::to_prometheus_text;
 
-use handles::FailureHandles;
+use handles::{FailureHandles, QualityHandles};
 use prometheus_client::encoding::text::encode;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
@@ -101,6 +101,10 @@ pub struct Metrics {
     pub prompt_variants: Family<PromptLabels, Counter>,
     /// `spillway_in_flight`
     pub in_flight: Family<InFlightLabels, Gauge>,
+    /// `spillway_quality_answers_total`
+    pub quality_answers: Family<QualityLabels, Counter>,
+    /// `spillway_quality_demoted`
+    pub quality_demoted: Family<ModelLabels, Gauge<i64, AtomicI64Compat>>,
     /// Answers since start per model, tier and rank of each cascade, for
     /// `/admin/state` and the console (not exported).
     pub tallies: Tallies,
@@ -151,6 +155,18 @@ impl Metrics {
         let normalize = Family::default();
         let prompt_variants = Family::default();
         let in_flight = Family::default();
+        let quality_answers = Family::default();
+        let quality_demoted = Family::default();
+        registry.register(
+            names::QUALITY_ANSWERS,
+            "Judged answers by cascade, model and quality signal (ok when none)",
+            quality_answers.clone(),
+        );
+        registry.register(
+            names::QUALITY_DEMOTED,
+            "1 while a model is demoted for the quality of its answers",
+            quality_demoted.clone(),
+        );
         registry.register(names::IN_FLIGHT, "Upstream attempts in flight by cascade and provider", in_flight.clone());
         let build_info: Family<BuildLabels, Gauge> = Family::default();
         build_info.get_or_create(&BuildLabels::current()).set(1);
@@ -231,6 +247,8 @@ impl Metrics {
             client_disconnects,
             stream_events_skipped,
             continuations,
+            quality_answers,
+            quality_demoted,
             normalize,
             prompt_variants,
             in_flight,
@@ -335,6 +353,13 @@ impl Metrics {
             normalize,
             usage: UsageHandles::default(),
             in_flight,
+            quality: QualityHandles {
+                family: self.quality_answers.clone(),
+                cascade: cascade.into(),
+                provider: provider.into(),
+                model: model.into(),
+                by_signal: std::sync::OnceLock::new(),
+            },
             tallies: self.tallies.for_target(cascade, &format!("{provider}/{model}"), rank_label(rank)),
         })
     }

@@ -52,3 +52,7 @@ pub const BUILD_INFO: &str = "spillway_build_info";
 pub const TELEMETRY_DROPPED: &str = "spillway_telemetry_dropped";
 /// Batches of spans the collector did not take (after retries).
 pub const TELEMETRY_EXPORT_FAILURES: &str = "spillway_telemetry_export_failures";
+/// Judged answers by quality signal (`ok` when none).
+pub const QUALITY_ANSWERS: &str = "spillway_quality_answers";
+/// 1 while a model is demoted for the quality of its answers.
+pub const QUALITY_DEMOTED: &str = "spillway_quality_demoted";

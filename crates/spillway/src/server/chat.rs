@@ -308,6 +308,7 @@ pub(super) fn respond_with(served: Served, permit: Permit, translate: impl FnOnc
         escalated,
         body,
         upstream_request_id,
+        quality,
         ..
     } = served;
     let upstream_id = |mut r: Response| {
@@ -326,6 +327,11 @@ pub(super) fn respond_with(served: Served, permit: Permit, translate: impl FnOnc
             };
             let mut r = Response::new(Body::from(bytes));
             r.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+            if !quality.is_empty() {
+                if let Ok(v) = HeaderValue::from_str(&quality.labels()) {
+                    r.headers_mut().insert(super::conventions::X_QUALITY, v);
+                }
+            }
             return upstream_id(headers(
                 r,
                 &cascade,

@@ -17,6 +17,7 @@ pub mod client_io;
 pub mod completions;
 pub mod conventions;
 pub mod embeddings;
+pub mod feedback;
 pub mod handoff_routes;
 pub mod kinds;
 pub mod messages;

@@ -20,6 +20,7 @@ mod load;
 mod prompts;
 mod providers;
 mod providers_cloud;
+mod quality;
 mod responses;
 mod server;
 mod telemetry;

@@ -334,6 +334,22 @@ pub(super) fn compile_behavior(cx: &mut Ctx, path: &str, b: RawMockBehavior) -> 
         reply: b.reply,
         hang: b.hang.unwrap_or(false),
         outages,
+        wrong_script_rate: cx.share(&format!("{path}.wrong_script_rate"), b.wrong_script_rate, 0.0),
+        near_empty_rate: cx.share(&format!("{path}.near_empty_rate"), b.near_empty_rate, 0.0),
+        repeat_rate: cx.share(&format!("{path}.repeat_rate"), b.repeat_rate, 0.0),
+        bad_windows: b
+            .bad_windows
+            .unwrap_or_default()
+            .into_iter()
+            .enumerate()
+            .map(|(i, w)| {
+                let at = |f: &str| format!("{path}.bad_windows[{i}].{f}");
+                (
+                    cx.duration(&at("start"), Some(&w.start), Duration::ZERO),
+                    cx.duration(&at("duration"), Some(&w.duration), Duration::ZERO),
+                )
+            })
+            .collect(),
     }
 }
 
