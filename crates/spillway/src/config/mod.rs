@@ -96,6 +96,8 @@ pub struct Config {
     pub handoff: HandoffConfig,
     /// `responses:`
     pub responses: ResponsesConfig,
+    /// `canaries:`
+    pub canaries: Vec<CanaryConfig>,
 }
 
 /// Reads and compiles a config file.

@@ -11,6 +11,7 @@ use super::*;
 use std::collections::HashSet;
 
 mod alerts;
+mod canary;
 mod cascades;
 mod handoff;
 mod health;
@@ -115,6 +116,7 @@ pub fn compile(input: (RawConfig, Vec<ConfigError>), source: Option<&Path>) -> R
     let alerts = compile_alerts(&mut cx, raw.alerts.unwrap_or_default());
     let handoff = compile_handoff(&mut cx, raw.handoff.unwrap_or_default());
     let responses = compile_responses(&mut cx, raw.responses.unwrap_or_default());
+    let canaries = canary::compile_canaries(&mut cx, raw.canaries, &cascades, &providers);
 
     if cx.errors.is_empty() {
         Ok(Config {
@@ -130,6 +132,7 @@ pub fn compile(input: (RawConfig, Vec<ConfigError>), source: Option<&Path>) -> R
             alerts,
             handoff,
             responses,
+            canaries,
         })
     } else {
         Err(ConfigErrors(cx.errors))

@@ -1,5 +1,6 @@
 //! The compiled configuration's types, one file per section of the file.
 
+mod canary;
 mod cascades;
 mod health;
 mod load;
@@ -9,6 +10,7 @@ mod responses;
 mod rules;
 mod server;
 
+pub use canary::*;
 pub use cascades::*;
 pub use health::*;
 pub use load::*;
