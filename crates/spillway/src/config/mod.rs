@@ -100,6 +100,8 @@ pub struct Config {
     pub responses: ResponsesConfig,
     /// `telemetry:`
     pub telemetry: TelemetryConfig,
+    /// `canaries:`
+    pub canaries: Vec<CanaryConfig>,
 }
 
 /// Reads and compiles a config file.

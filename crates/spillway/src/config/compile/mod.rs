@@ -11,6 +11,7 @@ use super::*;
 use std::collections::HashSet;
 
 mod alerts;
+mod canary;
 mod cascades;
 mod handoff;
 mod health;
@@ -118,6 +119,7 @@ pub fn compile(input: (RawConfig, Vec<ConfigError>), source: Option<&Path>) -> R
     let handoff = compile_handoff(&mut cx, raw.handoff.unwrap_or_default());
     let responses = compile_responses(&mut cx, raw.responses.unwrap_or_default());
     let telemetry = compile_telemetry(&mut cx, raw.telemetry.unwrap_or_default(), &base_dir);
+    let canaries = canary::compile_canaries(&mut cx, raw.canaries, &cascades, &providers);
 
     if cx.errors.is_empty() {
         Ok(Config {
@@ -134,6 +136,7 @@ pub fn compile(input: (RawConfig, Vec<ConfigError>), source: Option<&Path>) -> R
             handoff,
             responses,
             telemetry,
+            canaries,
         })
     } else {
         Err(ConfigErrors(cx.errors))

@@ -1,5 +1,6 @@
 //! The compiled configuration's types, one file per section of the file.
 
+mod canary;
 mod cascades;
 mod health;
 mod load;
@@ -10,6 +11,7 @@ mod rules;
 mod server;
 mod telemetry;
 
+pub use canary::*;
 pub use cascades::*;
 pub use health::*;
 pub use load::*;
