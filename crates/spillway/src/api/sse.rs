@@ -7,7 +7,7 @@
 //! `event:` names (Anthropic) — and the crates that parse SSE either own the
 //! HTTP client or buffer whole responses.
 
-use bytes::{BufMut, Bytes, BytesMut};
+use bytes::Bytes;
 
 /// One parsed event.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -143,18 +143,26 @@ impl SseParser {
 
 /// Encodes one `data:` event carrying JSON.
 pub fn encode_json(value: &serde_json::Value) -> Bytes {
-    let mut buf = BytesMut::with_capacity(256).writer();
-    buf.get_mut().extend_from_slice(b"data: ");
-    // Serializing a Value into a Vec cannot fail.
-    let _ = serde_json::to_writer(&mut buf, value);
-    let mut buf = buf.into_inner();
-    buf.extend_from_slice(b"\n\n");
-    buf.freeze()
+    let mut buf = Vec::with_capacity(256);
+    write_json(value, &mut buf);
+    Bytes::from(buf)
 }
+
+/// Appends one `data:` event carrying JSON to `out` (events batched into
+/// one frame).
+pub fn write_json(value: &serde_json::Value, out: &mut Vec<u8>) {
+    out.extend_from_slice(b"data: ");
+    // Serializing a Value into a Vec cannot fail.
+    let _ = serde_json::to_writer(&mut *out, value);
+    out.extend_from_slice(b"\n\n");
+}
+
+/// The final event's bytes, for appending to a batch.
+pub const DONE: &[u8] = b"data: [DONE]\n\n";
 
 /// The final `data: [DONE]` event.
 pub fn done() -> Bytes {
-    Bytes::from_static(b"data: [DONE]\n\n")
+    Bytes::from_static(DONE)
 }
 
 #[cfg(test)]
