@@ -24,7 +24,8 @@
 #
 #   bench/events.sh                         # 8, 64 and 256 connections, 2 rounds of 6 s
 #   CONNS="64 256" ROUNDS=3 SECS=8 bench/events.sh
-#   GW_BIN=/tmp/old/spillway bench/events.sh  # another build of the gateway (before/after)
+#   BIN=/tmp/bins bench/events.sh           # binaries built already (spillway, fake-upstream, bench-client)
+#   GW_BEFORE=/tmp/old/spillway bench/events.sh  # another build of the gateway too, interleaved (gw0-*)
 #
 # Installs nginx (Debian's nginx-light, else nginx) and wrk when missing;
 # nginx runs from a temporary config on a free port, not as a service.
@@ -46,8 +47,8 @@ if ! command -v nginx >/dev/null 2>&1 && [ ! -x /usr/sbin/nginx ]; then
   (apt-get update -qq && (apt-get install -y -qq nginx-light || apt-get install -y -qq nginx)) >/dev/null
 fi
 NGINX=$(command -v nginx || echo /usr/sbin/nginx)
-cargo build --release -q -p spillway -p test-upstreams --bins
-BIN=${CARGO_TARGET_DIR:-target}/release
+[ -n "${BIN:-}" ] || cargo build --release -q -p spillway -p test-upstreams --bins
+BIN=${BIN:-${CARGO_TARGET_DIR:-target}/release}
 GW_BIN=${GW_BIN:-$BIN/spillway}
 
 UP=$(free_port)
@@ -98,7 +99,15 @@ cascades:
 YAML
 SPILLWAY_LOG=warn "$GW_BIN" serve --config "$work/gw.yaml" >"$work/gw.log" 2>&1 &
 GW_PID=$!; pids+=($GW_PID)
-for p in "$UP" "$NGX" "$GW"; do wait_port "$p"; done
+GWS=("$GW")
+if [ -n "${GW_BEFORE:-}" ]; then
+  GW0=$(free_port)
+  sed "s/127.0.0.1:$GW,/127.0.0.1:$GW0,/" "$work/gw.yaml" >"$work/gw0.yaml"
+  SPILLWAY_LOG=warn "$GW_BEFORE" serve --config "$work/gw0.yaml" >"$work/gw0.log" 2>&1 &
+  GW0_PID=$!; pids+=($GW0_PID)
+  GWS+=("$GW0")
+fi
+for p in "$UP" "$NGX" "${GWS[@]}"; do wait_port "$p"; done
 
 lua() { # name model stream(true|false)
   post_lua "$work/$1.lua" '{"model":"'"$2"'","stream":'"$3"',"messages":[{"role":"user","content":"Hello, how are you today?"}]}'
@@ -107,7 +116,7 @@ lua stream bench true; lua whole bench false; lua pass pass false
 url() { echo "http://127.0.0.1:$1/v1/chat/completions"; }
 
 # Both proxies deliver every event: count them once.
-for p in "$NGX" "$GW"; do
+for p in "$NGX" "${GWS[@]}"; do
   got=$(curl -sN -H 'Content-Type: application/json' \
     -d '{"model":"bench","stream":true,"messages":[{"role":"user","content":"Hi"}]}' "$(url "$p")" | grep -c '^data: ')
   [ "$got" = "$EVENTS" ] || { echo "port $p delivered $got events, not $EVENTS" >&2; exit 1; }
@@ -126,7 +135,7 @@ run() {
   local threads=1 t0 t1 out
   [ "$c" -gt 1 ] && threads=2
   t0=$(ticks "$@")
-  out=$(wrk -t"$threads" -c"$c" -d"${SECS}s" --latency -s "$work/$script.lua" "$(url "$port")")
+  out=$(wrk -t"$threads" -c"$c" -d"${SECS}s" --timeout 60s --latency -s "$work/$script.lua" "$(url "$port")")
   t1=$(ticks "$@")
   WRK_OUT="$out" python3 - "$name" "$c" "$per" "$EVENTS" "$((t1 - t0))" <<'PY'
 import os, re, sys
@@ -147,8 +156,8 @@ PY
 
 # Warm both (connection pools, page cache) at the largest count.
 for c in $CONNS; do max=$c; done
-for p in "$NGX" "$GW"; do wrk -t2 -c"$max" -d2s -s "$work/stream.lua" "$(url "$p")" >/dev/null; done
-wrk -t2 -c"$max" -d2s -s "$work/whole.lua" "$(url "$GW")" >/dev/null
+for p in "$NGX" "${GWS[@]}"; do wrk -t2 -c"$max" -d2s -s "$work/stream.lua" "$(url "$p")" >/dev/null; done
+for p in "${GWS[@]}"; do wrk -t2 -c"$max" -d2s -s "$work/whole.lua" "$(url "$p")" >/dev/null; done
 
 echo "# $EVENTS events a stream ($CHUNKS of 16 bytes of content); $ROUNDS rounds of ${SECS}s; $(nproc) cores"
 for r in $(seq "$ROUNDS"); do
@@ -157,14 +166,21 @@ for r in $(seq "$ROUNDS"); do
     run nginx-stream "$c" stream "$NGX" events $(nginx_pids)
     run gw-stream "$c" stream "$GW" events "$GW_PID"
     run gw-whole "$c" whole "$GW" events "$GW_PID"
+    if [ -n "${GW0:-}" ]; then
+      run gw0-stream "$c" stream "$GW0" events "$GW0_PID"
+      run gw0-whole "$c" whole "$GW0" events "$GW0_PID"
+    fi
   done
   # shellcheck disable=SC2046
   run nginx-pass 64 pass "$NGX" requests $(nginx_pids)
   run gw-pass 64 pass "$GW" requests "$GW_PID"
+  [ -z "${GW0:-}" ] || run gw0-pass 64 pass "$GW0" requests "$GW0_PID"
   # shellcheck disable=SC2046
   run nginx-pass 1 pass "$NGX" requests $(nginx_pids)
   run gw-pass 1 pass "$GW" requests "$GW_PID"
+  [ -z "${GW0:-}" ] || run gw0-pass 1 pass "$GW0" requests "$GW0_PID"
 done
-for p in "$NGX" "$GW"; do
-  echo "ttfb port $p ($([ "$p" = "$NGX" ] && echo nginx || echo gateway)): $("$BIN/bench-client" ttfb "$(url "$p")" 1000 bench)"
+for p in "$NGX" "${GWS[@]}"; do
+  name=gateway; [ "$p" = "$NGX" ] && name=nginx; [ "$p" = "${GW0:-}" ] && name=gateway-before
+  echo "stream ttfb, $name: $("$BIN/bench-client" ttfb "$(url "$p")" 1000 bench)"
 done
