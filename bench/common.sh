@@ -30,3 +30,12 @@ install_tools() {
     fi
   done
 }
+
+# Writes a wrk script that POSTs a JSON body: post_lua FILE BODY.
+post_lua() {
+  cat >"$1" <<LUA
+wrk.method = "POST"
+wrk.headers["Content-Type"] = "application/json"
+wrk.body = '$2'
+LUA
+}

@@ -10,6 +10,8 @@
 #   BARE=1 bench/instructions.sh          # the same for bare-proxy (the floor, see overhead.sh)
 #   WHOLE_AS_STREAM=false bench/instructions.sh  # whole answers passed through, not read as a stream
 #   STREAM=1 bench/instructions.sh        # streamed requests (the upstream's 8-event stream forwarded)
+#   STREAM=1 CHUNKS=512 bench/instructions.sh  # a 515-event stream (512 events of 16 bytes of
+#                                         # content, as bench/events.sh): also prints instructions per event
 #
 # The last line subtracts an idle window of the same length (the process's
 # own timers and jobs), so the figure holds on a loaded machine too; the
@@ -28,7 +30,9 @@ cargo build --release -q -p spillway -p test-upstreams --bins
 BIN=${CARGO_TARGET_DIR:-target}/release
 
 UP=$(free_port)
-"$BIN/fake-upstream" --port "$UP" >"$work/up.log" 2>&1 &
+UP_ARGS=()
+[ -n "${CHUNKS:-}" ] && UP_ARGS=(--chunks "$CHUNKS" --content-bytes 16)
+"$BIN/fake-upstream" --port "$UP" "${UP_ARGS[@]}" >"$work/up.log" 2>&1 &
 pids+=($!)
 GW=$(free_port)
 cat >"$work/gw.yaml" <<YAML
@@ -81,4 +85,6 @@ echo "requests: $requests (non-2xx: ${non2xx:-0})"
 echo "instructions in the window: $total; idle window of the same length: $idle"
 echo "instructions per request (window / requests, as before): $((total / requests))"
 echo "instructions per request: $(((total - idle) / requests))"
+# The upstream's stream: its first chunk, CHUNKS content chunks, the finish chunk and [DONE].
+[ -z "${CHUNKS:-}" ] || echo "instructions per event ($((CHUNKS + 3)) a stream): $(((total - idle) / requests / (CHUNKS + 3)))"
 [ -z "${KEEP:-}" ] || echo "profile: $profile"

@@ -73,11 +73,7 @@ GW_PID=$!; pids+=($GW_PID)
 for p in "$UP_FAST" "$UP_SLOW" "$UP_HOLD" "$BARE" "$BARE_SLOW" "$GW"; do wait_port "$p"; done
 
 lua() { # model -> a wrk script posting a chat request
-  cat >"$work/$1.lua" <<LUA
-wrk.method = "POST"
-wrk.headers["Content-Type"] = "application/json"
-wrk.body = '{"model":"$1","messages":[{"role":"user","content":"Hello, how are you today?"}]}'
-LUA
+  post_lua "$work/$1.lua" '{"model":"'"$1"'","messages":[{"role":"user","content":"Hello, how are you today?"}]}'
   echo "$work/$1.lua"
 }
 LUA_FAST=$(lua fast); LUA_SLOW=$(lua slow); LUA_WHOLE=$(lua whole)

@@ -6,8 +6,10 @@
 //! [`reframe`] wraps that byte stream: it parses each chat event as it
 //! arrives (the shared [`SseParser`]), hands it to the format's
 //! [`Reframe`] state machine, and sends whatever events that produced at
-//! once. Nothing is held back: a chat chunk becomes its translated events
-//! before the next chunk is read.
+//! once, in one frame (the chat stream's frames hold every event one
+//! upstream read brought; their translations go out together too). Nothing
+//! is held back: a chat frame becomes its translated events before the
+//! next frame is read.
 //!
 //! In a request's life this is the last step before the client's socket:
 //! fallback, settlement and cost happen upstream of it, in the chat stream
@@ -18,7 +20,6 @@ use bytes::{BufMut, Bytes, BytesMut};
 use futures_util::stream::BoxStream;
 use futures_util::StreamExt;
 use serde_json::Value;
-use std::collections::VecDeque;
 use std::convert::Infallible;
 
 /// One event of the chat stream, as a translator sees it.
@@ -68,7 +69,6 @@ struct State<R> {
     parser: SseParser,
     events: Vec<SseEvent>,
     out: Vec<Bytes>,
-    pending: VecDeque<Bytes>,
     reframe: R,
     eof: bool,
 }
@@ -78,19 +78,11 @@ pub fn reframe<R: Reframe>(
     inner: BoxStream<'static, Result<Bytes, Infallible>>,
     reframe: R,
 ) -> BoxStream<'static, Result<Bytes, Infallible>> {
-    let state = State {
-        inner,
-        parser: SseParser::new(),
-        events: Vec::new(),
-        out: Vec::new(),
-        pending: VecDeque::new(),
-        reframe,
-        eof: false,
-    };
+    let state = State { inner, parser: SseParser::new(), events: Vec::new(), out: Vec::new(), reframe, eof: false };
     futures_util::stream::unfold(state, |mut st| async move {
         loop {
-            if let Some(b) = st.pending.pop_front() {
-                return Some((Ok(b), st));
+            if let Some(frame) = joined(&mut st.out) {
+                return Some((Ok(frame), st));
             }
             if st.eof {
                 return None;
@@ -122,10 +114,24 @@ pub fn reframe<R: Reframe>(
                 let cut = ChatEvent::Failed { message: "the stream ended early".into(), code: None };
                 st.reframe.event(cut, &mut st.out);
             }
-            st.pending.extend(st.out.drain(..));
         }
     })
     .boxed()
+}
+
+/// The translated events as one frame (`None` when there are none).
+fn joined(out: &mut Vec<Bytes>) -> Option<Bytes> {
+    match out.len() {
+        0 => None,
+        1 => out.pop(),
+        _ => {
+            let mut frame = BytesMut::with_capacity(out.iter().map(Bytes::len).sum());
+            for b in out.drain(..) {
+                frame.extend_from_slice(&b);
+            }
+            Some(frame.freeze())
+        }
+    }
 }
 
 /// One named SSE event: `event: <name>` and its JSON `data:` (the Responses

@@ -7,7 +7,7 @@
 //! `event:` names (Anthropic) — and the crates that parse SSE either own the
 //! HTTP client or buffer whole responses.
 
-use bytes::{BufMut, Bytes, BytesMut};
+use bytes::Bytes;
 
 /// One parsed event.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -39,6 +39,10 @@ pub struct SseParser {
 /// stream parser uses this one constant. 8 MiB is far above any real chunk.
 pub const MAX_EVENT_BYTES: usize = 8 * 1024 * 1024;
 
+/// Up to this much of an event's buffer is kept for the next event; a
+/// larger one (a rare long event) is let go.
+const KEPT_BUFFER: usize = 64 * 1024;
+
 /// The parser met an event larger than [`MAX_EVENT_BYTES`].
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("an upstream stream event exceeded {MAX_EVENT_BYTES} bytes")]
@@ -53,6 +57,19 @@ impl SseParser {
     /// Feeds one chunk, pushing each completed event onto `out`. After an
     /// error the parser has dropped what it held; the stream is broken.
     pub fn feed(&mut self, chunk: &[u8], out: &mut Vec<SseEvent>) -> Result<(), EventTooLarge> {
+        self.feed_with(chunk, &mut |event, data| {
+            out.push(SseEvent { event: event.map(str::to_string), data: data.to_string() })
+        })
+    }
+
+    /// Feeds one chunk, calling `on_event` with each completed event's name
+    /// and data, borrowed: nothing is allocated per event (the buffers are
+    /// reused), for the decoders on the hot path.
+    pub fn feed_with(
+        &mut self,
+        chunk: &[u8],
+        on_event: &mut dyn FnMut(Option<&str>, &str),
+    ) -> Result<(), EventTooLarge> {
         let mut start = 0;
         while start < chunk.len() {
             if self.after_cr {
@@ -66,8 +83,16 @@ impl SseParser {
             let Some(end) = memchr::memchr2(b'\n', b'\r', &chunk[start..]).map(|off| start + off) else {
                 break;
             };
-            self.line.extend_from_slice(&chunk[start..end]);
-            self.end_line(out);
+            if self.line.is_empty() {
+                // The whole line is in this chunk: read in place.
+                self.take_line(&chunk[start..end], on_event);
+            } else {
+                self.line.extend_from_slice(&chunk[start..end]);
+                let line = std::mem::take(&mut self.line);
+                self.take_line(&line, on_event);
+                self.line = line;
+                self.line.clear();
+            }
             self.bounded()?;
             self.after_cr = chunk.get(end) == Some(&b'\r');
             start = end + 1;
@@ -88,16 +113,23 @@ impl SseParser {
 
     /// The stream ended: a final event without its blank line still counts.
     pub fn finish(&mut self, out: &mut Vec<SseEvent>) {
-        if !self.line.is_empty() {
-            self.end_line(out);
-        }
-        self.dispatch(out);
+        self.finish_with(&mut |event, data| {
+            out.push(SseEvent { event: event.map(str::to_string), data: data.to_string() })
+        });
     }
 
-    fn end_line(&mut self, out: &mut Vec<SseEvent>) {
+    /// [`Self::finish`], calling `on_event` as [`Self::feed_with`] does.
+    pub fn finish_with(&mut self, on_event: &mut dyn FnMut(Option<&str>, &str)) {
         let line = std::mem::take(&mut self.line);
+        if !line.is_empty() {
+            self.take_line(&line, on_event);
+        }
+        self.dispatch(on_event);
+    }
+
+    fn take_line(&mut self, line: &[u8], on_event: &mut dyn FnMut(Option<&str>, &str)) {
         if line.is_empty() {
-            self.dispatch(out);
+            self.dispatch(on_event);
             return;
         }
         if line[0] == b':' {
@@ -105,9 +137,9 @@ impl SseParser {
         }
         // Valid UTF-8 (every real stream) is checked by `from_utf8`'s fast
         // path; only a broken line pays for the lossy copy.
-        let text = match std::str::from_utf8(&line) {
+        let text = match std::str::from_utf8(line) {
             Ok(t) => std::borrow::Cow::Borrowed(t),
-            Err(_) => String::from_utf8_lossy(&line),
+            Err(_) => String::from_utf8_lossy(line),
         };
         let (field, value) = match memchr::memchr(b':', text.as_bytes()) {
             Some(i) => {
@@ -127,34 +159,45 @@ impl SseParser {
             "event" => self.event = Some(value.to_string()),
             _ => {} // id, retry and unknown fields carry nothing we use
         }
-        self.line = line;
-        self.line.clear();
     }
 
-    fn dispatch(&mut self, out: &mut Vec<SseEvent>) {
+    /// The blank line: the event is complete. Its buffer is cleared, not
+    /// given away, so the next event reuses it.
+    fn dispatch(&mut self, on_event: &mut dyn FnMut(Option<&str>, &str)) {
         if self.has_data {
-            out.push(SseEvent { event: self.event.take(), data: std::mem::take(&mut self.data) });
+            on_event(self.event.as_deref(), &self.data);
+            self.data.clear();
+            if self.data.capacity() > KEPT_BUFFER {
+                self.data = String::new();
+            }
             self.has_data = false;
-        } else {
-            self.event = None;
         }
+        self.event = None;
     }
 }
 
 /// Encodes one `data:` event carrying JSON.
 pub fn encode_json(value: &serde_json::Value) -> Bytes {
-    let mut buf = BytesMut::with_capacity(256).writer();
-    buf.get_mut().extend_from_slice(b"data: ");
-    // Serializing a Value into a Vec cannot fail.
-    let _ = serde_json::to_writer(&mut buf, value);
-    let mut buf = buf.into_inner();
-    buf.extend_from_slice(b"\n\n");
-    buf.freeze()
+    let mut buf = Vec::with_capacity(256);
+    write_json(value, &mut buf);
+    Bytes::from(buf)
 }
+
+/// Appends one `data:` event carrying JSON to `out` (events batched into
+/// one frame).
+pub fn write_json(value: &serde_json::Value, out: &mut Vec<u8>) {
+    out.extend_from_slice(b"data: ");
+    // Serializing a Value into a Vec cannot fail.
+    let _ = serde_json::to_writer(&mut *out, value);
+    out.extend_from_slice(b"\n\n");
+}
+
+/// The final event's bytes, for appending to a batch.
+pub const DONE: &[u8] = b"data: [DONE]\n\n";
 
 /// The final `data: [DONE]` event.
 pub fn done() -> Bytes {
-    Bytes::from_static(b"data: [DONE]\n\n")
+    Bytes::from_static(DONE)
 }
 
 #[cfg(test)]

@@ -14,7 +14,7 @@ use super::http::{proxy, BodyError, Endpoint, HttpError};
 use super::translate::StreamItem;
 use super::types::{AttemptRequest, BuildError, ChunkStream, Reply};
 use crate::api::completion::{Completion, RawChunk, RawCompletion};
-use crate::api::sse::{SseEvent, SseParser};
+use crate::api::sse::SseParser;
 use crate::config::{HealthConfig, ProviderConfig};
 use crate::outcome::{AttemptError, Failure};
 use bytes::Bytes;
@@ -195,7 +195,6 @@ where
         bytes: Box::pin(bytes),
         on_done: Some(on_done),
         parser: SseParser::new(),
-        events: Vec::new(),
         pending: VecDeque::new(),
         eof: false,
         finished: false,
@@ -210,7 +209,6 @@ struct SseChunks<S, F> {
     bytes: std::pin::Pin<Box<S>>,
     on_done: Option<F>,
     parser: SseParser,
-    events: Vec<SseEvent>,
     pending: VecDeque<Result<StreamItem, AttemptError>>,
     /// The byte stream ended.
     eof: bool,
@@ -250,30 +248,31 @@ where
             if st.eof {
                 return Poll::Ready(None);
             }
+            // Each event is decoded from the parser's buffer as it
+            // completes (no string per event).
+            let pending = &mut st.pending;
+            let mut decode = |_: Option<&str>, data: &str| pending.push_back(decode_event(data));
             match std::task::ready!(st.bytes.as_mut().poll_next(cx)) {
                 Some(Ok(chunk)) => {
-                    if st.parser.feed(&chunk, &mut st.events).is_err() {
-                        st.pending.push_back(Err(AttemptError::new(Failure::BrokenBody, "an SSE event was too large")));
+                    if st.parser.feed_with(&chunk, &mut decode).is_err() {
+                        pending.push_back(Err(AttemptError::new(Failure::BrokenBody, "an SSE event was too large")));
                     }
                 }
                 Some(Err(e)) => {
                     let src: AttemptErrorSource = e.into();
-                    st.pending.push_back(Err(src.0));
+                    pending.push_back(Err(src.0));
                 }
                 None => {
-                    st.parser.finish(&mut st.events);
+                    st.parser.finish_with(&mut decode);
                     st.eof = true;
                 }
-            }
-            for ev in st.events.drain(..) {
-                st.pending.push_back(decode_event(&ev));
             }
         }
     }
 }
 
-fn decode_event(ev: &SseEvent) -> Result<StreamItem, AttemptError> {
-    let data = ev.data.trim();
+fn decode_event(data: &str) -> Result<StreamItem, AttemptError> {
+    let data = data.trim();
     if data == "[DONE]" {
         return Ok(StreamItem::Done);
     }

@@ -1,9 +1,10 @@
 //! A minimal, fast OpenAI-compatible upstream for benchmarks.
 //!
-//! `fake-upstream [--port P] [--delay-ms D] [--chunks N] [--chunk-interval-ms I] [--status S] [--hang 1]`
+//! `fake-upstream [--port P] [--delay-ms D] [--chunks N] [--chunk-interval-ms I] [--content-bytes B] [--status S] [--hang 1]`
 //! answers every POST with a fixed chat completion (after D ms), or with an
 //! SSE stream of N content chunks I ms apart when the body asks for
-//! `"stream":true`; with `--status S` (S ≠ 200) it answers that status with
+//! `"stream":true` (each chunk's content padded to B bytes with `--content-bytes B`,
+//! so a bench can say how much text an event carries); with `--status S` (S ≠ 200) it answers that status with
 //! an OpenAI error body instead, and with `--hang 1` it never answers (an
 //! outage drill's dead primary). It prints `listening on 127.0.0.1:PORT` and runs until
 //! killed. Plain hyper, so the baseline it gives is as cheap as it gets.
@@ -25,6 +26,8 @@ struct Opts {
     delay: Duration,
     chunks: usize,
     interval: Duration,
+    /// Pad each content chunk's text to this many bytes (0: as it is).
+    content_bytes: usize,
     status: u16,
     hang: bool,
 }
@@ -59,6 +62,7 @@ async fn handle(req: Request<hyper::body::Incoming>, o: Opts) -> Result<Response
     }
     let chunks = o.chunks;
     let interval = o.interval;
+    let width = o.content_bytes;
     let frames = futures_util::stream::unfold(0usize, move |i| async move {
         let text = if i == 0 {
             r#"data: {"id":"c","object":"chat.completion.chunk","created":1,"model":"bench","choices":[{"index":0,"delta":{"role":"assistant","content":"Hello"},"finish_reason":null}]}"#.to_string() + "\n\n"
@@ -66,8 +70,9 @@ async fn handle(req: Request<hyper::body::Incoming>, o: Opts) -> Result<Response
             if !interval.is_zero() {
                 tokio::time::sleep(interval).await;
             }
+            let word = format!(" word{i}");
             format!(
-                r#"data: {{"id":"c","object":"chat.completion.chunk","created":1,"model":"bench","choices":[{{"index":0,"delta":{{"content":" word{i}"}},"finish_reason":null}}]}}"#
+                r#"data: {{"id":"c","object":"chat.completion.chunk","created":1,"model":"bench","choices":[{{"index":0,"delta":{{"content":"{word:.<width$}"}},"finish_reason":null}}]}}"#
             ) + "\n\n"
         } else if i == chunks + 1 {
             r#"data: {"id":"c","object":"chat.completion.chunk","created":1,"model":"bench","choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}"#.to_string() + "\n\ndata: [DONE]\n\n"
@@ -97,6 +102,7 @@ async fn main() {
         delay: Duration::from_millis(arg("--delay-ms", 0)),
         chunks: arg("--chunks", 5) as usize,
         interval: Duration::from_millis(arg("--chunk-interval-ms", 0)),
+        content_bytes: arg("--content-bytes", 0) as usize,
         status: arg("--status", 200) as u16,
         hang: arg("--hang", 0) == 1,
     };

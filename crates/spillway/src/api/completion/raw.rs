@@ -145,13 +145,7 @@ impl RawCompletion {
         let mut out = Vec::with_capacity(self.tail.len() + 128);
         match &self.stamp {
             Some(s) => {
-                out.extend_from_slice(b"{\"id\":\"");
-                out.extend_from_slice(s.id.as_bytes());
-                out.extend_from_slice(b"\",\"object\":\"chat.completion\",\"created\":");
-                out.extend_from_slice(s.created.to_string().as_bytes());
-                out.extend_from_slice(b",\"model\":");
-                // A string always serializes.
-                let _ = serde_json::to_writer(&mut out, &s.model);
+                write_stamp(s, "chat.completion", &mut out);
                 out.extend_from_slice(&self.tail);
             }
             None => {
@@ -263,16 +257,18 @@ impl RawChunk {
     /// upstream's fields.
     pub fn encode(&self, stamp: &Stamp) -> Bytes {
         let mut out = Vec::with_capacity(self.tail.len() + 160);
-        out.extend_from_slice(b"data: {\"id\":\"");
-        out.extend_from_slice(stamp.id.as_bytes());
-        out.extend_from_slice(b"\",\"object\":\"chat.completion.chunk\",\"created\":");
-        out.extend_from_slice(stamp.created.to_string().as_bytes());
-        out.extend_from_slice(b",\"model\":");
-        // A string always serializes.
-        let _ = serde_json::to_writer(&mut out, &stamp.model);
+        self.encode_into(&chunk_prefix(stamp), &mut out);
+        Bytes::from(out)
+    }
+
+    /// Appends the SSE event to `out`: `prefix` ([`chunk_prefix`] of the
+    /// stream's stamp, made once a stream), then the upstream's fields —
+    /// the stamp spliced in as bytes, nothing serialized per event.
+    pub fn encode_into(&self, prefix: &[u8], out: &mut Vec<u8>) {
+        out.reserve(prefix.len() + self.tail.len() + 3);
+        out.extend_from_slice(prefix);
         out.extend_from_slice(&self.tail);
         out.extend_from_slice(b"}\n\n");
-        Bytes::from(out)
     }
 
     /// The chunk as a tree, without the fields the stamp replaces.
@@ -284,4 +280,28 @@ impl RawChunk {
         // Checked JSON, reassembled from whole entries: it parses.
         serde_json::from_slice(&text).unwrap_or(Value::Null)
     }
+}
+
+/// What every checked chunk of a stream stamped with `stamp` starts with:
+/// `data: {"id":…,"object":"chat.completion.chunk","created":…,"model":…`,
+/// the upstream's own fields (each written as `,"key":value`) to follow.
+pub fn chunk_prefix(stamp: &Stamp) -> Vec<u8> {
+    let mut out = Vec::with_capacity(stamp.id.len() + stamp.model.len() + 96);
+    out.extend_from_slice(b"data: ");
+    write_stamp(stamp, "chat.completion.chunk", &mut out);
+    out
+}
+
+/// `{"id":…,"object":<object>,"created":…,"model":…`: the stamp, written
+/// in front of an upstream's own fields.
+fn write_stamp(stamp: &Stamp, object: &str, out: &mut Vec<u8>) {
+    out.extend_from_slice(b"{\"id\":\"");
+    out.extend_from_slice(stamp.id.as_bytes());
+    out.extend_from_slice(b"\",\"object\":\"");
+    out.extend_from_slice(object.as_bytes());
+    out.extend_from_slice(b"\",\"created\":");
+    out.extend_from_slice(stamp.created.to_string().as_bytes());
+    out.extend_from_slice(b",\"model\":");
+    // A string always serializes.
+    let _ = serde_json::to_writer(&mut *out, &stamp.model);
 }

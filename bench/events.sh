@@ -1,0 +1,186 @@
+#!/usr/bin/env bash
+# The cost of one streamed event, against nginx as the floor.
+#
+# nginx runs as a plain reverse proxy (`proxy_buffering off`, upstream
+# keep-alive, one worker) in front of the same upstream as the gateway
+# (`server.workers: 1`). The upstream (`fake-upstream --chunks 512
+# --content-bytes 16`) streams 512 unpaced content events of 16 bytes each,
+# plus its first chunk, its finish chunk and `[DONE]`: 515 events a stream.
+# At each connection count the two proxies are driven alternately by wrk,
+# ROUNDS times, so the machine's drift hits both alike, and for each run
+# the bench prints:
+#
+#   - CPU per event: the proxy's user+system ticks from /proc (nginx: its
+#     master and worker) over the events delivered (streams × 515);
+#   - streams per second, and their p50 and p99;
+#   - the same for whole requests to the same upstream through the gateway
+#     (read as a stream and assembled: `whole_as_stream` default), whose
+#     CPU is divided by the 515 events it read;
+#   - at 64 connections, whole answers passed through (a provider with
+#     `whole_as_stream: false`, the upstream's fixed completion) against
+#     nginx passing the same body, per request;
+#   - stream time to first byte (median of sequential requests) and the
+#     added median latency of a whole answer at one connection, both proxies.
+#
+#   bench/events.sh                         # 8, 64 and 256 connections, 2 rounds of 6 s
+#   CONNS="64 256" ROUNDS=3 SECS=8 bench/events.sh
+#   BIN=/tmp/bins bench/events.sh           # binaries built already (spillway, fake-upstream, bench-client)
+#   GW_BEFORE=/tmp/old/spillway bench/events.sh  # another build of the gateway too, interleaved (gw0-*)
+#
+# Installs nginx (Debian's nginx-light, else nginx) and wrk when missing;
+# nginx runs from a temporary config on a free port, not as a service.
+# Everything listens on 127.0.0.1 only; every run is bounded in time.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+# shellcheck source=bench/common.sh
+source bench/common.sh
+CONNS=${CONNS:-8 64 256}
+ROUNDS=${ROUNDS:-2}
+SECS=${SECS:-6}
+CHUNKS=${CHUNKS:-512}
+EVENTS=$((CHUNKS + 3))
+ulimit -n 65536 2>/dev/null || ulimit -n "$(ulimit -Hn)"
+
+install_tools wrk
+if ! command -v nginx >/dev/null 2>&1 && [ ! -x /usr/sbin/nginx ]; then
+  echo "Installing nginx..."
+  (apt-get update -qq && (apt-get install -y -qq nginx-light || apt-get install -y -qq nginx)) >/dev/null
+fi
+NGINX=$(command -v nginx || echo /usr/sbin/nginx)
+[ -n "${BIN:-}" ] || cargo build --release -q -p spillway -p test-upstreams --bins
+BIN=${BIN:-${CARGO_TARGET_DIR:-target}/release}
+GW_BIN=${GW_BIN:-$BIN/spillway}
+
+UP=$(free_port)
+"$BIN/fake-upstream" --port "$UP" --chunks "$CHUNKS" --content-bytes 16 >"$work/up.log" 2>&1 &
+pids+=($!)
+
+NGX=$(free_port)
+mkdir -p "$work/nginx"
+cat >"$work/nginx.conf" <<CONF
+worker_processes 1;
+daemon off;
+pid $work/nginx/nginx.pid;
+error_log $work/nginx/error.log warn;
+$([ "$(id -u)" = 0 ] && echo "user root;")
+events { worker_connections 8192; }
+http {
+  access_log off;
+  client_body_temp_path $work/nginx/body;
+  proxy_temp_path $work/nginx/proxy;
+  fastcgi_temp_path $work/nginx/fastcgi;
+  uwsgi_temp_path $work/nginx/uwsgi;
+  scgi_temp_path $work/nginx/scgi;
+  upstream up { server 127.0.0.1:$UP; keepalive 1024; }
+  server {
+    listen 127.0.0.1:$NGX;
+    location / {
+      proxy_pass http://up;
+      proxy_http_version 1.1;
+      proxy_set_header Connection "";
+      proxy_buffering off;
+    }
+  }
+}
+CONF
+"$NGINX" -p "$work/nginx" -c "$work/nginx.conf" >"$work/nginx/out.log" 2>&1 &
+NGX_PID=$!; pids+=($NGX_PID)
+
+GW=$(free_port)
+cat >"$work/gw.yaml" <<YAML
+server: { listen: 127.0.0.1:$GW, max_concurrent_requests: 100000, workers: 1 }
+providers:
+  up: { kind: openai, base_url: "http://127.0.0.1:$UP/v1" }
+  pass: { kind: openai, base_url: "http://127.0.0.1:$UP/v1", whole_as_stream: false }
+health: { timeouts: { first_token: 30s, idle: 30s, total: 700s } }
+cascades:
+  bench: { models: [up/bench] }
+  pass: { models: [pass/bench] }
+YAML
+SPILLWAY_LOG=warn "$GW_BIN" serve --config "$work/gw.yaml" >"$work/gw.log" 2>&1 &
+GW_PID=$!; pids+=($GW_PID)
+GWS=("$GW")
+if [ -n "${GW_BEFORE:-}" ]; then
+  GW0=$(free_port)
+  sed "s/127.0.0.1:$GW,/127.0.0.1:$GW0,/" "$work/gw.yaml" >"$work/gw0.yaml"
+  SPILLWAY_LOG=warn "$GW_BEFORE" serve --config "$work/gw0.yaml" >"$work/gw0.log" 2>&1 &
+  GW0_PID=$!; pids+=($GW0_PID)
+  GWS+=("$GW0")
+fi
+for p in "$UP" "$NGX" "${GWS[@]}"; do wait_port "$p"; done
+
+lua() { # name model stream(true|false)
+  post_lua "$work/$1.lua" '{"model":"'"$2"'","stream":'"$3"',"messages":[{"role":"user","content":"Hello, how are you today?"}]}'
+}
+lua stream bench true; lua whole bench false; lua pass pass false
+url() { echo "http://127.0.0.1:$1/v1/chat/completions"; }
+
+# Both proxies deliver every event: count them once.
+for p in "$NGX" "${GWS[@]}"; do
+  got=$(curl -sN -H 'Content-Type: application/json' \
+    -d '{"model":"bench","stream":true,"messages":[{"role":"user","content":"Hi"}]}' "$(url "$p")" | grep -c '^data: ')
+  [ "$got" = "$EVENTS" ] || { echo "port $p delivered $got events, not $EVENTS" >&2; exit 1; }
+done
+
+ticks() { # pids... -> their user+system ticks
+  local sum=0 p
+  for p in "$@"; do sum=$((sum + $(awk '{print $14+$15}' "/proc/$p/stat"))); done
+  echo "$sum"
+}
+nginx_pids() { echo "$NGX_PID $(pgrep -P "$NGX_PID" | tr '\n' ' ')"; }
+
+# name conns script port per(events|requests) pids...
+run() {
+  local name=$1 c=$2 script=$3 port=$4 per=$5; shift 5
+  local threads=1 t0 t1 out
+  [ "$c" -gt 1 ] && threads=2
+  t0=$(ticks "$@")
+  out=$(wrk -t"$threads" -c"$c" -d"${SECS}s" --timeout 60s --latency -s "$work/$script.lua" "$(url "$port")")
+  t1=$(ticks "$@")
+  WRK_OUT="$out" python3 - "$name" "$c" "$per" "$EVENTS" "$((t1 - t0))" <<'PY'
+import os, re, sys
+name, c, per, events, ticks = sys.argv[1], int(sys.argv[2]), sys.argv[3], int(sys.argv[4]), int(sys.argv[5])
+out = os.environ["WRK_OUT"]
+n = int(re.search(r"(\d+) requests in", out).group(1))
+rps = float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1))
+bad = re.search(r"Non-2xx or 3xx responses: (\d+)", out)
+errors = re.search(r"Socket errors: (.*)", out)
+pct = dict(re.findall(r"\n\s+(50|99)%\s+(\S+)", out))
+cpu_us = ticks / os.sysconf("SC_CLK_TCK") * 1e6
+unit = n * events if per == "events" else n
+print(f"{name:<14} {c:>4} conns  req/s {rps:>9.1f}  p50 {pct.get('50','-'):>8}  p99 {pct.get('99','-'):>8}  "
+      f"CPU/{'event' if per == 'events' else 'request'} {cpu_us / max(unit, 1):8.3f} us"
+      + (f"  NON-2XX {bad.group(1)}" if bad else "") + (f"  ERRORS {errors.group(1)}" if errors else ""))
+PY
+}
+
+# Warm both (connection pools, page cache) at the largest count.
+for c in $CONNS; do max=$c; done
+for p in "$NGX" "${GWS[@]}"; do wrk -t2 -c"$max" -d2s -s "$work/stream.lua" "$(url "$p")" >/dev/null; done
+for p in "${GWS[@]}"; do wrk -t2 -c"$max" -d2s -s "$work/whole.lua" "$(url "$p")" >/dev/null; done
+
+echo "# $EVENTS events a stream ($CHUNKS of 16 bytes of content); $ROUNDS rounds of ${SECS}s; $(nproc) cores"
+for r in $(seq "$ROUNDS"); do
+  for c in $CONNS; do
+    # shellcheck disable=SC2046 # the pids are words
+    run nginx-stream "$c" stream "$NGX" events $(nginx_pids)
+    run gw-stream "$c" stream "$GW" events "$GW_PID"
+    run gw-whole "$c" whole "$GW" events "$GW_PID"
+    if [ -n "${GW0:-}" ]; then
+      run gw0-stream "$c" stream "$GW0" events "$GW0_PID"
+      run gw0-whole "$c" whole "$GW0" events "$GW0_PID"
+    fi
+  done
+  # shellcheck disable=SC2046
+  run nginx-pass 64 pass "$NGX" requests $(nginx_pids)
+  run gw-pass 64 pass "$GW" requests "$GW_PID"
+  [ -z "${GW0:-}" ] || run gw0-pass 64 pass "$GW0" requests "$GW0_PID"
+  # shellcheck disable=SC2046
+  run nginx-pass 1 pass "$NGX" requests $(nginx_pids)
+  run gw-pass 1 pass "$GW" requests "$GW_PID"
+  [ -z "${GW0:-}" ] || run gw0-pass 1 pass "$GW0" requests "$GW0_PID"
+done
+for p in "$NGX" "${GWS[@]}"; do
+  name=gateway; [ "$p" = "$NGX" ] && name=nginx; [ "$p" = "${GW0:-}" ] && name=gateway-before
+  echo "stream ttfb, $name: $("$BIN/bench-client" ttfb "$(url "$p")" 1000 bench)"
+done
