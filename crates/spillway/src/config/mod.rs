@@ -9,6 +9,7 @@
 pub mod compile;
 pub mod env;
 pub mod raw;
+pub mod raw_keys;
 pub mod raw_responses;
 pub mod shape;
 pub mod template;
@@ -96,6 +97,8 @@ pub struct Config {
     pub handoff: HandoffConfig,
     /// `responses:`
     pub responses: ResponsesConfig,
+    /// `keys:` (virtual client keys).
+    pub keys: Vec<KeySpec>,
 }
 
 /// Reads and compiles a config file.

@@ -14,6 +14,7 @@ use indexmap::IndexMap;
 use schemars::JsonSchema;
 use serde::Deserialize;
 
+pub use super::raw_keys::*;
 pub use super::raw_responses::*;
 
 /// A whole `spillway.yaml`.
@@ -47,6 +48,9 @@ pub struct RawConfig {
     pub handoff: Option<RawHandoff>,
     /// What the gateway keeps of the Responses API (stored responses).
     pub responses: Option<RawResponses>,
+    /// Virtual client keys, each with its own limits, budget and cascades.
+    #[serde(default)]
+    pub keys: Vec<RawKey>,
 }
 
 /// `server:`

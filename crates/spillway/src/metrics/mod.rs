@@ -11,6 +11,7 @@
 mod clients;
 mod console;
 mod handles;
+pub mod keys;
 mod labels;
 pub mod names;
 mod process;
@@ -104,6 +105,8 @@ pub struct Metrics {
     pub tallies: Tallies,
     /// `spillway_slow_client_cuts_total`
     pub clients: ClientMetrics,
+    /// `spillway_key_*`
+    pub keys: keys::KeyMetrics,
 }
 
 /// Gauge storage type alias kept for readability.
@@ -205,7 +208,9 @@ impl Metrics {
             stream_events_skipped.clone(),
         );
         let clients = ClientMetrics::register(&mut registry);
+        let keys = keys::KeyMetrics::register(&mut registry);
         Self {
+            keys,
             registry,
             requests,
             attempts,

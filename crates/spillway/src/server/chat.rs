@@ -15,6 +15,7 @@
 //! the same headers); `embeddings.rs` reuses [`admit`] and [`headers`].
 
 use super::auth;
+pub(super) use super::keyed::Who;
 use super::AppState;
 use crate::api::{ApiError, ChatRequest};
 use crate::cascade::{self, CascadePlan, NoAnswer, RequestOutcome, Served, ServedBody, Unanswered};
@@ -51,6 +52,8 @@ pub(super) struct Admitted {
     pub caller: Option<crate::secret::Secret>,
     /// `x-spillway-escalate: true`.
     pub escalate: bool,
+    /// The virtual key that sent it, and its `x-spillway-user`.
+    pub who: Who,
     pub permit: Permit,
     /// The request's id and what its error response will carry.
     pub notes: Arc<RequestNotes>,
@@ -75,10 +78,10 @@ where
     B: hyper::body::Body<Data = Bytes> + Send + 'static,
     B::Error: std::error::Error + Send + Sync + 'static,
 {
-    let Admitted { gw, body, caller, escalate, permit, notes } = admit(state, request, auth::bearer).await?;
+    let Admitted { gw, body, caller, escalate, who, permit, notes } = admit(state, request, auth::bearer).await?;
     let mut req = ChatRequest::parse(body)?;
     req.caller = caller;
-    let served = serve(&gw, req, escalate, &notes).await?;
+    let served = serve(&gw, req, escalate, &notes, &who).await?;
     Ok(respond(served, permit))
 }
 
@@ -96,11 +99,16 @@ where
 {
     let gw = state.gateway.load_full();
     let server = &gw.config.server;
-    let mut caller = None;
-    if !server.api_keys.is_empty() {
-        let key = key_from(request.headers()).ok_or(ApiError::Unauthorized)?;
-        caller = Some(auth::find(&server.api_keys, key).ok_or(ApiError::Unauthorized)?.clone());
-    }
+    let identified = auth::identify(&gw, key_from(request.headers()))?;
+    let caller = identified.plain().cloned();
+    let who = Who {
+        key: identified.key().cloned(),
+        user_header: request
+            .headers()
+            .get(super::keyed::X_SPILLWAY_USER)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_string),
+    };
     let escalate = crate::escalation::rules::forced(request.headers());
     let notes = super::conventions::notes(&request);
     // The body first, bounded in size and time, and only then a slot: a
@@ -129,7 +137,7 @@ where
         return Err(ApiError::Overloaded);
     }
     let permit = Permit(state.clone());
-    Ok(Admitted { gw, body, caller, escalate, permit, notes })
+    Ok(Admitted { gw, body, caller, escalate, who, permit, notes })
 }
 
 /// The chat core every chat-shaped entry point runs once it has a
@@ -143,23 +151,38 @@ pub(super) async fn serve(
     mut req: ChatRequest,
     escalate: bool,
     notes: &RequestNotes,
+    who: &Who,
 ) -> Result<Served, ApiError> {
     req.request_id = Some(notes.id.clone());
     let plan = gw
         .resolve(&req.model)
         .ok_or_else(|| super::kinds::unresolved(gw, &req.model, crate::config::CascadeKind::Chat))?;
+    if let Some(key) = &who.key {
+        req.key_id = Some(key.id.clone());
+        req.end_user = crate::tenancy::admit::end_user(who.user_header.as_deref(), req.body());
+        super::keyed::allowed(key, &plan.name, &req.model)?;
+    }
     let (plan, escalated) =
         crate::escalation::rules::choose(&gw.config.escalation, &gw.cascades, &gw.metrics, plan, &req, escalate);
     let now = crate::health::clock::now_ms();
     let plan = gw.shared.usage.budget_plan(&gw.config, &gw.shared.discovery, plan, now);
+    // The key's share, reserved before the runner and settled when the
+    // answer ends (the tab drops: here, or with the stream's meter).
+    let tab = match &who.key {
+        Some(key) => Some(super::keyed::admit(gw, key, who, &req, &plan, notes).await?),
+        None => None,
+    };
     let mut served = match cascade::run(gw.runner(), &plan, &req).await {
         Ok(served) => served,
         Err(unanswered) => Box::pin(unanswered_request(gw, &plan, &req, unanswered, notes)).await?,
     };
     served.escalated = escalated;
     crate::usage::observe((&**gw).into(), &gw.shared.usage, &plan, &served, now);
+    if let Some(tab) = &tab {
+        super::keyed::whole_usage(gw, tab, &served);
+    }
     if let ServedBody::Forward(f) = &mut served.body {
-        f.meter(gw.books().meter(&plan.name));
+        f.meter(super::keyed::meter(gw, gw.books().meter(&plan.name), tab));
         if let Some(link) = notes.link() {
             f.bind(link.clone());
         }

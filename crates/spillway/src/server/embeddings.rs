@@ -32,7 +32,7 @@ pub async fn embeddings(State(state): State<Arc<AppState>>, request: Request) ->
 }
 
 async fn embed(state: Arc<AppState>, request: Request) -> Result<Response, ApiError> {
-    let Admitted { gw, body, caller, permit, notes, .. } = admit(state, request, bearer).await?;
+    let Admitted { gw, body, caller, who, permit, notes, .. } = admit(state, request, bearer).await?;
     let mut req = EmbeddingRequest::parse(&body)?;
     req.caller = caller;
     req.request_id = Some(notes.id.clone());
@@ -52,6 +52,15 @@ async fn embed(state: Arc<AppState>, request: Request) -> Result<Response, ApiEr
     }
     let now = crate::health::clock::now_ms();
     let plan = gw.shared.usage.budget_plan(&gw.config, &gw.shared.discovery, plan, now);
+    let tab = match &who.key {
+        Some(key) => {
+            super::keyed::allowed(key, &plan.name, &req.model)?;
+            let user = who.user_header.clone().or_else(|| req.user.clone());
+            let (tokens, usd) = super::keyed::embedding_reservation(&gw, &plan, req.input.tokens());
+            Some(super::keyed::admit_tokens(&gw, key, user, tokens, usd, &notes).await?)
+        }
+        None => None,
+    };
     let done = match cascade::embed::run(gw.runner(), &plan, &req).await {
         Ok(done) => done,
         Err(un) => {
@@ -79,6 +88,9 @@ async fn embed(state: Arc<AppState>, request: Request) -> Result<Response, ApiEr
     let books = crate::usage::Books { handles: Some(&target.metrics.usage), ..(&*gw).into() };
     let tokens = Tokens { input: prompt_tokens, output: 0 };
     gw.shared.usage.record(books, &plan.name, &target.name, Some(tokens), now);
+    if let Some(tab) = tab {
+        super::keyed::add_usage(&gw, &tab, &target.name, prompt_tokens, 0);
+    }
     let bytes = encode(&target.name, &done.vectors.data, req.base64, prompt_tokens);
     let mut r = Response::new(Body::from(bytes));
     r.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));

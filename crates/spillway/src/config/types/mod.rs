@@ -2,6 +2,7 @@
 
 mod cascades;
 mod health;
+mod keys;
 mod load;
 mod providers;
 mod redis_url;
@@ -11,6 +12,7 @@ mod server;
 
 pub use cascades::*;
 pub use health::*;
+pub use keys::*;
 pub use load::*;
 pub use providers::*;
 pub use redis_url::*;
