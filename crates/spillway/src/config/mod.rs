@@ -99,6 +99,8 @@ pub struct Config {
     pub responses: ResponsesConfig,
     /// `keys:` (virtual client keys).
     pub keys: Vec<KeySpec>,
+    /// `fairness:`
+    pub fairness: FairnessConfig,
 }
 
 /// Reads and compiles a config file.

@@ -51,6 +51,8 @@ pub struct RawConfig {
     /// Virtual client keys, each with its own limits, budget and cascades.
     #[serde(default)]
     pub keys: Vec<RawKey>,
+    /// How a shared free quota is shared between callers (keys and end users).
+    pub fairness: Option<RawFairness>,
 }
 
 /// `server:`

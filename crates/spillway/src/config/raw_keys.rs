@@ -60,3 +60,17 @@ pub struct RawUserLimits {
     /// Spend limit of each end user.
     pub budget: Option<RawKeyBudget>,
 }
+
+/// `fairness:` how a shared free quota is shared between callers.
+#[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RawFairness {
+    /// Send callers above their fair share down the cascade first when a free model's quota runs low (default true).
+    pub enabled: Option<bool>,
+    /// A free model's quota is low below this share left, as its last answer's rate-limit headers said (default 0.5).
+    pub low_quota: Option<f64>,
+    /// A caller is above its fair share past this many times it (default 2), with at least 3 requests in the window.
+    pub over_share: Option<f64>,
+    /// The window callers' shares are counted over (default `1m`).
+    pub window: Option<String>,
+}

@@ -3,7 +3,7 @@
 //! rest are `other`); end users appear only as the first [`MAX_USERS`] of
 //! each key, the rest as `other`.
 
-use super::labels::KeyUserLabels;
+use super::labels::{CascadeLabels, KeyUserLabels};
 use super::names;
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
@@ -54,6 +54,8 @@ pub struct KeyMetrics {
     pub cost: Family<KeyLabels, Counter<f64, AtomicU64>>,
     /// `spillway_key_user_requests_total`
     pub users: Family<KeyUserLabels, Counter>,
+    /// `spillway_fair_share_diversions_total`
+    pub diversions: Family<CascadeLabels, Counter>,
     /// Key ids with their own series, each with its named users.
     seen: Mutex<HashMap<String, HashSet<String>>>,
 }
@@ -75,7 +77,13 @@ impl KeyMetrics {
             "Admitted requests per end user of a key: its first 20 users by name, the rest as other",
             users.clone(),
         );
-        Self { requests, tokens, cost, users, seen: Mutex::default() }
+        let diversions = Family::default();
+        registry.register(
+            names::FAIR_SHARE_DIVERSIONS,
+            "Requests of callers above their fair share sent past free models whose quota was low",
+            diversions.clone(),
+        );
+        Self { requests, tokens, cost, users, diversions, seen: Mutex::default() }
     }
 
     /// `id`, or `other` once [`MAX_KEYS`] ids have series.
@@ -104,6 +112,11 @@ impl KeyMetrics {
             }
         };
         self.users.get_or_create(&KeyUserLabels { key, user }).inc();
+    }
+
+    /// Counts one request sent past a low free quota in `cascade`.
+    pub fn diverted(&self, cascade: &str) {
+        self.diversions.get_or_create(&CascadeLabels { cascade: cascade.to_string() }).inc();
     }
 
     /// Adds one answer's usage to key `id`.

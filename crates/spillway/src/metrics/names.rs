@@ -56,3 +56,5 @@ pub const KEY_TOKENS: &str = "spillway_key_tokens";
 pub const KEY_COST: &str = "spillway_key_cost_usd";
 /// Admitted requests per end user of a key (top 20 by first use, then `other`).
 pub const KEY_USER_REQUESTS: &str = "spillway_key_user_requests";
+/// Requests of callers above their fair share sent past a low free quota.
+pub const FAIR_SHARE_DIVERSIONS: &str = "spillway_fair_share_diversions";

@@ -25,6 +25,39 @@ pub(super) struct Who {
 /// The end user of a keyed request, when the body does not name one.
 pub const X_SPILLWAY_USER: HeaderName = HeaderName::from_static("x-spillway-user");
 
+/// The plan after fair shares (`tenancy::fair`): the caller is the key's
+/// end user, the key, or an end user without keys.
+pub(super) fn fair_plan(
+    gw: &Gateway,
+    plan: std::sync::Arc<CascadePlan>,
+    who: &Who,
+    req: &ChatRequest,
+    now_ms: u64,
+) -> std::sync::Arc<CascadePlan> {
+    if !gw.config.fairness.enabled {
+        return plan;
+    }
+    let user = req.end_user.clone().or_else(|| end_user(who.user_header.as_deref(), req.body()));
+    let caller = match (&who.key, user) {
+        (Some(k), Some(u)) => format!("{}/{u}", k.id),
+        (Some(k), None) => k.id.clone(),
+        (None, Some(u)) => format!("-/{u}"),
+        (None, None) => return plan,
+    };
+    let (plan, diverted) = crate::tenancy::fair::plan(
+        &gw.shared.tenancy.shares,
+        &gw.config,
+        &gw.shared.discovery,
+        plan,
+        Some(&caller),
+        now_ms,
+    );
+    if diverted {
+        gw.metrics.keys.diverted(&plan.name);
+    }
+    plan
+}
+
 /// 403 unless `key` may use the cascade `plan` (or the ref `model` asked for).
 pub(super) fn allowed(key: &KeySpec, plan: &str, model: &str) -> Result<(), ApiError> {
     if crate::tenancy::admit::allows(key, plan) || crate::tenancy::admit::allows(key, model) {

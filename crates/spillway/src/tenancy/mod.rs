@@ -20,6 +20,7 @@
 //! refuses (503).
 
 pub mod admit;
+pub mod fair;
 pub mod redis;
 pub mod registry;
 pub mod store;
@@ -100,6 +101,8 @@ pub struct Tenancy {
     fallbacks: AtomicU64,
     /// Keys made through the admin API.
     pub registry: registry::Registry,
+    /// Callers' recent shares of each cascade, for fair shares.
+    pub shares: fair::Shares,
 }
 
 impl std::fmt::Debug for Tenancy {

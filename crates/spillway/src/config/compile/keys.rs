@@ -3,6 +3,7 @@
 
 use super::*;
 use crate::config::raw_keys::{RawKey, RawKeyBudget, RawUserLimits};
+use crate::config::FairnessConfig;
 
 /// The longest key id (it is a metric label value and part of store keys).
 const MAX_ID: usize = 64;
@@ -76,6 +77,24 @@ pub(super) fn compile_keys(
         });
     }
     out
+}
+
+pub(super) fn compile_fairness(cx: &mut Ctx, f: crate::config::raw_keys::RawFairness) -> FairnessConfig {
+    let d = FairnessConfig::default();
+    let over_share = f.over_share.unwrap_or(d.over_share);
+    if !(over_share.is_finite() && over_share >= 1.0) {
+        cx.err("fairness.over_share", format!("expected a factor of 1 or more, got {over_share}"));
+    }
+    let window = cx.duration("fairness.window", f.window.as_ref(), d.window);
+    if window.is_zero() {
+        cx.err("fairness.window", "must be longer than 0");
+    }
+    FairnessConfig {
+        enabled: f.enabled.unwrap_or(d.enabled),
+        low_quota: cx.share("fairness.low_quota", f.low_quota, d.low_quota),
+        over_share: if over_share.is_finite() { over_share.max(1.0) } else { d.over_share },
+        window: if window.is_zero() { d.window } else { window },
+    }
 }
 
 /// A key id: 1–64 of letters, digits, `-`, `_`, `.`.

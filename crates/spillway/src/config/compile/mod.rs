@@ -116,6 +116,7 @@ pub fn compile(input: (RawConfig, Vec<ConfigError>), source: Option<&Path>) -> R
     let handoff = compile_handoff(&mut cx, raw.handoff.unwrap_or_default());
     let responses = compile_responses(&mut cx, raw.responses.unwrap_or_default());
     let keys = keys::compile_keys(&mut cx, raw.keys, &cascades, &server.api_keys);
+    let fairness = keys::compile_fairness(&mut cx, raw.fairness.unwrap_or_default());
 
     if cx.errors.is_empty() {
         Ok(Config {
@@ -132,6 +133,7 @@ pub fn compile(input: (RawConfig, Vec<ConfigError>), source: Option<&Path>) -> R
             handoff,
             responses,
             keys,
+            fairness,
         })
     } else {
         Err(ConfigErrors(cx.errors))

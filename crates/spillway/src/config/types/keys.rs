@@ -105,3 +105,22 @@ pub struct KeySpec {
     /// While the shared store is down.
     pub on_store_down: StoreDown,
 }
+
+/// `fairness:` compiled.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct FairnessConfig {
+    /// On (the default).
+    pub enabled: bool,
+    /// A free model's quota is low below this share left.
+    pub low_quota: f64,
+    /// A caller is above its fair share past this many times it.
+    pub over_share: f64,
+    /// The window callers' shares are counted over.
+    pub window: std::time::Duration,
+}
+
+impl Default for FairnessConfig {
+    fn default() -> Self {
+        Self { enabled: true, low_quota: 0.5, over_share: 2.0, window: std::time::Duration::from_secs(60) }
+    }
+}
