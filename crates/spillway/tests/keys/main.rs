@@ -11,6 +11,7 @@ mod common;
 mod redis_support;
 
 mod admin;
+mod bench;
 mod limits;
 mod shared;
 

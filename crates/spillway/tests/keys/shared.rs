@@ -3,7 +3,7 @@
 //! down is its `on_store_down`.
 
 use super::*;
-use redis_support::{any_redis, free_port, unique_prefix};
+use redis_support::{any_redis, free_port, own_redis, unique_prefix};
 
 fn redis_state(url: &str, prefix: &str) -> String {
     format!("state:\n  backend: redis\n  redis_url: {url}\n  key_prefix: \"{prefix}\"\n")
@@ -97,4 +97,36 @@ async fn with_redis_down_a_key_follows_its_on_store_down() {
     assert_eq!(ask(&gw, "sk-lenient-1", "chat", false).await.status(), 200);
     assert_eq!(ask(&gw, "sk-lenient-1", "chat", false).await.status(), 200);
     assert_eq!(ask(&gw, "sk-lenient-1", "chat", false).await.status(), 429, "the limit applies on this instance");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_redis_restart_mid_load_falls_back_then_counts_in_redis_again() {
+    let Some(mut server) = own_redis("a_redis_restart_mid_load").await else { return };
+    let paid = FakeUpstream::start().await;
+    let keys = "  - { id: lenient, key: sk-lenient-1, rpm: 4 }\n  - { id: strict, key: sk-strict-1, rpm: 100, on_store_down: deny }\n";
+    let config = yaml(&paid, keys, &redis_state(&server.url(), &unique_prefix("keys-restart")));
+    let (a, b) = (start(&config).await, start(&config).await);
+    // Shared: 2 on a and 2 on b use the key's 4.
+    for gw in [&a, &b, &a, &b] {
+        assert_eq!(ask(gw, "sk-lenient-1", "chat", false).await.status(), 200);
+    }
+    assert_eq!(ask(&a, "sk-lenient-1", "chat", false).await.status(), 429);
+    assert_eq!(ask(&b, "sk-strict-1", "chat", false).await.status(), 200);
+    server.stop();
+    // Redis gone: `deny` refuses, `allow` counts on each instance alone.
+    assert_eq!(ask(&b, "sk-strict-1", "chat", false).await.status(), 503);
+    assert_eq!(ask(&a, "sk-lenient-1", "chat", false).await.status(), 200);
+    assert!(server.restart().await);
+    // Back: the counts are Redis's again (a fresh server: nothing counted yet).
+    let mut back = false;
+    for _ in 0..100 {
+        if ask(&b, "sk-strict-1", "chat", false).await.status() == 200 {
+            back = true;
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    assert!(back, "admissions never returned to Redis");
+    let (ok, limited, _) = hammer(&[a, b], "sk-lenient-1", 10, None).await;
+    assert_eq!((ok, limited), (4, 6), "exact again once Redis is back");
 }
