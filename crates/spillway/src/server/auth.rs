@@ -72,7 +72,7 @@ pub(crate) fn identify(
     )
     .ok_or(crate::api::ApiError::Unauthorized)?;
     if let Some(k) = caller.key() {
-        tracing::Span::current().record("key", k.id.as_str());
+        tracing::Span::current().record("key", tracing::field::display(&k.id));
     }
     Ok(caller)
 }

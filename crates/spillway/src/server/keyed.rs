@@ -90,7 +90,7 @@ pub(super) async fn admit_tokens(
     notes: &RequestNotes,
 ) -> Result<Tab, ApiError> {
     if let Some(u) = &user {
-        tracing::Span::current().record("user", u.as_str());
+        tracing::Span::current().record("user", tracing::field::display(u));
     }
     let ask = Ask {
         now_ms: crate::health::clock::now_ms(),

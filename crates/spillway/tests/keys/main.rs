@@ -122,3 +122,22 @@ async fn stored_responses_belong_to_the_key() {
     assert_eq!(get("sk-b-secret-1").await, 404, "another key finds nothing");
     let _ = std::fs::remove_dir_all(dir);
 }
+
+#[tokio::test]
+async fn the_key_and_the_user_are_on_the_request_log_lines() {
+    let logs = Logs::capture("info");
+    let paid = FakeUpstream::start().await;
+    let gw = start(&yaml(&paid, "  - { id: team-log, key: sk-team-log-1, per_user: { rpm: 1 } }\n", "")).await;
+    let headers = [("x-spillway-user", "ann-log")];
+    assert_eq!(call(&gw, "/v1/chat/completions", "sk-team-log-1", &chat("chat", false), &headers).await.status(), 200);
+    assert_eq!(call(&gw, "/v1/chat/completions", "sk-team-log-1", &chat("chat", false), &headers).await.status(), 429);
+    let text = logs.text();
+    // Other tests of this binary log through the same subscriber: this key's line.
+    let line = text
+        .lines()
+        .find(|l| l.contains("refused by its limits") && l.contains("team-log"))
+        .unwrap_or_else(|| panic!("{text}"));
+    let span = line.split("}:").next().unwrap();
+    assert!(span.contains("key=team-log") && span.contains("user=ann-log"), "{line}");
+    assert!(!text.contains("sk-team-log-1"), "the secret is never logged");
+}
