@@ -20,13 +20,13 @@ from collections import defaultdict
 
 # Bottom first. A module may import from lower layers only.
 LAYERS = [
-    ["client_link"],
-    ["outcome", "telemetry", "supervisor", "secret"],
+    ["client_link", "journal"],
+    ["outcome", "quality", "telemetry", "supervisor", "secret"],
     ["api", "normalize"],
     ["config"],
     ["prompts", "metrics"],
     ["health", "redact"],
-    ["state", "providers"],
+    ["state", "providers", "export"],
     ["load", "discovery"],
     ["alerts", "cascade"],
     ["usage", "handoff", "escalation"],

@@ -47,6 +47,11 @@ step "Layering (scripts/layers.py)"
 python3 scripts/layers.py
 step "Lints (cargo clippy, every target; minutes on a cold build, quiet until it finds something)"
 cargo clippy --workspace --all-targets --quiet -- -D warnings
+# The trace tests (tests/traces.rs) decode the gateway's spans with
+# OpenTelemetry's own Python classes: installed once into .otlp-receiver/
+# (the tests would install it themselves; here a failure is said first).
+step "OTLP receiver for the trace tests (scripts/otlp/install.sh)"
+scripts/otlp/install.sh >/dev/null || [ "${CI:-}" != true ]
 step "Tests (cargo test --workspace)"
 # Every test binary runs, so one failure does not hide the others.
 cargo test --workspace --no-fail-fast

@@ -62,6 +62,7 @@ impl App {
         let supervisor = Supervisor::new(CancellationToken::new());
         let shared = Shared::default();
         let state_config = config.state.clone();
+        shared.telemetry.open(&config.telemetry, &shared.metrics, &supervisor);
         let gateway = Gateway::build(config, &shared)?;
         let live = Arc::new(Live::new(gateway, supervisor.clone()));
         if state_config.backend == StateBackend::Redis {
@@ -70,6 +71,7 @@ impl App {
             crate::state::sync::start_redis(&state_config, &shared.health, &shared.state, &supervisor, rules)?;
         }
         supervisor.spawn(crate::gateway::refresh::job(&live));
+        supervisor.spawn(crate::gateway::canary::CanaryJob { live: live.clone() });
         supervisor.spawn(crate::handoff::spool::Drain { desk: shared.handoff.clone() });
         supervisor.spawn(crate::gateway::reload::ReloadOnSighup::new(live.clone()));
         supervisor.spawn(crate::gateway::watch::ReloadOnChange::new(live.clone()));

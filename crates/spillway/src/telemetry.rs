@@ -67,6 +67,12 @@ impl RequestId {
     }
 
     /// The id.
+    /// The id, shared (kept without a copy).
+    pub fn shared(&self) -> std::sync::Arc<str> {
+        self.0.clone()
+    }
+
+    /// The id.
     pub fn as_str(&self) -> &str {
         &self.0
     }
@@ -97,6 +103,8 @@ pub struct RequestNotes {
     /// The OpenAI rate-limit headers of a virtual key's standing, set at
     /// admission and sent on the answer whatever it is.
     rate_headers: std::sync::OnceLock<Vec<(&'static str, String)>>,
+    /// The request's journal, when the request log or traces are on.
+    journal: std::sync::OnceLock<std::sync::Arc<crate::journal::Journal>>,
 }
 
 impl RequestNotes {
@@ -113,7 +121,18 @@ impl RequestNotes {
             retry_after_s: std::sync::atomic::AtomicU64::new(0),
             link,
             rate_headers: std::sync::OnceLock::new(),
+            journal: std::sync::OnceLock::new(),
         })
+    }
+
+    /// Keeps the request's journal (the first one given).
+    pub fn set_journal(&self, journal: std::sync::Arc<crate::journal::Journal>) {
+        let _ = self.journal.set(journal);
+    }
+
+    /// The request's journal, when it has one.
+    pub fn journal(&self) -> Option<&std::sync::Arc<crate::journal::Journal>> {
+        self.journal.get()
     }
 
     /// The client connection the request came on, when it came on one.

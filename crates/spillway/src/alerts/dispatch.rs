@@ -107,6 +107,10 @@ fn from_health(e: HealthEvent) -> Event {
         HealthEvent::BreakerOpened { model, reason } => Event::BreakerOpened { model, reason: reason.to_string() },
         HealthEvent::BreakerClosed { model } => Event::BreakerClosed { model },
         HealthEvent::KeyRejected { provider } => Event::KeyRejected { provider },
+        HealthEvent::QualityDemoted { model, reason, until_ms } => {
+            Event::QualityDemoted { model, reason: reason.label().to_string(), until_ms }
+        }
+        HealthEvent::QualityRestored { model } => Event::QualityRestored { model },
     }
 }
 

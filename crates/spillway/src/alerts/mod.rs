@@ -67,6 +67,21 @@ pub enum Event {
         /// Model ref.
         model: String,
     },
+    /// A model was demoted for the quality of its answers (or demoted
+    /// again after its probes failed).
+    QualityDemoted {
+        /// Model ref.
+        model: String,
+        /// The signal seen most (`wrong_script`, `empty`, …).
+        reason: String,
+        /// Unix ms it is demoted until (then probed).
+        until_ms: u64,
+    },
+    /// A demoted model's probes passed: resolves [`Event::QualityDemoted`].
+    QualityRestored {
+        /// Model ref.
+        model: String,
+    },
     /// A provider rejected its key (401).
     KeyRejected {
         /// Provider name.
@@ -174,6 +189,8 @@ impl Event {
             Self::ModelLeftOut { cascade, model, .. } => format!("model_left_out:{cascade}:{model}"),
             Self::BreakerOpened { model, .. } => format!("breaker_opened:{model}"),
             Self::BreakerClosed { model } => format!("breaker_closed:{model}"),
+            Self::QualityDemoted { model, .. } => format!("quality_demoted:{model}"),
+            Self::QualityRestored { model } => format!("quality_restored:{model}"),
             Self::KeyRejected { provider } => format!("key_rejected:{provider}"),
             Self::CascadeDead { cascade } => format!("cascade_dead:{cascade}"),
             Self::CascadeAlive { cascade } => format!("cascade_alive:{cascade}"),
@@ -196,6 +213,8 @@ impl Event {
             Self::ModelLeftOut { .. } => "model_left_out",
             Self::BreakerOpened { .. } => "breaker_opened",
             Self::BreakerClosed { .. } => "breaker_closed",
+            Self::QualityDemoted { .. } => "quality_demoted",
+            Self::QualityRestored { .. } => "quality_restored",
             Self::KeyRejected { .. } => "key_rejected",
             Self::CascadeDead { .. } => "cascade_dead",
             Self::CascadeAlive { .. } => "cascade_alive",

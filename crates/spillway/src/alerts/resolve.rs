@@ -32,6 +32,7 @@ impl Event {
         matches!(
             self,
             Self::BreakerOpened { .. }
+                | Self::QualityDemoted { .. }
                 | Self::FallbackShare { .. }
                 | Self::CascadeDead { .. }
                 | Self::RedisDegraded { .. }
@@ -44,6 +45,7 @@ impl Event {
             Self::BreakerClosed { model } => {
                 Some(Self::BreakerOpened { model: model.clone(), reason: String::new() }.key())
             }
+            Self::QualityRestored { model } => Some(format!("quality_demoted:{model}")),
             Self::FallbackShareBack { cascade, .. } => Some(format!("fallback_share:{cascade}")),
             Self::CascadeAlive { cascade } => Some(Self::CascadeDead { cascade: cascade.clone() }.key()),
             _ => None,

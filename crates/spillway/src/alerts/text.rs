@@ -109,6 +109,13 @@ fn english(e: &Event, at_ms: u64) -> String {
             format!("Breaker opened for {model}: {reason}. Traffic goes to the next model since {at}.")
         }
         Event::BreakerClosed { model } => format!("Breaker closed for {model}: it answers again since {at}."),
+        Event::QualityDemoted { model, reason, until_ms } => format!(
+            "Model {model} demoted for the quality of its answers ({reason}): healthy models go first since {at}; probed after {}.",
+            clock_text(*until_ms)
+        ),
+        Event::QualityRestored { model } => {
+            format!("Model {model} is back at its place: its quality probes passed at {at}.")
+        }
         Event::KeyRejected { provider } => {
             format!("Provider {provider} rejected its API key (401); all its models are skipped since {at}.")
         }
@@ -202,6 +209,13 @@ fn russian(e: &Event, at_ms: u64) -> String {
             format!("Предохранитель {model} разомкнут: {reason}. С {at} запросы идут следующей модели.")
         }
         Event::BreakerClosed { model } => format!("Предохранитель {model} замкнут: модель снова отвечает с {at}."),
+        Event::QualityDemoted { model, reason, until_ms } => format!(
+            "Модель {model} понижена за качество ответов ({reason}): с {at} первыми отвечают исправные модели; проверка после {}.",
+            clock_text(*until_ms)
+        ),
+        Event::QualityRestored { model } => {
+            format!("Модель {model} вернулась на своё место: проверки качества прошли в {at}.")
+        }
         Event::KeyRejected { provider } => {
             format!("Провайдер {provider} отклонил API-ключ (401); с {at} все его модели пропускаются.")
         }

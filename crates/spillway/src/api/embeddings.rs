@@ -79,6 +79,8 @@ pub struct EmbeddingRequest {
     pub caller: Option<crate::secret::Secret>,
     /// The request's id, sent upstream as `x-request-id`.
     pub request_id: Option<crate::telemetry::RequestId>,
+    /// The request's journal (request log, traces), when they are on.
+    pub journal: Option<std::sync::Arc<crate::journal::Journal>>,
 }
 
 fn invalid(param: &str, message: impl Into<String>) -> ApiError {
@@ -116,7 +118,7 @@ impl EmbeddingRequest {
             Some(Value::String(u)) => Some(u.clone()),
             Some(_) => return Err(invalid("user", "`user` must be a string")),
         };
-        Ok(Self { model, input, base64, dimensions, user, caller: None, request_id: None })
+        Ok(Self { model, input, base64, dimensions, user, caller: None, request_id: None, journal: None })
     }
 
     /// The body sent to an OpenAI-compatible upstream for `model_id`.

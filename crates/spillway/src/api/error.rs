@@ -12,7 +12,7 @@ use serde_json::json;
 /// The client routes, as an unknown route's 404 names them.
 pub const ROUTES: &str =
     "POST /v1/chat/completions, POST /v1/completions, POST /v1/responses, GET|DELETE /v1/responses/{id}, \
-GET /v1/responses/{id}/input_items, POST /v1/messages, POST /v1/messages/count_tokens, POST /v1/embeddings, \
+GET /v1/responses/{id}/input_items, POST /v1/messages, POST /v1/messages/count_tokens, POST /v1/embeddings, POST /v1/feedback, \
 GET /v1/models, GET /v1/models/{id}, GET /v1/handoff/{id} (the /v1 routes also without /v1), GET /health, \
 GET /healthz, GET /readyz, GET /metrics (and /admin/..., /ui with the admin token)";
 

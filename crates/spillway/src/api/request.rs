@@ -54,6 +54,14 @@ pub struct ChatRequest {
     /// The request's id (`x-request-id`): sent upstream with every attempt
     /// and kept with a handoff item.
     pub request_id: Option<crate::telemetry::RequestId>,
+    /// The request's journal (request log, traces), when they are on.
+    pub journal: Option<std::sync::Arc<crate::journal::Journal>>,
+    /// The end user the client named (`user`, else `safety_identifier`),
+    /// at most 256 characters: the request log's `user`.
+    pub user: Option<String>,
+    /// What the quality judge needs of the prompt (its last user
+    /// message's script and length), found once here.
+    pub prompt: crate::quality::text::PromptFacts,
 }
 
 impl Clone for ChatRequest {
@@ -79,6 +87,9 @@ impl Clone for ChatRequest {
             key_id: self.key_id.clone(),
             end_user: self.end_user.clone(),
             request_id: self.request_id.clone(),
+            journal: self.journal.clone(),
+            user: self.user.clone(),
+            prompt: self.prompt,
         }
     }
 }
@@ -351,6 +362,10 @@ fn check<J: JsonView>(body: &J) -> Result<ChatRequest, ApiError> {
     let has_tools = check_tools(body)?;
     let wants_json = check_response_format(body)?;
     let shapes_output = has_tools || body.get("response_format").is_some_and(|r| !r.is_null());
+    let user = ["user", "safety_identifier"]
+        .iter()
+        .find_map(|k| body.get(k).and_then(J::as_str))
+        .map(|u| u.chars().take(256).collect());
     Ok(ChatRequest {
         raw: Bytes::new(),
         body: OnceLock::new(),
@@ -368,7 +383,24 @@ fn check<J: JsonView>(body: &J) -> Result<ChatRequest, ApiError> {
         key_id: None,
         end_user: None,
         request_id: None,
+        journal: None,
+        user,
+        prompt: prompt_facts(body),
     })
+}
+
+/// The quality judge's facts of the last user message (its first text).
+fn prompt_facts<J: JsonView>(body: &J) -> crate::quality::text::PromptFacts {
+    let messages = body.get("messages").and_then(J::as_array).unwrap_or_default();
+    let Some(last) = messages.iter().rev().find(|m| m.get("role").and_then(J::as_str) == Some("user")) else {
+        return crate::quality::text::PromptFacts::default();
+    };
+    let text = match last.get("content").map(J::kind) {
+        Some(Kind::String(s)) => s,
+        Some(Kind::Array(parts)) => parts.iter().find_map(|p| p.get("text").and_then(J::as_str)).unwrap_or_default(),
+        _ => "",
+    };
+    crate::quality::text::PromptFacts::of(text)
 }
 
 /// Checks a message list as a client's `messages` is checked: a prompt

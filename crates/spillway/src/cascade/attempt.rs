@@ -14,6 +14,7 @@ use crate::api::wire::Stamp;
 use crate::metrics::SkippedLabels;
 use crate::outcome::{AttemptError, Failure};
 use crate::providers::{AttemptRequest, ChunkStream, Reply, StreamItem, UpstreamHints};
+use crate::quality::Signals;
 use futures_util::StreamExt;
 use std::future::Future;
 use std::sync::atomic::Ordering;
@@ -73,7 +74,7 @@ pub async fn run<'a>(walk: &Walk<'a>, index: usize, pass: Pass) -> Outcome<'a> {
     let plan: &'a CascadePlan = walk.plan;
     let target = &plan.targets[index];
     let rules = Rules { breaker: walk.ctx.rules.breaker, dead_ttl: walk.ctx.rules.dead_ttl };
-    let mut ticket = Ticket::new(walk.plan, index, walk.ctx.health, rules, pass);
+    let mut ticket = Ticket::new(walk.plan, index, walk.ctx.health, rules, pass, walk.req.journal.as_ref());
     let retries = walk.ctx.rules.retries;
     let mut tries = 0u32;
     // A 429 with a short Retry-After or a listed 5xx: the same model once more.
@@ -109,7 +110,7 @@ pub async fn run<'a>(walk: &Walk<'a>, index: usize, pass: Pass) -> Outcome<'a> {
             tracing::debug!(model = %target.name, "Not retried: its gates closed after the failed call.");
             return Outcome { winner: None, failures };
         };
-        ticket = Ticket::new(walk.plan, index, walk.ctx.health, rules, pass);
+        ticket = Ticket::new(walk.plan, index, walk.ctx.health, rules, pass, walk.req.journal.as_ref());
     }
 }
 
@@ -169,8 +170,11 @@ pub async fn once(
     continuing: Option<(&str, Mode)>,
 ) -> Result<(Answer, Learned), AttemptError> {
     let started = Instant::now();
+    let json = walk.json.as_ref().is_some_and(|p| p.content.is_some());
+    ticket.judge_for(walk.req.prompt, json, walk.req.request_id.as_ref());
     let token_deadline = walk.deadline.min(started + first_token(walk, target));
     let mut prepared = prepare::prepare(&walk.ctx, target, walk.req);
+    ticket.load_profile(prepared.load_profile.as_deref());
     if let Some(plan) = walk.json.as_ref().filter(|_| !target.provider.config.native_json) {
         if plan.instruction.is_some() {
             super::json::instruct(prepared.body.to_mut(), plan);
@@ -185,6 +189,8 @@ pub async fn once(
         prepared.body.as_stream();
     }
     let hints = UpstreamHints::default();
+    let trace = ticket.journal().and_then(|j| j.trace());
+    let traceparent = ticket.traceparent();
     let request = AttemptRequest {
         model_id: &target.model_ref.model,
         body: prepared.body,
@@ -193,6 +199,8 @@ pub async fn once(
         accept_whole: assemble,
         hints: &hints,
         request_id: walk.req.request_id.as_ref().map(crate::telemetry::RequestId::as_str),
+        traceparent: traceparent.as_deref(),
+        tracestate: trace.as_ref().and_then(|t| t.tracestate.as_deref()),
     };
     // Pinned here and awaited through a reference: handed to `timeout_at`
     // by value, the call's future would take its size twice in this state.
@@ -226,7 +234,10 @@ pub async fn once(
             }
             if let Some(plan) = &walk.json {
                 let mut v = c.into_value().map_err(|why| AttemptError::new(Failure::BrokenBody, why))?;
-                super::json::check_completion(&mut v, plan, target)?;
+                let mut signals = Signals::NONE;
+                let checked = super::json::check_completion(&mut v, plan, target, &mut signals);
+                ticket.note(signals);
+                checked?;
                 c = v.into();
             }
             Answer::Complete(c)
@@ -236,7 +247,10 @@ pub async fn once(
             match walk.json.as_ref().filter(|p| p.buffers_streams()) {
                 // Validate first, then stream (SPEC §7).
                 Some(plan) => {
-                    let chunks = super::json::buffered(head, rest, walk.deadline, plan, target).await?;
+                    let mut signals = Signals::NONE;
+                    let chunks = super::json::buffered(head, rest, walk.deadline, plan, target, &mut signals).await;
+                    ticket.note(signals);
+                    let chunks = chunks?;
                     let chunks = chunks.into_iter().map(StreamItem::Chunk).collect();
                     let done: ChunkStream = futures_util::stream::iter([Ok(StreamItem::Done)]).boxed();
                     Answer::Stream { head: chunks, rest: done }

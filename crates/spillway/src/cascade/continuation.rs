@@ -142,7 +142,9 @@ impl Continuation {
                 tracing::debug!(model = %target.name, "Not used to continue a stream (continuation: none).");
                 continue;
             };
-            let mut ticket = Ticket::new(&self.plan, i, self.ctx.context().health, rules, pass);
+            let mut ticket =
+                Ticket::new(&self.plan, i, self.ctx.context().health, rules, pass, self.req.journal.as_ref());
+            ticket.continuing(mode.label());
             match attempt::once(&walk, target, &mut ticket, Some((partial, mode))).await {
                 Ok((Answer::Stream { head, rest }, _)) => return Some(Resumed { ticket, head, rest, mode }),
                 Ok((Answer::Complete(_), _)) => {

@@ -41,7 +41,7 @@ pub struct Embedded {
 /// Walks `plan` until a model's vectors pass their checks.
 pub async fn run(ctx: Context<'_>, plan: &Arc<CascadePlan>, req: &EmbeddingRequest) -> Result<Embedded, Unanswered> {
     let started = Instant::now();
-    let finish = Finish::new(plan.metrics.clone(), started);
+    let finish = Finish::new(plan.metrics.clone(), started, req.journal.as_ref());
     let deadline = started + ctx.rules.timeouts.total;
     let rules = Rules { breaker: ctx.rules.breaker, dead_ttl: ctx.rules.dead_ttl };
     let mut log: Vec<AttemptSummary> = Vec::new();
@@ -63,7 +63,7 @@ pub async fn run(ctx: Context<'_>, plan: &Arc<CascadePlan>, req: &EmbeddingReque
         // Every call is an attempt, settled before a retry, and a retry
         // passes the gates again (see `attempt::run`).
         while let Some(admitted) = pass.take() {
-            let ticket = Ticket::new(plan, i, ctx.health, rules, admitted);
+            let ticket = Ticket::new(plan, i, ctx.health, rules, admitted, req.journal.as_ref());
             tries += 1;
             calls += 1;
             let e = match once(&ctx, target, req, deadline).await {

@@ -53,6 +53,19 @@ pub fn next_admitted(walk: &Walk<'_>, targets: &[Target], start: usize) -> Optio
     admit(&walk.ctx, targets, start, needed, |target, e| skipped(walk, target, e))
 }
 
+/// Whether `targets[i]` passes every gate now (recording it as skipped
+/// when it does not): the demotion-aware walk tries targets out of order.
+pub fn admit_at(walk: &Walk<'_>, targets: &[Target], i: usize) -> Option<Pass> {
+    let needed = walk.req.prompt_tokens.max(walk.min_context.load(Ordering::Relaxed));
+    match pass_gates(&walk.ctx, targets.get(i)?, needed) {
+        Ok(pass) => Some(pass),
+        Err(e) => {
+            skipped(walk, &targets[i], &e);
+            None
+        }
+    }
+}
+
 /// [`next_admitted`] for any walk (the embedding runner's too): the first
 /// target from `start` that passes every gate, each skipped one told to
 /// `skip` (which records it).

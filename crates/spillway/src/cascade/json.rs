@@ -18,6 +18,7 @@ use crate::metrics::NormalizeLabels;
 use crate::normalize::{self, Expected, NormalizeResult, SchemaCache};
 use crate::outcome::{AttemptError, Failure};
 use crate::providers::{ChunkStream, StreamItem};
+use crate::quality::{Signal, Signals};
 use futures_util::StreamExt;
 use serde_json::{json, Map, Value};
 use std::collections::HashMap;
@@ -111,27 +112,43 @@ fn count(target: &Target, result: NormalizeResult) {
 /// Normalizes a whole completion in place, every choice (`n` > 1 asks for
 /// several, and each must keep the promise); `Err` is an `invalid_output`
 /// failure.
-pub fn check_completion(v: &mut Value, plan: &JsonPlan, target: &Target) -> Result<(), AttemptError> {
+/// What the checks found for the quality judge goes into `signals`
+/// (repaired, invalid content, invalid tool arguments).
+pub fn check_completion(
+    v: &mut Value,
+    plan: &JsonPlan,
+    target: &Target,
+    signals: &mut Signals,
+) -> Result<(), AttemptError> {
     let Some(choices) = v.get_mut("choices").and_then(Value::as_array_mut) else {
         return Ok(());
     };
     for message in choices.iter_mut().filter_map(|c| c.get_mut("message")) {
-        check_message(message, plan, target)?;
+        check_message(message, plan, target, signals)?;
     }
     Ok(())
 }
 
-fn check_message(message: &mut Value, plan: &JsonPlan, target: &Target) -> Result<(), AttemptError> {
+fn check_message(
+    message: &mut Value,
+    plan: &JsonPlan,
+    target: &Target,
+    signals: &mut Signals,
+) -> Result<(), AttemptError> {
     let has_calls = message.get("tool_calls").and_then(Value::as_array).is_some_and(|c| !c.is_empty());
     if let (Some(expected), false) = (&plan.content, has_calls) {
         let text = message.get("content").and_then(Value::as_str).unwrap_or_default().to_string();
         match normalize::normalize(&text, expected) {
             Ok(n) => {
                 count(target, n.result);
+                if n.result == NormalizeResult::Repaired {
+                    signals.add(Signal::JsonRepaired);
+                }
                 message["content"] = Value::String(n.json);
             }
             Err(e) => {
                 count(target, NormalizeResult::Invalid);
+                signals.add(Signal::JsonInvalid);
                 return Err(AttemptError::new(Failure::InvalidOutput, format!("content: {e}")));
             }
         }
@@ -142,6 +159,7 @@ fn check_message(message: &mut Value, plan: &JsonPlan, target: &Target) -> Resul
             let name = f.get("name").and_then(Value::as_str).unwrap_or_default().to_string();
             let Some(expected) = plan.tools.get(&name) else {
                 if !plan.tools.is_empty() {
+                    signals.add(Signal::ToolArgsInvalid);
                     return Err(AttemptError::new(Failure::InvalidOutput, format!("call of unknown tool `{name}`")));
                 }
                 continue;
@@ -152,10 +170,14 @@ fn check_message(message: &mut Value, plan: &JsonPlan, target: &Target) -> Resul
             match normalize::normalize(args, expected) {
                 Ok(n) => {
                     count(target, n.result);
+                    if n.result == NormalizeResult::Repaired {
+                        signals.add(Signal::JsonRepaired);
+                    }
                     f["arguments"] = Value::String(n.json);
                 }
                 Err(e) => {
                     count(target, NormalizeResult::Invalid);
+                    signals.add(Signal::ToolArgsInvalid);
                     return Err(AttemptError::new(Failure::InvalidOutput, format!("arguments of `{name}`: {e}")));
                 }
             }
@@ -305,6 +327,7 @@ pub async fn buffered(
     deadline: Instant,
     plan: &JsonPlan,
     target: &Target,
+    signals: &mut Signals,
 ) -> Result<Vec<Value>, AttemptError> {
     let mut acc = Assembled::default();
     head.into_iter().for_each(|c| acc.absorb_item(c));
@@ -332,7 +355,7 @@ pub async fn buffered(
         message["tool_calls"] = Value::Array(tool_calls);
     }
     let mut whole = json!({"choices": [{"index": 0, "message": message}]});
-    check_completion(&mut whole, plan, target)?;
+    check_completion(&mut whole, plan, target, signals)?;
     let message = &whole["choices"][0]["message"];
     let mut delta = json!({"role": "assistant"});
     if let Some(calls) = message.get("tool_calls").and_then(Value::as_array) {

@@ -16,6 +16,9 @@
 //! both models named in the last chunk; only when nobody can continue does
 //! the client see an error event.
 //!
+//! A model demoted for the quality of its answers is walked after the
+//! healthy ones ([`order`]).
+//!
 //! Embeddings walk their own cascades with [`embed::run`], through the
 //! same gates and the same settlement.
 //!
@@ -33,6 +36,7 @@ pub mod embed;
 pub mod gap;
 pub mod gate;
 pub mod json;
+pub mod order;
 pub mod pass;
 pub mod plan;
 pub mod prepare;

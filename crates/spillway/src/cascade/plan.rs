@@ -33,6 +33,9 @@ pub struct Target {
     /// Breaker rules of this entry when they differ from `health.breaker`
     /// (`cascades.*.breakers`, `providers.*.breaker`).
     pub breaker: Option<crate::config::BreakerConfig>,
+    /// Its cascade's quality rule (`cascades.*.quality`), when it has one:
+    /// its answers are judged and a bad window demotes it.
+    pub quality: Option<crate::config::QualityConfig>,
 }
 
 impl CascadePlan {
@@ -81,6 +84,7 @@ impl Target {
             metrics: m,
             rank,
             breaker,
+            quality: None,
         }
     }
 }

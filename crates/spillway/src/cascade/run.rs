@@ -3,8 +3,8 @@
 
 use super::attempt::{self, Answer, Attempted};
 use super::context::Context;
-use super::gate;
 use super::json::JsonPlan;
+use super::order::Cursor;
 use super::plan::CascadePlan;
 use super::served::{NoAnswer, Served, ServedBody, Unanswered};
 use super::settle::{Finish, RequestOutcome};
@@ -13,6 +13,7 @@ use super::walk::Walk;
 use crate::api::wire::Stamp;
 use crate::api::{ApiError, ChatRequest};
 use crate::outcome::{AttemptError, Failure};
+use crate::quality::Signals;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use tokio::time::Instant;
@@ -20,7 +21,7 @@ use tokio::time::Instant;
 /// Serves one request through its cascade: the answer, or why there is none.
 pub async fn run(ctx: Context<'_>, plan: &Arc<CascadePlan>, req: &ChatRequest) -> Result<Served, Unanswered> {
     let started = Instant::now();
-    let finish = Finish::new(plan.metrics.clone(), started);
+    let finish = Finish::new(plan.metrics.clone(), started, req.journal.as_ref());
     let json = match JsonPlan::of(req, ctx.schemas) {
         Ok(json) => json,
         Err(e) => return Err(Unanswered { why: NoAnswer::Invalid(e), attempts: Vec::new(), calls: 0, finish }),
@@ -36,15 +37,14 @@ pub async fn run(ctx: Context<'_>, plan: &Arc<CascadePlan>, req: &ChatRequest) -
         refused_context: AtomicU32::new(0),
         json,
     };
-    let mut next = 0;
-    while next < plan.targets.len() {
+    let mut cursor = Cursor::new(plan);
+    loop {
         if Instant::now() >= walk.deadline {
             break;
         }
-        let Some((i, pass)) = gate::next_admitted(&walk, &plan.targets, next) else {
+        let Some((i, pass)) = cursor.next(&walk) else {
             break;
         };
-        next = i + 1;
         // The attempt's future is made where it is awaited: bound to a local
         // first, it would take its size twice in this future's state.
         let attempted = match plan.hedge_after {
@@ -55,7 +55,7 @@ pub async fn run(ctx: Context<'_>, plan: &Arc<CascadePlan>, req: &ChatRequest) -
                 // every request's future, hedged or not.
                 let (attempted, hedged_to) = Box::pin(attempt::hedged(&walk, i, primary, after)).await;
                 if let Some(j) = hedged_to {
-                    next = next.max(j + 1);
+                    cursor.tried(j);
                 }
                 attempted
             }
@@ -129,10 +129,15 @@ fn rejected(walk: &Walk<'_>, target: &super::plan::Target, error: AttemptError) 
 /// Turns the winning attempt into the client's response. A whole answer is
 /// settled here; a stream settles where it ends (see [`Forward`]).
 fn serve(walk: &Walk<'_>, win: Attempted<'_>, finish: Finish) -> Served {
-    let Attempted { target, answer, ticket, load_profile, upstream_request_id } = win;
+    let Attempted { target, answer, mut ticket, load_profile, upstream_request_id } = win;
+    let mut quality = Signals::NONE;
     let body = match answer {
         Answer::Complete(c) => {
             // Stamped (our id, `model` = the model ref) and validated in the attempt.
+            if let Some(j) = ticket.journal() {
+                note_answer(j, &c);
+            }
+            quality = ticket.judge_completion(&c);
             ticket.answered();
             finish.settle(RequestOutcome::Ok);
             ServedBody::Complete(c)
@@ -165,6 +170,22 @@ fn serve(walk: &Walk<'_>, win: Attempted<'_>, finish: Finish) -> Served {
         upstream_request_id,
         handoff_id: None,
         escalated: false,
+        quality,
         body,
+    }
+}
+
+/// A whole answer's finish reasons and (when content is recorded) its
+/// text, for the request's journal: read from the body, only when the
+/// request has a journal.
+fn note_answer(journal: &crate::journal::Journal, c: &crate::api::completion::Completion) {
+    let Ok(v) = serde_json::from_slice::<serde_json::Value>(&c.to_bytes()) else { return };
+    for choice in v.get("choices").and_then(serde_json::Value::as_array).into_iter().flatten() {
+        if let Some(reason) = choice.get("finish_reason").and_then(serde_json::Value::as_str) {
+            journal.finish_reason(reason);
+        }
+    }
+    if let Some(text) = v.pointer("/choices/0/message/content").and_then(serde_json::Value::as_str) {
+        journal.answer(text);
     }
 }

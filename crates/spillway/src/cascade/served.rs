@@ -42,6 +42,9 @@ pub struct Served {
     /// The prompt's estimated size in tokens (for cost when the upstream
     /// reports no usage).
     pub prompt_tokens: u64,
+    /// A whole answer's quality signals, when its cascade judges quality
+    /// (`x-spillway-quality`; a stream's are logged at its end).
+    pub quality: crate::quality::Signals,
     pub body: ServedBody,
 }
 

@@ -21,8 +21,11 @@ use super::plan::{CascadePlan, Target};
 use crate::config::BreakerConfig;
 use crate::health::clock::now_ms;
 use crate::health::{DeadReason, HealthRegistry};
+use crate::journal::{Attempt, AttemptOutcome, Journal};
 use crate::metrics::CascadeMetrics;
 use crate::outcome::{AttemptError, Failure};
+use crate::quality::text::PromptFacts;
+use crate::quality::Signals;
 use std::sync::Arc;
 use tokio::time::{Duration, Instant};
 
@@ -56,7 +59,32 @@ pub struct Ticket {
     first_token: Option<Duration>,
     /// A successful answer's headers said the quota is used up for this long.
     exhausted: Option<Duration>,
+    /// Set when the target's cascade judges quality: what the text judge
+    /// needs, and the signals noted so far.
+    judging: Option<Judging>,
     settled: bool,
+    /// The request's journal, and what this attempt adds to it.
+    journal: Option<Noted>,
+}
+
+/// What a journaled attempt records besides its outcome.
+struct Noted {
+    journal: Arc<Journal>,
+    span_id: [u8; 8],
+    continuation: Option<&'static str>,
+    load_profile: Option<String>,
+    events: Vec<crate::journal::Event>,
+}
+
+/// What a ticket knows for the quality judge (`cascades.*.quality`).
+#[derive(Debug, Clone)]
+struct Judging {
+    /// The request's id: its answer can be rated (`POST /v1/feedback`).
+    request_id: Option<crate::telemetry::RequestId>,
+    prompt: PromptFacts,
+    /// The content must be JSON (not judged for its script).
+    json: bool,
+    signals: Signals,
 }
 
 fn ms(d: Duration) -> u64 {
@@ -67,7 +95,14 @@ impl Ticket {
     /// A ticket for `plan.targets[index]`, holding the pass its gate gave.
     /// The target's own breaker rules (`cascades.*.breakers`,
     /// `providers.*.breaker`) replace `rules.breaker` where it has them.
-    pub fn new(plan: &Arc<CascadePlan>, index: usize, health: &Arc<HealthRegistry>, rules: Rules, pass: Pass) -> Self {
+    pub fn new(
+        plan: &Arc<CascadePlan>,
+        index: usize,
+        health: &Arc<HealthRegistry>,
+        rules: Rules,
+        pass: Pass,
+        journal: Option<&Arc<Journal>>,
+    ) -> Self {
         plan.targets[index].metrics.in_flight.inc();
         let mut rules = rules;
         if let Some(b) = plan.targets.get(index).and_then(|t| t.breaker) {
@@ -82,8 +117,73 @@ impl Ticket {
             started: Instant::now(),
             first_token: None,
             exhausted: None,
+            judging: None,
             settled: false,
+            journal: journal.map(|j| Noted {
+                journal: j.clone(),
+                span_id: crate::journal::trace::new_span_id(),
+                continuation: None,
+                load_profile: None,
+                events: Vec::new(),
+            }),
         }
+    }
+
+    /// The request's journal, when it has one.
+    pub fn journal(&self) -> Option<&Arc<Journal>> {
+        self.journal.as_ref().map(|n| &n.journal)
+    }
+
+    /// The `traceparent` this attempt's upstream call carries, when the
+    /// request is part of a trace.
+    pub fn traceparent(&self) -> Option<String> {
+        let n = self.journal.as_ref()?;
+        Some(n.journal.trace()?.upstream(&n.span_id))
+    }
+
+    /// This attempt continues a broken stream, in `mode`.
+    pub fn continuing(&mut self, mode: &'static str) {
+        if let Some(n) = self.journal.as_mut() {
+            n.continuation = Some(mode);
+        }
+    }
+
+    /// The load profile applied to this attempt's request.
+    pub fn load_profile(&mut self, profile: Option<&str>) {
+        if let Some(n) = self.journal.as_mut() {
+            n.load_profile = profile.map(str::to_string);
+        }
+    }
+
+    /// Something this attempt's settlement did, for its span's events.
+    fn event(&mut self, name: &'static str, attributes: Vec<(&'static str, String)>) {
+        if let Some(n) = self.journal.as_mut() {
+            let at = n.journal.since_start(Instant::now());
+            n.events.push(crate::journal::Event { name, at, attributes });
+        }
+    }
+
+    /// Adds the settled attempt to the request's journal.
+    fn journal_attempt(&mut self, outcome: AttemptOutcome, error: Option<&AttemptError>) {
+        let Some(n) = self.journal.take() else { return };
+        let target = &self.plan.targets[self.index];
+        let end = n.journal.since_start(Instant::now());
+        n.journal.attempt(Attempt {
+            model: target.name.clone(),
+            provider: target.model_ref.provider.clone(),
+            provider_kind: target.provider.config.kind.as_str(),
+            rank: target.rank,
+            outcome,
+            reason: error.map(|e| e.failure.reason()),
+            detail: error.map(ToString::to_string),
+            start: n.journal.since_start(self.started),
+            end,
+            ttft: self.first_token,
+            continuation: n.continuation,
+            load_profile: n.load_profile,
+            span_id: n.span_id,
+            events: n.events,
+        });
     }
 
     /// The target this attempt calls.
@@ -103,6 +203,45 @@ impl Ticket {
         self.first_token = Some(ttft);
         self.exhausted = exhausted;
         ttft
+    }
+
+    /// Judges this attempt's answer for quality when its cascade asks for
+    /// it (`prompt`: the request's; `json`: the content must be JSON).
+    pub fn judge_for(&mut self, prompt: PromptFacts, json: bool, request_id: Option<&crate::telemetry::RequestId>) {
+        if self.target().quality.is_some() {
+            self.judging = Some(Judging { request_id: request_id.cloned(), prompt, json, signals: Signals::NONE });
+        }
+    }
+
+    /// Whether the answer is being judged for quality.
+    pub fn judging(&self) -> bool {
+        self.judging.is_some()
+    }
+
+    /// Notes quality signals found while the answer was checked.
+    pub fn note(&mut self, signals: Signals) {
+        if let Some(j) = self.judging.as_mut() {
+            j.signals.extend(signals);
+        }
+    }
+
+    /// Runs the text judge over the answer's final text (once, at its
+    /// end); returns every signal noted so far.
+    pub fn judge_text(&mut self, content: &str, tool_called: bool, refusal: bool) -> Signals {
+        let text = self.target().quality.map(|q| q.text).unwrap_or_default();
+        let Some(j) = self.judging.as_mut() else { return Signals::NONE };
+        let answer = crate::quality::text::Answer { content, tool_called, refusal, json: j.json };
+        j.signals.extend(crate::quality::text::judge(&answer, j.prompt, text));
+        j.signals
+    }
+
+    /// Judges a whole answer; returns its signals (see [`Self::judge_text`]).
+    pub fn judge_completion(&mut self, c: &crate::api::completion::Completion) -> Signals {
+        if self.judging.is_none() {
+            return Signals::NONE;
+        }
+        let first = c.first_choice();
+        self.judge_text(&first.content, first.tool_called, first.refusal)
     }
 
     /// Settles the attempt as answered.
@@ -132,23 +271,66 @@ impl Ticket {
             tracing::info!(model = %target.name, reset_ms = ms(reset), "Quota used up: skipping the model until it resets.");
             health.mark_dead(now + ms(reset), DeadReason::QuotaUsedUp);
         }
-        match how {
+        let quota_used_up = self.exhausted.is_some();
+        let breaker_before = self.journal.as_ref().map(|_| breaker_word(health.breaker_state()));
+        let (outcome, error) = match how {
             Settled::Answered => {
                 target.metrics.attempt_ok();
                 target.metrics.served(target.tier.index());
                 health.success(&self.rules.breaker, &self.health.events);
                 self.pass.settle();
+                self.record_quality();
+                (AttemptOutcome::Answered, None)
             }
             Settled::Failed(error) => {
                 target.metrics.attempt_failed(&error.failure);
                 health.note_error(now, &error.to_string());
+                // An answer that failed its JSON check or broke mid-stream
+                // is a bad answer too; other failures are the breaker's.
+                if self.judging.as_ref().is_some_and(|j| !j.signals.is_empty()) {
+                    self.record_quality();
+                }
                 if self.judge(error, now) {
                     self.pass.settle();
                 }
+                if let Some(reason) = self.journal.as_ref().and_then(|_| dead_reason(&error.failure)) {
+                    let model = self.plan.targets[self.index].name.clone();
+                    self.event("dead_mark", vec![("reason", reason.into()), ("model", model)]);
+                }
+                (AttemptOutcome::Failed, Some(error))
             }
             Settled::Abandoned => {
                 tracing::debug!(model = %target.name, "Attempt abandoned (client gone or hedge lost); not counted.");
+                (AttemptOutcome::Abandoned, None)
             }
+        };
+        if quota_used_up {
+            let model = self.plan.targets[self.index].name.clone();
+            self.event("dead_mark", vec![("reason", DeadReason::QuotaUsedUp.as_str().into()), ("model", model)]);
+        }
+        if let Some(before) = breaker_before {
+            let after = breaker_word(self.plan.targets[self.index].health.breaker_state());
+            if after != before {
+                let model = self.plan.targets[self.index].name.clone();
+                self.event("breaker_transition", vec![("from", before.into()), ("to", after.into()), ("model", model)]);
+            }
+        }
+        self.journal_attempt(outcome, error);
+    }
+
+    /// Counts the answer's signals and feeds the model's quality window.
+    fn record_quality(&self) {
+        let target = &self.plan.targets[self.index];
+        let (Some(j), Some(rule)) = (self.judging.as_ref(), target.quality.as_ref()) else { return };
+        target.metrics.quality(j.signals);
+        target.health.record_quality(j.signals, rule, &self.health.events);
+        if let Some(id) = &j.request_id {
+            let judged = crate::health::registry::Judged {
+                model: target.health.clone(),
+                rule: *rule,
+                metrics: target.metrics.clone(),
+            };
+            self.health.recent.keep(id.shared(), judged);
         }
     }
 
@@ -184,6 +366,30 @@ impl Ticket {
     }
 }
 
+/// A breaker state in one word (span events).
+fn breaker_word(state: crate::health::breaker::State) -> &'static str {
+    use crate::health::breaker::State;
+    match state {
+        State::Closed => "closed",
+        State::Open { .. } => "open",
+        State::HalfOpen { .. } => "half_open",
+    }
+}
+
+/// The dead mark [`Ticket::judge`] sets for `failure`, if any (its reason).
+fn dead_reason(failure: &Failure) -> Option<&'static str> {
+    let reason = match failure {
+        Failure::RateLimited { .. } => DeadReason::RateLimited,
+        Failure::QuotaExhausted => DeadReason::QuotaExhausted,
+        Failure::Forbidden => DeadReason::Forbidden,
+        Failure::NotFound => DeadReason::NotFound,
+        Failure::Empty => DeadReason::Empty,
+        Failure::AuthRejected => return Some("auth_rejected"),
+        _ => return None,
+    };
+    Some(reason.as_str())
+}
+
 impl Drop for Ticket {
     fn drop(&mut self) {
         self.settle(Settled::Abandoned);
@@ -208,12 +414,13 @@ pub struct Finish {
     metrics: Arc<CascadeMetrics>,
     started: Instant,
     settled: bool,
+    journal: Option<Arc<Journal>>,
 }
 
 impl Finish {
     /// Starts the request's clock.
-    pub fn new(metrics: Arc<CascadeMetrics>, started: Instant) -> Self {
-        Self { metrics, started, settled: false }
+    pub fn new(metrics: Arc<CascadeMetrics>, started: Instant, journal: Option<&Arc<Journal>>) -> Self {
+        Self { metrics, started, settled: false, journal: journal.cloned() }
     }
 
     /// When the request started.
@@ -238,6 +445,13 @@ impl Finish {
         };
         counter.inc();
         self.metrics.duration.observe(self.started.elapsed().as_secs_f64());
+        if let (Some(j), Some(o)) = (self.journal.take(), outcome) {
+            j.outcome(match o {
+                RequestOutcome::Ok => "ok",
+                RequestOutcome::Handoff => "handoff",
+                RequestOutcome::Error => "error",
+            });
+        }
     }
 }
 

@@ -96,6 +96,9 @@ struct State {
     partial: String,
     /// The answer can still be continued (one choice, text only, not too long).
     continuable: bool,
+    /// It called a tool, or declared a refusal (for the quality judge).
+    tool_called: bool,
+    refused: bool,
     continuation: Option<Continuation>,
     /// Continued at least once: chunks take the general path from then on.
     continued: Option<Continued>,
@@ -103,6 +106,8 @@ struct State {
     /// deadline while the client's socket is full, and says whether the
     /// server cut the client off.
     link: Option<Arc<ClientLink>>,
+    /// The request's journal: finish reasons and (when recorded) the text.
+    journal: Option<Arc<crate::journal::Journal>>,
 }
 
 /// What a continued stream keeps.
@@ -132,7 +137,11 @@ impl State {
             }
             self.meter_estimate(ticket.target());
             match failed {
-                None => ticket.answered(),
+                None => {
+                    let mut ticket = ticket;
+                    self.judge(&mut ticket);
+                    ticket.answered();
+                }
                 Some(e) => {
                     tracing::warn!(model = %ticket.target().name, reason = %e, "Stream failed after its first byte.");
                     ticket.failed(e);
@@ -172,8 +181,28 @@ impl State {
         }
     }
 
+    /// Runs the quality judge over the stream's text at its end, once,
+    /// when its cascade judges quality: choice 0's text as the client got
+    /// it. A continued answer (the broken model counted `continued`), or
+    /// one too long or of several choices to keep, is not judged by text.
+    fn judge(&self, ticket: &mut Ticket) {
+        if !ticket.judging() {
+            return;
+        }
+        let whole_text = self.continued.is_none() && (self.continuable || self.tool_called);
+        let signals = if whole_text {
+            ticket.judge_text(&self.partial, self.tool_called, self.refused)
+        } else {
+            ticket.judge_text("", true, self.refused)
+        };
+        if !signals.is_empty() {
+            tracing::info!(model = %ticket.target().name, quality = %signals.labels(), "The streamed answer counted as bad for its quality.");
+        }
+    }
+
     /// Keeps choice 0's text for a continuation.
     fn keep(&mut self, text: &str, other_choice: bool, tool_call: bool) {
+        self.tool_called |= tool_call;
         if other_choice || tool_call || self.partial.len() + text.len() > MAX_PARTIAL {
             self.continuable = false;
         }
@@ -200,6 +229,8 @@ impl State {
         if self.continued.is_some() {
             self.count_continuation(&ticket, "failed");
         }
+        let mut ticket = ticket;
+        ticket.note(crate::quality::Signals::NONE.with(crate::quality::Signal::Continued));
         ticket.failed(e);
         let Some(cont) = self.continuation.as_ref() else { return false };
         let Some(resumed) = cont.resume(index + 1, &self.partial).await else {
@@ -282,6 +313,12 @@ fn delta_facts(v: &Value) -> (usize, bool, bool) {
     (chars, tool, other)
 }
 
+/// A chunk that refuses: a `refusal` delta or a `content_filter` finish.
+fn refuses(v: &Value) -> bool {
+    v.pointer("/choices/0/delta/refusal").and_then(Value::as_str).is_some_and(|r| !r.is_empty())
+        || v.pointer("/choices/0/finish_reason").and_then(Value::as_str) == Some("content_filter")
+}
+
 fn content_of(v: &Value) -> &str {
     v.pointer("/choices/0/delta/content").and_then(Value::as_str).unwrap_or_default()
 }
@@ -312,7 +349,9 @@ impl Forward {
         ticket: Ticket,
         finish: Finish,
     ) -> Self {
+        let journal = ticket.journal().cloned();
         let state = State {
+            journal,
             head: head.into(),
             rest,
             stamp,
@@ -329,6 +368,8 @@ impl Forward {
             out_chars: 0,
             partial: String::new(),
             continuable: true,
+            tool_called: false,
+            refused: false,
             continuation: None,
             continued: None,
             gap: Gap::new(),
@@ -410,7 +451,14 @@ async fn next_event(st: &mut State) -> Bytes {
             }
             Some(Ok(StreamItem::Raw(r))) => {
                 st.out_chars += r.content_chars();
+                st.refused |= r.has_refusal() || r.finish_reason() == Some("content_filter");
                 st.keep(r.content(), r.other_choice(), false);
+                if let Some(j) = &st.journal {
+                    j.answer(r.content());
+                    if let Some(reason) = r.finish_reason() {
+                        j.finish_reason(reason);
+                    }
+                }
                 if let Some(tokens) = r.tokens() {
                     st.meter_usage(tokens);
                 }
@@ -462,7 +510,14 @@ fn chunk_event(st: &mut State, mut v: Value) -> Option<Bytes> {
         continued_chunk(c, &st.partial, &mut v);
     }
     let sent = content_of(&v).to_string();
+    st.refused |= refuses(&v);
     st.keep(&sent, other, tool);
+    if let Some(j) = &st.journal {
+        j.answer(&sent);
+        if let Some(reason) = v.pointer("/choices/0/finish_reason").and_then(Value::as_str) {
+            j.finish_reason(reason);
+        }
+    }
     if !st.include_usage && wire::is_usage_chunk(&v) {
         return None;
     }

@@ -3,6 +3,7 @@
 //! Exit codes: 0 ok, 1 invalid config or failed command, 2 usage error
 //! (clap's own).
 
+pub mod canary;
 pub mod check;
 pub mod discover;
 pub mod drill;
@@ -83,6 +84,12 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Run every canary of the config once, on each of its models; print the results; exit 1 when one failed.
+    Canary {
+        /// Print JSON instead of lines.
+        #[arg(long)]
+        json: bool,
+    },
     /// Exit 0 when a running gateway's /readyz answers 200, else 1 (a container HEALTHCHECK).
     Healthcheck {
         /// The URL to probe (default: /readyz on the config's listen address).
@@ -119,6 +126,7 @@ pub fn main() -> ExitCode {
         Command::Keys { action, url } => keys::run(&cli.config, url, action),
         Command::Drill { scenario, svg, json } => drill::run(&scenario, svg, json),
         Command::Healthcheck { url } => healthcheck::run(&cli.config, url),
+        Command::Canary { json } => canary::run(&cli.config, json),
         Command::ImportLitellm { litellm_config, out } => litellm::run(&litellm_config, out.as_deref()),
         Command::Schema => {
             print!("{}", crate::config::json_schema());

@@ -11,6 +11,8 @@ pub mod env;
 pub mod raw;
 pub mod raw_keys;
 pub mod raw_responses;
+pub mod raw_size;
+pub mod raw_telemetry;
 pub mod shape;
 pub mod template;
 mod types;
@@ -101,6 +103,10 @@ pub struct Config {
     pub keys: Vec<KeySpec>,
     /// `fairness:`
     pub fairness: FairnessConfig,
+    /// `telemetry:`
+    pub telemetry: TelemetryConfig,
+    /// `canaries:`
+    pub canaries: Vec<CanaryConfig>,
 }
 
 /// Reads and compiles a config file.

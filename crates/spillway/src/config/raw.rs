@@ -16,6 +16,8 @@ use serde::Deserialize;
 
 pub use super::raw_keys::*;
 pub use super::raw_responses::*;
+pub use super::raw_size::RawSize;
+pub use super::raw_telemetry::*;
 
 /// A whole `spillway.yaml`.
 #[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
@@ -53,6 +55,49 @@ pub struct RawConfig {
     pub keys: Vec<RawKey>,
     /// How a shared free quota is shared between callers (keys and end users).
     pub fairness: Option<RawFairness>,
+    /// The request log and OpenTelemetry traces.
+    pub telemetry: Option<RawTelemetry>,
+    /// Canaries: a known prompt sent to models every `interval`, its answer
+    /// checked; results feed quality health (off unless listed).
+    #[serde(default)]
+    pub canaries: Vec<RawCanary>,
+}
+
+/// One entry of `canaries:`.
+#[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RawCanary {
+    /// A name for logs and `spillway canary` (default: `canary-N`).
+    pub name: Option<String>,
+    /// Send it to every model of this cascade (give this or `model`).
+    pub cascade: Option<String>,
+    /// Send it to this model ref only.
+    pub model: Option<String>,
+    /// The user message sent.
+    pub prompt: String,
+    /// What the answer must satisfy.
+    #[serde(default)]
+    pub check: RawCanaryCheck,
+    /// How often it runs (default `5m`).
+    pub interval: Option<String>,
+}
+
+/// `canaries[*].check`: every check given must pass.
+#[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RawCanaryCheck {
+    /// The answer is JSON valid against this JSON Schema.
+    pub json_schema: Option<serde_json::Value>,
+    /// The answer matches this regular expression.
+    pub regex: Option<String>,
+    /// Texts the answer must contain.
+    pub contains: Option<Vec<String>>,
+    /// Texts the answer must not contain.
+    pub not_contains: Option<Vec<String>>,
+    /// The script most of the answer's letters are in: `latin`, `cyrillic` or `cjk`.
+    pub script: Option<String>,
+    /// The answer arrives within this long.
+    pub max_latency: Option<String>,
 }
 
 /// `server:`
@@ -124,16 +169,6 @@ pub struct RawCors {
     pub allow_headers: Option<Vec<String>>,
     /// How long a browser may cache a preflight's answer (default `10m`).
     pub max_age: Option<String>,
-}
-
-/// A byte size: an integer, or a string such as `4MiB`, `512KiB`, `1MB`.
-#[derive(Debug, Clone, Deserialize, JsonSchema)]
-#[serde(untagged)]
-pub enum RawSize {
-    /// Bytes.
-    Bytes(u64),
-    /// A number with a unit (`B`, `KB`, `KiB`, `MB`, `MiB`, `GB`, `GiB`).
-    Text(String),
 }
 
 /// `state:`
@@ -348,6 +383,26 @@ pub struct RawMockBehavior {
     pub hang: Option<bool>,
     /// Windows, counted from start-up, in which every request fails.
     pub outages: Option<Vec<RawOutage>>,
+    /// Share of text answers (0..1) in the wrong script: English to a
+    /// prompt in Cyrillic, Russian to any other (a drifting model).
+    pub wrong_script_rate: Option<f64>,
+    /// Share of text answers (0..1) that are near-empty (`.`).
+    pub near_empty_rate: Option<f64>,
+    /// Share of text answers (0..1) that loop (one sentence over and over).
+    pub repeat_rate: Option<f64>,
+    /// Windows, counted from start-up, outside which the three shares
+    /// above do not apply (default: always apply).
+    pub bad_windows: Option<Vec<RawWindow>>,
+}
+
+/// A window of time counted from start-up.
+#[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RawWindow {
+    /// Start, as a duration after the gateway started.
+    pub start: String,
+    /// Length of the window.
+    pub duration: String,
 }
 
 /// `behavior.json`: one kind of damage for every JSON answer, or shares.
@@ -583,6 +638,41 @@ pub struct RawCascade {
     /// (`local/t-lite: { failure_rate: 0.8 }`); unset fields keep the
     /// provider's or `health.breaker`'s. Wins over `providers.*.breaker`.
     pub breakers: Option<IndexMap<String, RawBreaker>>,
+    /// Quality health: answers that come back 200 but bad (empty, in the
+    /// wrong script, looping, invalid JSON) demote their model behind the
+    /// healthy ones. Off unless set; `quality: {}` takes the defaults.
+    pub quality: Option<RawQuality>,
+}
+
+/// `cascades.*.quality`
+#[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RawQuality {
+    /// Recent answers kept per model (default 50).
+    pub window: Option<u32>,
+    /// Answers in the window before the rule applies (default 10).
+    pub min_answers: Option<u32>,
+    /// Share of bad answers in the window over which the model is demoted
+    /// (default 0.3).
+    pub max_bad_share: Option<f64>,
+    /// Signals that make an answer bad (default: json_invalid,
+    /// tool_args_invalid, empty, wrong_script, repetition, continued,
+    /// feedback, canary; json_repaired and refusal are counted but off).
+    pub signals: Option<Vec<String>>,
+    /// Content with fewer visible characters is near-empty, when the
+    /// prompt is at least four times as long (default 1: only empty).
+    pub min_chars: Option<u32>,
+    /// How long the first demotion lasts (default `1m`); each failed probe
+    /// round doubles it, up to `demote_max`.
+    pub demote_for: Option<String>,
+    /// The longest demotion (default `30m`).
+    pub demote_max: Option<String>,
+    /// After the demotion period, one request in this many tries the
+    /// demoted model at its own place as a probe (default 10).
+    pub probe_every: Option<u32>,
+    /// Probe answers judged before the model is restored or demoted again
+    /// (default 3).
+    pub probe_answers: Option<u32>,
 }
 
 /// `cascades.*.filters`

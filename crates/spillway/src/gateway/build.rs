@@ -44,6 +44,8 @@ pub struct Shared {
     pub unlisted: Arc<Unlisted>,
     /// Virtual keys' counters and reservations.
     pub tenancy: Arc<crate::tenancy::Tenancy>,
+    /// The request log and traces (opened once, by `App::start`).
+    pub telemetry: Arc<crate::export::Telemetry>,
 }
 
 /// Everything a request needs, built from one config.
@@ -287,6 +289,7 @@ impl Unlisted {
             provider,
             context: None,
             rank: 1,
+            quality: None,
         }
     }
 }
@@ -318,6 +321,7 @@ fn plans(
             // The listing knows the context of models the config does not list.
             target.context = context.or(target.context);
             target.breaker = breaker;
+            target.quality = c.quality;
             targets.push(target);
         }
         let plan = CascadePlan {

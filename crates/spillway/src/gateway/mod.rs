@@ -4,6 +4,7 @@
 //! reloads and discovery refreshes replace ([`Live`]).
 
 pub mod build;
+pub mod canary;
 pub mod generation;
 pub mod live;
 pub mod refresh;

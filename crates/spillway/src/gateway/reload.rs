@@ -181,6 +181,7 @@ fn config_changes(old: &Config, new: &Config) -> Vec<String> {
         ("alerts", fingerprint(&old.alerts, &[]) != fingerprint(&new.alerts, &[])),
         ("handoff", fingerprint(&old.handoff, &[]) != fingerprint(&new.handoff, &[])),
         ("responses", fingerprint(&old.responses, &[]) != fingerprint(&new.responses, &[])),
+        ("telemetry", telemetry_print(old) != telemetry_print(new)),
     ];
     out.extend(sections.into_iter().filter(|(_, changed)| *changed).map(|(s, _)| format!("{s}: changed")));
     out
@@ -202,7 +203,18 @@ fn needs_restart(old: &Config, new: &Config) -> Vec<&'static str> {
     if old.state.data_dir != new.state.data_dir {
         out.push("state.data_dir");
     }
+    if telemetry_print(old) != telemetry_print(new) {
+        out.push("telemetry");
+    }
     out
+}
+
+/// `telemetry:` for comparison (the request log's writer and the trace
+/// exporter are started once, by `App::start`).
+fn telemetry_print(c: &Config) -> (String, u64) {
+    let secrets: Vec<&crate::config::Secret> =
+        c.telemetry.otlp.iter().flat_map(|o| o.headers.iter().map(|(_, v)| v)).collect();
+    fingerprint(&c.telemetry, &secrets)
 }
 
 /// Reloads on every SIGHUP until shutdown (Unix only).

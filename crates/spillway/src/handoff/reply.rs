@@ -46,6 +46,7 @@ pub fn served(plan: &CascadePlan, req: &ChatRequest, reply: &str, id: String, ca
         ServedBody::Complete(v.into())
     };
     Served {
+        quality: crate::quality::Signals::NONE,
         cascade: plan.name.clone(),
         model: MODEL.to_string(),
         tier: Tier::Handoff,

@@ -7,10 +7,14 @@
 //! - [`breaker`]: the state machine of one model's circuit breaker.
 //! - [`registry`]: per-model and per-provider health, shared across config
 //!   reloads; what the request path reads without I/O.
+//! - [`quality`]: one model's answer-quality window and its demotion.
+//! - [`feedback`]: the recent judged answers a client may rate.
 //! - [`clock`]: wall-clock milliseconds that follow tokio's (pausable) clock.
 
 pub mod breaker;
 pub mod clock;
+pub mod feedback;
+pub mod quality;
 pub mod ratelimit;
 pub mod registry;
 pub mod stats;

@@ -103,6 +103,20 @@ pub enum LocalChange {
         /// Model ref.
         key: String,
     },
+    /// The model was demoted for its answers' quality (or demoted again).
+    Demoted {
+        /// Model ref.
+        key: String,
+        /// Unix ms.
+        until_ms: u64,
+        /// The signal seen most.
+        reason: crate::quality::Signal,
+    },
+    /// The model's probes passed: its demotion ended.
+    Restored {
+        /// Model ref.
+        key: String,
+    },
 }
 
 /// Where local changes go when a shared state store is configured; unset
@@ -139,6 +153,21 @@ pub enum HealthEvent {
     },
     /// A breaker closed again.
     BreakerClosed {
+        /// Model ref.
+        model: String,
+    },
+    /// A model was demoted for the quality of its answers (again, after
+    /// failed probes).
+    QualityDemoted {
+        /// Model ref.
+        model: String,
+        /// The signal seen most.
+        reason: crate::quality::Signal,
+        /// Unix ms.
+        until_ms: u64,
+    },
+    /// A demoted model's probes passed.
+    QualityRestored {
         /// Model ref.
         model: String,
     },
@@ -211,6 +240,8 @@ pub struct ModelHealth {
     ttft: Mutex<std::collections::VecDeque<f64>>,
     /// The last failure's text and when (unix ms), for the console.
     last_error: Mutex<Option<(u64, String)>>,
+    /// Its answers' quality and its demotion (`health::quality`).
+    pub quality: super::quality::QualityHealth,
     observer: Arc<Observer>,
     /// The share of its quota the last answer said is left, in thousandths
     /// plus one (0: never said), and when (unix ms): what fair shares read.
@@ -226,6 +257,7 @@ impl ModelHealth {
             breaker: Mutex::new(Breaker::new()),
             ttft: Mutex::new(std::collections::VecDeque::with_capacity(crate::health::stats::TTFT_WINDOW)),
             last_error: Mutex::new(None),
+            quality: super::quality::QualityHealth::default(),
             observer,
             quota_left: std::sync::atomic::AtomicU32::new(0),
             quota_at_ms: std::sync::atomic::AtomicU64::new(0),
@@ -336,10 +368,12 @@ impl ModelHealth {
         dead.max(open).max(now)
     }
 
-    /// Clears the dead mark and closes the breaker (admin revive).
+    /// Clears the dead mark, closes the breaker and ends a quality
+    /// demotion (admin revive).
     pub fn revive(&self) {
         self.dead.clear();
         lock(&self.breaker).reset();
+        self.quality.restore();
         self.observer.emit(|| LocalChange::Revived { key: self.key.clone() });
     }
 
@@ -347,6 +381,38 @@ impl ModelHealth {
     pub fn revive_quietly(&self) {
         self.dead.clear();
         lock(&self.breaker).reset();
+        self.quality.restore();
+    }
+
+    /// Records one answer's quality signals under its cascade's rule; a
+    /// demotion or restoration it causes is logged, announced and shared.
+    pub fn record_quality(
+        &self,
+        signals: crate::quality::Signals,
+        rule: &crate::config::QualityConfig,
+        events: &broadcast::Sender<HealthEvent>,
+    ) -> Option<super::quality::QualityChange> {
+        use super::quality::QualityChange as C;
+        let change = self.quality.record(signals, rule, now_ms())?;
+        let model = self.key.clone();
+        match change {
+            C::Demoted { until_ms, reason, bad_share } => {
+                tracing::warn!(model = %self.key, reason = reason.label(), bad_share, until_ms, "Model demoted for the quality of its answers: healthy models go first.");
+                self.observer.emit(|| LocalChange::Demoted { key: self.key.clone(), until_ms, reason });
+                let _ = events.send(HealthEvent::QualityDemoted { model, reason, until_ms });
+            }
+            C::Extended { until_ms, reason } => {
+                tracing::warn!(model = %self.key, reason = reason.label(), until_ms, "Quality probes failed: the model stays demoted, for longer.");
+                self.observer.emit(|| LocalChange::Demoted { key: self.key.clone(), until_ms, reason });
+                let _ = events.send(HealthEvent::QualityDemoted { model, reason, until_ms });
+            }
+            C::Restored => {
+                tracing::info!(model = %self.key, "Quality probes passed: the model is back at its place.");
+                self.observer.emit(|| LocalChange::Restored { key: self.key.clone() });
+                let _ = events.send(HealthEvent::QualityRestored { model });
+            }
+        }
+        Some(change)
     }
 
     /// Adds a TTFT sample.
@@ -391,6 +457,17 @@ pub struct ProviderHealth {
     pub free_dead: DeadSlot,
 }
 
+/// An answer a client may rate (`POST /v1/feedback`).
+#[derive(Debug, Clone)]
+pub struct Judged {
+    /// The model that answered.
+    pub model: Arc<ModelHealth>,
+    /// Its cascade's quality rule.
+    pub rule: crate::config::QualityConfig,
+    /// Its metric handles.
+    pub metrics: Arc<crate::metrics::TargetMetrics>,
+}
+
 /// Every model's and provider's health.
 #[derive(Debug)]
 pub struct HealthRegistry {
@@ -401,6 +478,8 @@ pub struct HealthRegistry {
     providers: Mutex<HashMap<String, Arc<ProviderHealth>>>,
     /// Operator events.
     pub events: broadcast::Sender<HealthEvent>,
+    /// Judged answers a client may rate (`POST /v1/feedback`).
+    pub recent: super::feedback::Recent<Judged>,
     observer: Arc<Observer>,
 }
 
@@ -419,6 +498,7 @@ impl HealthRegistry {
             shared_ttft: Mutex::new(HashMap::new()),
             providers: Mutex::new(HashMap::new()),
             events,
+            recent: super::feedback::Recent::default(),
             observer: Arc::default(),
         }
     }
@@ -523,6 +603,11 @@ pub fn export_gauges(registry: &HealthRegistry, metrics: &crate::metrics::Metric
         metrics.breaker_state.get_or_create(&labels).set(m.breaker_state().gauge());
         let dead = m.dead.is_dead(now) || p.dead.is_dead(now) || (model.ends_with(":free") && p.free_dead.is_dead(now));
         metrics.model_dead.get_or_create(&labels).set(i64::from(dead));
+        let demoted = m.quality.demoted_until().is_some();
+        // Only models that were ever demoted get the series.
+        if demoted || metrics.quality_demoted.get(&labels).is_some() {
+            metrics.quality_demoted.get_or_create(&labels).set(i64::from(demoted));
+        }
     }
 }
 

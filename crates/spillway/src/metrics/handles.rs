@@ -3,7 +3,7 @@
 //! only increments atomics and builds no label strings.
 
 use super::console::TargetTallies;
-use super::labels::{CostLabels, ModelLabels, ReasonLabels, TokenLabels};
+use super::labels::{CostLabels, ModelLabels, QualityLabels, ReasonLabels, TokenLabels};
 use super::Metrics;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
@@ -27,6 +27,20 @@ pub struct TargetMetrics {
     pub in_flight: Gauge,
     /// The console's since-start counts, which a re-ranking does not reset.
     pub(super) tallies: TargetTallies,
+    /// `spillway_quality_answers_total`, created on the first judged answer.
+    pub(super) quality: QualityHandles,
+}
+
+/// A target's quality series: one per signal and `ok`, made together the
+/// first time one of its answers is judged (cascades without `quality:`
+/// add none).
+#[derive(Debug)]
+pub(super) struct QualityHandles {
+    pub(super) family: Family<QualityLabels, Counter>,
+    pub(super) cascade: String,
+    pub(super) provider: String,
+    pub(super) model: String,
+    pub(super) by_signal: std::sync::OnceLock<Vec<Counter>>,
 }
 
 /// The usage series of one target, each created on first use (so a model
@@ -130,6 +144,36 @@ impl TargetMetrics {
                 f.family.get_or_create(&labels).clone()
             })
             .inc();
+        }
+    }
+
+    /// Counts a judged answer: each of its signals, or `ok`.
+    pub fn quality(&self, signals: crate::quality::Signals) {
+        let q = &self.quality;
+        let all = q.by_signal.get_or_init(|| {
+            crate::quality::LABELS
+                .iter()
+                .chain([&crate::quality::OK_LABEL])
+                .map(|&signal| {
+                    let labels = QualityLabels {
+                        cascade: q.cascade.clone(),
+                        provider: q.provider.clone(),
+                        model: q.model.clone(),
+                        signal,
+                    };
+                    q.family.get_or_create(&labels).clone()
+                })
+                .collect()
+        });
+        if signals.is_empty() {
+            if let Some(c) = all.get(crate::quality::LABELS.len()) {
+                c.inc();
+            }
+        }
+        for s in signals.iter() {
+            if let Some(c) = all.get(s.index()) {
+                c.inc();
+            }
         }
     }
 

@@ -57,6 +57,7 @@ label_sets! {
     PromptLabels { provider, model, variant, version }
     NormalizeLabels { provider, model, result }
     InFlightLabels { cascade, provider }
+    QualityLabels { cascade, provider, model, signal }
     KeyUserLabels { key, user }
 }
 
@@ -296,4 +297,17 @@ pub struct TallyKey {
     pub what: ServedTally,
     /// The model ref, tier or rank label.
     pub name: String,
+}
+
+/// `cascade`, `provider`, `model`, `signal` (a quality signal or `ok`)
+#[derive(Clone, Debug, Hash, PartialEq, Eq)]
+pub struct QualityLabels {
+    /// Cascade name.
+    pub cascade: String,
+    /// Provider name.
+    pub provider: String,
+    /// Model id.
+    pub model: String,
+    /// `crate::quality::LABELS` or `ok`.
+    pub signal: &'static str,
 }

@@ -15,15 +15,17 @@ pub mod keys;
 mod labels;
 pub mod names;
 mod process;
+mod telemetry;
 mod text;
 
 pub use clients::{ClientMetrics, CutLabels};
 pub use console::Tallies;
 pub use handles::{CascadeMetrics, TargetMetrics, UsageHandles, NORMALIZE_RESULTS};
 pub use labels::*;
+pub use telemetry::{SignalLabels, TelemetryMetrics};
 pub use text::to_prometheus_text;
 
-use handles::FailureHandles;
+use handles::{FailureHandles, QualityHandles};
 use prometheus_client::encoding::text::encode;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
@@ -100,6 +102,10 @@ pub struct Metrics {
     pub prompt_variants: Family<PromptLabels, Counter>,
     /// `spillway_in_flight`
     pub in_flight: Family<InFlightLabels, Gauge>,
+    /// `spillway_quality_answers_total`
+    pub quality_answers: Family<QualityLabels, Counter>,
+    /// `spillway_quality_demoted`
+    pub quality_demoted: Family<ModelLabels, Gauge<i64, AtomicI64Compat>>,
     /// Answers since start per model, tier and rank of each cascade, for
     /// `/admin/state` and the console (not exported).
     pub tallies: Tallies,
@@ -107,6 +113,8 @@ pub struct Metrics {
     pub clients: ClientMetrics,
     /// `spillway_key_*`
     pub keys: keys::KeyMetrics,
+    /// `spillway_telemetry_dropped_total`, `spillway_telemetry_export_failures_total`
+    pub telemetry: TelemetryMetrics,
 }
 
 /// Gauge storage type alias kept for readability.
@@ -150,6 +158,18 @@ impl Metrics {
         let normalize = Family::default();
         let prompt_variants = Family::default();
         let in_flight = Family::default();
+        let quality_answers = Family::default();
+        let quality_demoted = Family::default();
+        registry.register(
+            names::QUALITY_ANSWERS,
+            "Judged answers by cascade, model and quality signal (ok when none)",
+            quality_answers.clone(),
+        );
+        registry.register(
+            names::QUALITY_DEMOTED,
+            "1 while a model is demoted for the quality of its answers",
+            quality_demoted.clone(),
+        );
         registry.register(names::IN_FLIGHT, "Upstream attempts in flight by cascade and provider", in_flight.clone());
         let build_info: Family<BuildLabels, Gauge> = Family::default();
         build_info.get_or_create(&BuildLabels::current()).set(1);
@@ -209,6 +229,7 @@ impl Metrics {
         );
         let clients = ClientMetrics::register(&mut registry);
         let keys = keys::KeyMetrics::register(&mut registry);
+        let telemetry = TelemetryMetrics::register(&mut registry);
         Self {
             keys,
             registry,
@@ -231,11 +252,14 @@ impl Metrics {
             client_disconnects,
             stream_events_skipped,
             continuations,
+            quality_answers,
+            quality_demoted,
             normalize,
             prompt_variants,
             in_flight,
             tallies: Tallies::default(),
             clients,
+            telemetry,
         }
     }
 
@@ -334,6 +358,13 @@ impl Metrics {
             normalize,
             usage: UsageHandles::default(),
             in_flight,
+            quality: QualityHandles {
+                family: self.quality_answers.clone(),
+                cascade: cascade.into(),
+                provider: provider.into(),
+                model: model.into(),
+                by_signal: std::sync::OnceLock::new(),
+            },
             tallies: self.tallies.for_target(cascade, &format!("{provider}/{model}"), rank_label(rank)),
         })
     }

@@ -58,3 +58,11 @@ pub const KEY_COST: &str = "spillway_key_cost_usd";
 pub const KEY_USER_REQUESTS: &str = "spillway_key_user_requests";
 /// Requests of callers above their fair share sent past a low free quota.
 pub const FAIR_SHARE_DIVERSIONS: &str = "spillway_fair_share_diversions";
+/// Request log lines and spans dropped because their queue was full.
+pub const TELEMETRY_DROPPED: &str = "spillway_telemetry_dropped";
+/// Batches of spans the collector did not take (after retries).
+pub const TELEMETRY_EXPORT_FAILURES: &str = "spillway_telemetry_export_failures";
+/// Judged answers by quality signal (`ok` when none).
+pub const QUALITY_ANSWERS: &str = "spillway_quality_answers";
+/// 1 while a model is demoted for the quality of its answers.
+pub const QUALITY_DEMOTED: &str = "spillway_quality_demoted";

@@ -93,8 +93,11 @@ struct UpUsage {
 async fn openai(endpoint: &Endpoint, model_id: &str, req: &EmbeddingRequest) -> Result<Vectors, AttemptError> {
     let body = serde_json::to_vec(&req.upstream_body(model_id))
         .map_err(|e| AttemptError::new(Failure::BrokenBody, e.to_string()))?;
-    let id = super::headers::request_id_value(req.request_id.as_ref().map(crate::telemetry::RequestId::as_str));
-    let resp = endpoint.post_as(body.into(), id).await.map_err(|e| super::openai_compat::request_error(&e))?;
+    let ids = super::types::CallIds {
+        request_id: req.request_id.as_ref().map(crate::telemetry::RequestId::as_str),
+        ..Default::default()
+    };
+    let resp = endpoint.post_as(body.into(), ids).await.map_err(|e| super::openai_compat::request_error(&e))?;
     let upstream_request_id = super::headers::upstream_request_id(resp.headers());
     let status = resp.status().as_u16();
     if !(200..300).contains(&status) {

@@ -5,7 +5,7 @@
 //! A leaf of `providers/`: used by every HTTP adapter and by discovery's
 //! listings, which send the same headers.
 
-use super::types::BuildError;
+use super::types::{BuildError, CallIds};
 use crate::config::{ProviderConfig, Secret};
 use http::header::{HeaderMap, HeaderName, HeaderValue, CONTENT_TYPE};
 
@@ -26,6 +26,17 @@ pub(crate) fn upstream_request_id(headers: &HeaderMap) -> Option<String> {
 /// `x-request-id: <id>` for an upstream call, when the id is a valid value.
 pub(crate) fn request_id_value(id: Option<&str>) -> Option<HeaderValue> {
     id.and_then(|id| HeaderValue::from_str(id).ok())
+}
+
+/// The headers of a call's ids, each when its value is a valid header value.
+pub(crate) fn call_headers(ids: CallIds<'_>) -> impl Iterator<Item = (HeaderName, HeaderValue)> + '_ {
+    [
+        (X_REQUEST_ID, ids.request_id),
+        (HeaderName::from_static("traceparent"), ids.traceparent),
+        (HeaderName::from_static("tracestate"), ids.tracestate),
+    ]
+    .into_iter()
+    .filter_map(|(name, value)| Some((name, request_id_value(value)?)))
 }
 
 /// `content-type: application/json` plus the configured extra headers.

@@ -111,10 +111,10 @@ impl Upstream {
         &self,
         body: &Value,
         asked: Asked,
-        request_id: Option<&str>,
+        ids: super::types::CallIds<'_>,
         hints: &super::types::UpstreamHints,
     ) -> Result<Reply, AttemptError> {
-        self.call_at::<W>(&self.url, body, asked, request_id, hints).await
+        self.call_at::<W>(&self.url, body, asked, ids, hints).await
     }
 
     /// [`Self::call`] to `url`.
@@ -123,12 +123,12 @@ impl Upstream {
         url: &str,
         body: &Value,
         asked: Asked,
-        request_id: Option<&str>,
+        ids: super::types::CallIds<'_>,
         hints: &super::types::UpstreamHints,
     ) -> Result<Reply, AttemptError> {
         let mut post = self.post_to(url, encode(body)?);
-        if let Some(id) = super::headers::request_id_value(request_id) {
-            post = post.header(super::headers::X_REQUEST_ID, id);
+        for (name, value) in super::headers::call_headers(ids) {
+            post = post.header(name, value);
         }
         let resp = send(post).await?;
         hints.set_upstream_id(super::headers::upstream_request_id(resp.headers()));

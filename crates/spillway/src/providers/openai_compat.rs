@@ -83,8 +83,7 @@ pub(crate) async fn post_and_read(
     req: &AttemptRequest<'_>,
     classify: Classify,
 ) -> Result<Reply, AttemptError> {
-    let id = super::headers::request_id_value(req.request_id);
-    let resp = endpoint.post_as(bytes, id).await.map_err(|e| request_error(&e))?;
+    let resp = endpoint.post_as(bytes, req.ids()).await.map_err(|e| request_error(&e))?;
     req.hints.set_upstream_id(super::headers::upstream_request_id(resp.headers()));
     let status = resp.status().as_u16();
     if !(200..300).contains(&status) {

@@ -54,6 +54,17 @@ pub struct AttemptRequest<'a> {
     pub hints: &'a UpstreamHints,
     /// The client request's id, sent upstream as `x-request-id`.
     pub request_id: Option<&'a str>,
+    /// The attempt's `traceparent`, when the request is part of a trace.
+    pub traceparent: Option<&'a str>,
+    /// The client's `tracestate`, passed on with it.
+    pub tracestate: Option<&'a str>,
+}
+
+impl<'a> AttemptRequest<'a> {
+    /// The ids the call carries upstream.
+    pub fn ids(&self) -> CallIds<'a> {
+        CallIds { request_id: self.request_id, traceparent: self.traceparent, tracestate: self.tracestate }
+    }
 }
 
 /// What an upstream's answer said about its limits, beyond the answer.
@@ -117,4 +128,14 @@ impl UpstreamHints {
 pub struct BuildError {
     pub provider: String,
     pub message: String,
+}
+
+/// What names an upstream call besides its body: the client request's id
+/// (`x-request-id`) and, when the request is part of a trace, its
+/// `traceparent` and the client's `tracestate`.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct CallIds<'a> {
+    pub request_id: Option<&'a str>,
+    pub traceparent: Option<&'a str>,
+    pub tracestate: Option<&'a str>,
 }

@@ -60,6 +60,25 @@ pub fn model_view(gw: &Gateway, model_ref: &str) -> Value {
     })
 }
 
+/// A model's quality in a cascade with `quality:`: its window (answers,
+/// bad share, share of each signal seen) and its demotion, if any.
+fn quality_view(q: &crate::health::quality::QualityHealth, rule: &crate::config::QualityConfig, now: u64) -> Value {
+    let view = q.view(Some(rule));
+    let round = |x: f64| (x * 1000.0).round() / 1000.0;
+    let signals: serde_json::Map<String, Value> =
+        view.signals.iter().map(|(k, v)| ((*k).to_string(), json!(round(*v)))).collect();
+    let demoted = view.demoted_until_ms.map(|until| {
+        json!({
+            "reason": view.demoted_for,
+            "until_unix_ms": until,
+            "seconds_left": until.saturating_sub(now) / 1000,
+            "probation": now >= until,
+            "probes": view.probes,
+        })
+    });
+    json!({"answers": view.answers, "bad_share": round(view.bad_share), "signals": signals, "demoted": demoted})
+}
+
 async fn state(AxumState(state): AxumState<Arc<AppState>>) -> Json<Value> {
     let gw = state.gateway.load_full();
     let round = gw.shared.discovery.current();
@@ -86,6 +105,9 @@ async fn state(AxumState(state): AxumState<Arc<AppState>>) -> Json<Value> {
                     v["rank"] = json!(t.rank);
                     v["last_error"] =
                         t.health.last_error().map_or(Value::Null, |(at, text)| json!({"at_unix_ms": at, "text": text}));
+                    if let Some(rule) = &t.quality {
+                        v["quality"] = quality_view(&t.health.quality, rule, now_ms());
+                    }
                     v
                 })
                 .collect();

@@ -99,6 +99,11 @@ where
 {
     let gw = state.gateway.load_full();
     let server = &gw.config.server;
+    let escalate = crate::escalation::rules::forced(request.headers());
+    let notes = super::conventions::notes(&request);
+    if let Some(journal) = gw.shared.telemetry.begin(notes.id.as_str(), request.uri().path(), request.headers()) {
+        notes.set_journal(journal);
+    }
     let identified = auth::identify(&gw, key_from(request.headers()))?;
     let caller = identified.plain().cloned();
     let who = Who {
@@ -109,8 +114,6 @@ where
             .and_then(|v| v.to_str().ok())
             .map(str::to_string),
     };
-    let escalate = crate::escalation::rules::forced(request.headers());
-    let notes = super::conventions::notes(&request);
     // The body first, bounded in size and time, and only then a slot: a
     // client trickling its body must not hold one of
     // `max_concurrent_requests` while others wait.
@@ -154,6 +157,10 @@ pub(super) async fn serve(
     who: &Who,
 ) -> Result<Served, ApiError> {
     req.request_id = Some(notes.id.clone());
+    req.journal = notes.journal().cloned();
+    if let Some(j) = &req.journal {
+        journal_request(j, &req);
+    }
     let plan = gw
         .resolve(&req.model)
         .ok_or_else(|| super::kinds::unresolved(gw, &req.model, crate::config::CascadeKind::Chat))?;
@@ -173,17 +180,39 @@ pub(super) async fn serve(
         Some(key) => Some(super::keyed::admit(gw, key, who, &req, &plan, notes).await?),
         None => None,
     };
+    if let Some(j) = &req.journal {
+        j.request(&plan.name, &req.model, req.stream, "chat");
+    }
     let mut served = match cascade::run(gw.runner(), &plan, &req).await {
         Ok(served) => served,
-        Err(unanswered) => Box::pin(unanswered_request(gw, &plan, &req, unanswered, notes)).await?,
+        Err(unanswered) => match Box::pin(unanswered_request(gw, &plan, &req, unanswered, notes)).await {
+            Ok(served) => served,
+            Err(e) => {
+                if let Some(j) = &req.journal {
+                    j.status(e.status().as_u16(), Some(e.to_string()));
+                }
+                return Err(e);
+            }
+        },
     };
     served.escalated = escalated;
-    crate::usage::observe((&**gw).into(), &gw.shared.usage, &plan, &served, now);
+    let journal = req.journal.as_deref();
+    if let Some(j) = journal {
+        j.served(crate::journal::Served {
+            model: &served.model,
+            tier: served.tier.as_str(),
+            rank: served.rank,
+            load_profile: served.load_profile.as_deref(),
+            handoff_id: served.handoff_id.as_deref(),
+            escalated,
+        });
+    }
+    crate::usage::observe((&**gw).into(), &gw.shared.usage, &plan, &served, now, journal);
     if let Some(tab) = &tab {
         super::keyed::whole_usage(gw, tab, &served);
     }
     if let ServedBody::Forward(f) = &mut served.body {
-        f.meter(super::keyed::meter(gw, gw.books().meter(&plan.name), tab));
+        f.meter(super::keyed::meter(gw, gw.books().meter(&plan.name, req.journal.clone()), tab));
         if let Some(link) = notes.link() {
             f.bind(link.clone());
         }
@@ -192,6 +221,14 @@ pub(super) async fn serve(
         }
     }
     Ok(served)
+}
+
+/// Who sent the request and (when content is recorded) its messages, for
+/// its journal. The client key's id is not known here (`key` stays empty);
+/// the end user is the body's `user` or `safety_identifier`.
+fn journal_request(journal: &crate::journal::Journal, req: &ChatRequest) {
+    journal.caller(None, req.user.clone());
+    journal.prompt(|| req.body().get("messages").map(ToString::to_string));
 }
 
 /// No model answered: the handoff when the cascade has one, else the error
@@ -295,6 +332,7 @@ pub(super) fn respond_with(served: Served, permit: Permit, translate: impl FnOnc
         escalated,
         body,
         upstream_request_id,
+        quality,
         ..
     } = served;
     let upstream_id = |mut r: Response| {
@@ -313,6 +351,11 @@ pub(super) fn respond_with(served: Served, permit: Permit, translate: impl FnOnc
             };
             let mut r = Response::new(Body::from(bytes));
             r.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+            if !quality.is_empty() {
+                if let Ok(v) = HeaderValue::from_str(&quality.labels()) {
+                    r.headers_mut().insert(super::conventions::X_QUALITY, v);
+                }
+            }
             return upstream_id(headers(
                 r,
                 &cascade,

@@ -28,12 +28,16 @@ use std::task::{Context, Poll};
 pub const X_REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
 /// The id the answering upstream gave its own call, when it sent one.
 pub const X_UPSTREAM_REQUEST_ID: HeaderName = HeaderName::from_static("x-spillway-upstream-request-id");
+/// The quality signals a whole answer showed (`cascades.*.quality`),
+/// comma-separated; absent when it showed none.
+pub const X_QUALITY: HeaderName = HeaderName::from_static("x-spillway-quality");
 const X_ATTEMPTS: HeaderName = HeaderName::from_static("x-spillway-attempts");
 /// What a browser may read of a cross-origin answer.
 const EXPOSE: &str = "x-request-id, request-id, retry-after, x-spillway-cascade, x-spillway-model, \
 x-spillway-tier, x-spillway-attempts, x-spillway-load-profile, x-spillway-handoff-id, x-spillway-escalated, \
-x-spillway-upstream-request-id, x-spillway-rank, x-ratelimit-limit-requests, x-ratelimit-remaining-requests, \
-x-ratelimit-reset-requests, x-ratelimit-limit-tokens, x-ratelimit-remaining-tokens, x-ratelimit-reset-tokens";
+x-spillway-upstream-request-id, x-spillway-rank, x-spillway-quality, x-ratelimit-limit-requests, \
+x-ratelimit-remaining-requests, x-ratelimit-reset-requests, x-ratelimit-limit-tokens, x-ratelimit-remaining-tokens, \
+x-ratelimit-reset-tokens";
 
 /// A request at the front door: its notes, and what [`leave`] needs.
 pub(super) struct Entered {
@@ -82,6 +86,9 @@ pub(super) fn leave(mut resp: Response, entered: Entered) -> Response {
         h.insert(X_REQUEST_ID, v);
     }
     let status = resp.status();
+    if let Some(journal) = notes.journal() {
+        journal.status(status.as_u16(), None);
+    }
     if status.is_client_error() || status.is_server_error() {
         let h = resp.headers_mut();
         if !h.contains_key(X_ATTEMPTS) {

@@ -36,6 +36,10 @@ async fn embed(state: Arc<AppState>, request: Request) -> Result<Response, ApiEr
     let mut req = EmbeddingRequest::parse(&body)?;
     req.caller = caller;
     req.request_id = Some(notes.id.clone());
+    req.journal = notes.journal().cloned();
+    if let Some(j) = &req.journal {
+        j.caller(None, req.user.as_ref().map(|u| u.chars().take(256).collect()));
+    }
     let plan = gw
         .resolve_embedding(&req.model)
         .ok_or_else(|| super::kinds::unresolved(&gw, &req.model, crate::config::CascadeKind::Embedding))?;
@@ -61,6 +65,9 @@ async fn embed(state: Arc<AppState>, request: Request) -> Result<Response, ApiEr
         }
         None => None,
     };
+    if let Some(j) = &req.journal {
+        j.request(&plan.name, &req.model, false, "embeddings");
+    }
     let done = match cascade::embed::run(gw.runner(), &plan, &req).await {
         Ok(done) => done,
         Err(un) => {
@@ -87,7 +94,14 @@ async fn embed(state: Arc<AppState>, request: Request) -> Result<Response, ApiEr
     gw.shared.alerts.cascade_answered(&plan.name);
     let books = crate::usage::Books { handles: Some(&target.metrics.usage), ..(&*gw).into() };
     let tokens = Tokens { input: prompt_tokens, output: 0 };
-    gw.shared.usage.record(books, &plan.name, &target.name, Some(tokens), now);
+    let cost = gw.shared.usage.record(books, &plan.name, &target.name, Some(tokens), now);
+    if let Some(j) = &req.journal {
+        j.usage(tokens.input, 0, cost);
+        let tier = target.tier.as_str();
+        let served =
+            crate::journal::Served { model: &target.name, tier, rank: Some(target.rank), ..Default::default() };
+        j.served(served);
+    }
     if let Some(tab) = tab {
         super::keyed::add_usage(&gw, &tab, &target.name, prompt_tokens, 0);
     }

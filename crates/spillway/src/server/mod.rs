@@ -18,6 +18,7 @@ pub mod client_io;
 pub mod completions;
 pub mod conventions;
 pub mod embeddings;
+pub mod feedback;
 pub mod handoff_routes;
 pub mod keyed;
 pub mod kinds;

@@ -40,6 +40,7 @@ pub fn router(state: Arc<AppState>) -> Router {
         .merge(super::admin::router(state.clone()))
         .merge(super::handoff_routes::client_routes())
         .merge(super::stored_routes::routes())
+        .merge(super::feedback::routes())
         // After every route is added: it applies to the routes present.
         .method_not_allowed_fallback(wrong_method)
         .fallback(no_route)

@@ -35,6 +35,9 @@ use std::sync::Arc;
 use tokio::sync::{broadcast, mpsc, watch};
 use tokio_util::sync::CancellationToken;
 
+/// The store key of a model's quality demotion: `quality:` and its ref.
+pub const QUALITY_PREFIX: &str = "quality:";
+
 /// Local changes handled per batch (then the inbound side gets a turn).
 const BATCH: usize = 512;
 /// Dead marks and revives kept while the store is unreachable.
@@ -158,6 +161,14 @@ impl StateSync {
             LocalChange::Ttft { key, ms } => self.store.record_ttft(key, *ms).await,
             LocalChange::Revived { key } => self.store.revive(key).await,
             LocalChange::BreakerClosed { key } => self.store.close_breaker(key).await,
+            // A quality demotion travels as a mark on `quality:MODEL`
+            // (extended, never shortened, by every store), its end as a
+            // revive of that key.
+            LocalChange::Demoted { key, until_ms, reason } => {
+                let mark = StoredMark { until_ms: *until_ms, reason: reason.label().to_string() };
+                self.store.mark_dead(&format!("{QUALITY_PREFIX}{key}"), mark, now).await.map(drop)
+            }
+            LocalChange::Restored { key } => self.store.revive(&format!("{QUALITY_PREFIX}{key}")).await,
         };
         let Err(e) = result else {
             return None;
@@ -328,6 +339,14 @@ pub fn start_redis(
 pub fn apply(health: &HealthRegistry, change: &StateChange, cfg: &BreakerConfig) {
     use StateChange as C;
     match change {
+        C::Dead { key, mark } if key.starts_with(QUALITY_PREFIX) => {
+            let model = &key[QUALITY_PREFIX.len()..];
+            let reason = crate::quality::Signal::parse(&mark.reason).unwrap_or(crate::quality::Signal::Empty);
+            health.model(model).quality.demote_remote(mark.until_ms, reason);
+        }
+        C::Revived { key } if key.starts_with(QUALITY_PREFIX) => {
+            health.model(&key[QUALITY_PREFIX.len()..]).quality.restore();
+        }
         C::Dead { key, mark } => {
             let reason = DeadReason::parse(&mark.reason).unwrap_or(DeadReason::RateLimited);
             match key.strip_prefix("provider:") {
@@ -356,7 +375,13 @@ fn keep(change: LocalChange) -> Option<(String, Pending)> {
     match change {
         LocalChange::Dead { key, until_ms, reason } => Some((key, Pending::Dead(until_ms, reason))),
         LocalChange::Revived { key } => Some((key, Pending::Revived)),
-        LocalChange::Outcome { .. } | LocalChange::Ttft { .. } | LocalChange::BreakerClosed { .. } => None,
+        // Quality demotions are not replayed after an outage: each
+        // instance judges its own answers meanwhile.
+        LocalChange::Outcome { .. }
+        | LocalChange::Ttft { .. }
+        | LocalChange::BreakerClosed { .. }
+        | LocalChange::Demoted { .. }
+        | LocalChange::Restored { .. } => None,
     }
 }
 

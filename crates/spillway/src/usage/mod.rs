@@ -22,6 +22,7 @@ pub use crate::api::completion::Tokens;
 use crate::cascade::CascadePlan;
 use crate::config::{Config, Price};
 use crate::discovery::DiscoveryState;
+use crate::journal::Journal;
 use crate::metrics::{Metrics, UsageHandles};
 use crate::state::StateStatus;
 use std::collections::{HashMap, HashSet};
@@ -73,11 +74,15 @@ impl OwnedBooks {
 
     /// A meter for a stream answering in `cascade`: records each attempt's
     /// tokens against its own model (see `cascade::stream::Meter`).
-    pub fn meter(&self, cascade: &str) -> crate::cascade::stream::Meter {
+    /// The request's journal, when it has one, gets the same counts.
+    pub fn meter(&self, cascade: &str, journal: Option<Arc<Journal>>) -> crate::cascade::stream::Meter {
         let (books, cascade) = (self.clone(), cascade.to_string());
         Box::new(move |target, tokens| {
             let b = books.books(Some(&target.metrics.usage));
-            books.ledger.record(b, &cascade, &target.name, Some(tokens), crate::health::clock::now_ms());
+            let cost = books.ledger.record(b, &cascade, &target.name, Some(tokens), crate::health::clock::now_ms());
+            if let Some(j) = &journal {
+                j.usage(tokens.input, tokens.output, cost);
+            }
         })
     }
 }
@@ -122,12 +127,18 @@ pub struct Ledger {
 }
 
 impl Ledger {
-    /// Counts one answer's `usage` (`prompt_tokens`, `completion_tokens`).
-    pub fn record(&self, b: Books<'_>, cascade: &str, model_ref: &str, usage: Option<Tokens>, now_ms: u64) {
-        let Some(Tokens { input, output }) = usage else { return };
-        let Some((provider, model)) = model_ref.split_once('/') else {
-            return;
-        };
+    /// Counts one answer's `usage` (`prompt_tokens`, `completion_tokens`);
+    /// returns its cost in USD, `None` when the model has no known price.
+    pub fn record(
+        &self,
+        b: Books<'_>,
+        cascade: &str,
+        model_ref: &str,
+        usage: Option<Tokens>,
+        now_ms: u64,
+    ) -> Option<f64> {
+        let Tokens { input, output } = usage?;
+        let (provider, model) = model_ref.split_once('/')?;
         let m = b.metrics;
         let fresh = UsageHandles::default();
         let handles = b.handles.unwrap_or(&fresh);
@@ -142,22 +153,23 @@ impl Ledger {
                 drop(warned);
                 tracing::warn!(model = model_ref, "A model without a known price answered; counting its cost as 0.");
             }
-            return;
+            return None;
         };
         let cost = (input as f64 * p.input + output as f64 * p.output) / 1e6;
         if cost <= 0.0 {
-            return;
+            return Some(0.0);
         }
         handles.cost(m, cascade, provider, model).inc_by(cost);
         let day = now_ms / DAY_MS;
         let limit = b.config.cascades.get(cascade).and_then(|c| c.daily_budget_usd);
         if limit.is_none() {
-            return;
+            return Some(cost);
         }
         *self.pending.lock().unwrap_or_else(PoisonError::into_inner).entry((cascade.to_string(), day)).or_insert(0) +=
             (cost * 1e6).round() as u64;
         let total = self.add(cascade, day, cost);
         self.check_budget(b, cascade, day, total - cost, total);
+        Some(cost)
     }
 
     /// Adds `usd` to today's spend of `cascade`; returns the new total.
@@ -220,6 +232,7 @@ pub fn observe(
     plan: &CascadePlan,
     served: &crate::cascade::Served,
     started_ms: u64,
+    journal: Option<&Journal>,
 ) {
     let now = crate::health::clock::now_ms();
     // Fallback traffic by position: anything but the cascade's first model
@@ -236,7 +249,10 @@ pub fn observe(
             // characters a token of the answer.
             let tokens =
                 c.tokens().or_else(|| Some(Tokens { input: served.prompt_tokens, output: c.completion_tokens() }));
-            ledger.record(b, &served.cascade, &served.model, tokens, now);
+            let cost = ledger.record(b, &served.cascade, &served.model, tokens, now);
+            if let (Some(j), Some(t)) = (journal, tokens) {
+                j.usage(t.input, t.output, cost);
+            }
         }
     }
 }

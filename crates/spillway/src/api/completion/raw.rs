@@ -105,6 +105,11 @@ impl RawCompletion {
         self.stamp = Some(stamp);
     }
 
+    /// The upstream's body as it came (or as it was assembled).
+    pub fn body(&self) -> &[u8] {
+        &self.bytes
+    }
+
     /// It carries some content or a refusal (tool calls take the general
     /// path).
     pub fn has_answer(&self) -> bool {

@@ -70,6 +70,39 @@ impl Completion {
         }
     }
 
+    /// What the quality judge reads of choice 0: its content, whether it
+    /// called a tool, whether it refused. A checked body is read with a
+    /// borrowing parse of the fields it needs (once, at the answer's end).
+    pub fn first_choice(&self) -> FirstChoice {
+        match self {
+            Self::Value(v) => {
+                let choice = v.pointer("/choices/0");
+                let message = choice.and_then(|c| c.get("message"));
+                let field = |k: &str| message.and_then(|m| m.get(k));
+                FirstChoice {
+                    content: field("content").and_then(Value::as_str).unwrap_or_default().to_string(),
+                    tool_called: field("tool_calls").and_then(Value::as_array).is_some_and(|c| !c.is_empty()),
+                    refusal: field("refusal").and_then(Value::as_str).is_some_and(|r| !r.is_empty())
+                        || choice.and_then(|c| c.get("finish_reason")).and_then(Value::as_str)
+                            == Some("content_filter"),
+                }
+            }
+            Self::Raw(r) => {
+                let Ok(lite) = serde_json::from_slice::<lite::Body<'_>>(r.body()) else {
+                    return FirstChoice::default();
+                };
+                let Some(choice) = lite.choices.into_iter().next() else { return FirstChoice::default() };
+                let message = choice.message.unwrap_or_default();
+                FirstChoice {
+                    content: message.content.map(std::borrow::Cow::into_owned).unwrap_or_default(),
+                    tool_called: message.tool_calls.is_some_and(|c| !c.is_empty()),
+                    refusal: message.refusal.is_some_and(|r| !r.is_empty())
+                        || choice.finish_reason.as_deref() == Some("content_filter"),
+                }
+            }
+        }
+    }
+
     /// The body the client receives.
     pub fn to_bytes(&self) -> Vec<u8> {
         match self {
@@ -93,4 +126,46 @@ fn completion_tokens(v: &Value) -> u64 {
         .map(|t| t.chars().count())
         .sum();
     estimate_tokens(chars)
+}
+
+/// Choice 0 as the quality judge reads it ([`Completion::first_choice`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct FirstChoice {
+    /// Its content (empty when it has none).
+    pub content: String,
+    /// It called a tool.
+    pub tool_called: bool,
+    /// It refused (`refusal`, or a `content_filter` finish).
+    pub refusal: bool,
+}
+
+/// The fields [`Completion::first_choice`] reads of a checked body; the
+/// rest is skipped unparsed.
+mod lite {
+    use serde::Deserialize;
+    use std::borrow::Cow;
+
+    #[derive(Deserialize)]
+    pub(super) struct Body<'a> {
+        #[serde(borrow, default)]
+        pub choices: Vec<Choice<'a>>,
+    }
+
+    #[derive(Deserialize)]
+    pub(super) struct Choice<'a> {
+        #[serde(borrow, default)]
+        pub message: Option<Message<'a>>,
+        #[serde(borrow, default)]
+        pub finish_reason: Option<Cow<'a, str>>,
+    }
+
+    #[derive(Deserialize, Default)]
+    pub(super) struct Message<'a> {
+        #[serde(borrow, default)]
+        pub content: Option<Cow<'a, str>>,
+        #[serde(borrow, default)]
+        pub refusal: Option<Cow<'a, str>>,
+        #[serde(default)]
+        pub tool_calls: Option<Vec<serde::de::IgnoredAny>>,
+    }
 }

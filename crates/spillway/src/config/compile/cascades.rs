@@ -190,6 +190,7 @@ pub(super) fn compile_cascade(
         daily_budget_usd,
         continue_streams: c.continue_streams.unwrap_or(true),
         breakers,
+        quality: c.quality.map(|q| super::quality::compile_quality(cx, &format!("{path}.quality"), q)),
     })
 }
 

@@ -11,6 +11,7 @@ use super::*;
 use std::collections::HashSet;
 
 mod alerts;
+mod canary;
 mod cascades;
 mod handoff;
 mod health;
@@ -21,8 +22,10 @@ mod load;
 mod prompts;
 mod providers;
 mod providers_cloud;
+mod quality;
 mod responses;
 mod server;
+mod telemetry;
 
 use alerts::compile_alerts;
 use cascades::{check_embedding_cascade, compile_cascade};
@@ -32,6 +35,7 @@ use prompts::compile_prompt;
 use providers::compile_provider;
 use responses::compile_responses;
 use server::{compile_server, compile_state};
+use telemetry::compile_telemetry;
 
 /// Collects errors while compiling.
 struct Ctx {
@@ -117,6 +121,8 @@ pub fn compile(input: (RawConfig, Vec<ConfigError>), source: Option<&Path>) -> R
     let responses = compile_responses(&mut cx, raw.responses.unwrap_or_default());
     let keys = keys::compile_keys(&mut cx, raw.keys, &cascades, &server.api_keys);
     let fairness = keys::compile_fairness(&mut cx, raw.fairness.unwrap_or_default());
+    let telemetry = compile_telemetry(&mut cx, raw.telemetry.unwrap_or_default(), &base_dir);
+    let canaries = canary::compile_canaries(&mut cx, raw.canaries, &cascades, &providers);
 
     if cx.errors.is_empty() {
         Ok(Config {
@@ -134,10 +140,27 @@ pub fn compile(input: (RawConfig, Vec<ConfigError>), source: Option<&Path>) -> R
             responses,
             keys,
             fairness,
+            telemetry,
+            canaries,
         })
     } else {
         Err(ConfigErrors(cx.errors))
     }
+}
+
+/// Extra HTTP headers (`providers.*.headers`, `telemetry.otlp.headers`):
+/// valid names and values, the values kept as secrets.
+fn compile_headers(cx: &mut Ctx, path: &str, raw: IndexMap<String, String>) -> Vec<(String, Secret)> {
+    let mut headers = Vec::new();
+    for (k, v) in raw {
+        if http::HeaderName::from_bytes(k.as_bytes()).is_err() {
+            cx.err(format!("{path}.{k}"), "invalid header name");
+        } else if http::HeaderValue::from_str(&v).is_err() {
+            cx.err(format!("{path}.{k}"), "invalid header value");
+        }
+        headers.push((k, Secret::new(v)));
+    }
+    headers
 }
 
 fn check_url(cx: &mut Ctx, path: &str, url: &str) {

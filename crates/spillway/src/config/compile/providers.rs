@@ -168,15 +168,7 @@ pub(super) fn compile_provider(
     });
     let price = price.or(kind_price);
     let breaker = p.breaker.map(|b| super::health::compile_breaker(cx, &format!("{path}.breaker"), &b, breaker));
-    let mut headers = Vec::new();
-    for (k, v) in p.headers.unwrap_or_default() {
-        if http::HeaderName::from_bytes(k.as_bytes()).is_err() {
-            cx.err(format!("{path}.headers.{k}"), "invalid header name");
-        } else if http::HeaderValue::from_str(&v).is_err() {
-            cx.err(format!("{path}.headers.{k}"), "invalid header value");
-        }
-        headers.push((k, Secret::new(v)));
-    }
+    let headers = super::compile_headers(cx, &format!("{path}.headers"), p.headers.unwrap_or_default());
     Some(ProviderConfig {
         name: name.to_string(),
         kind,
@@ -342,6 +334,22 @@ pub(super) fn compile_behavior(cx: &mut Ctx, path: &str, b: RawMockBehavior) -> 
         reply: b.reply,
         hang: b.hang.unwrap_or(false),
         outages,
+        wrong_script_rate: cx.share(&format!("{path}.wrong_script_rate"), b.wrong_script_rate, 0.0),
+        near_empty_rate: cx.share(&format!("{path}.near_empty_rate"), b.near_empty_rate, 0.0),
+        repeat_rate: cx.share(&format!("{path}.repeat_rate"), b.repeat_rate, 0.0),
+        bad_windows: b
+            .bad_windows
+            .unwrap_or_default()
+            .into_iter()
+            .enumerate()
+            .map(|(i, w)| {
+                let at = |f: &str| format!("{path}.bad_windows[{i}].{f}");
+                (
+                    cx.duration(&at("start"), Some(&w.start), Duration::ZERO),
+                    cx.duration(&at("duration"), Some(&w.duration), Duration::ZERO),
+                )
+            })
+            .collect(),
     }
 }
 

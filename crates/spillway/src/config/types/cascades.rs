@@ -173,6 +173,73 @@ pub struct CascadeConfig {
     /// `breakers`: breaker rules per model ref of this cascade, the
     /// provider's and `health.breaker` filled in.
     pub breakers: Vec<(ModelRef, BreakerConfig)>,
+    /// `quality`: when set, answers are judged and bad models demoted.
+    pub quality: Option<QualityConfig>,
+}
+
+/// `cascades.*.quality` as compiled.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct QualityConfig {
+    /// Recent answers kept per model.
+    pub window: u32,
+    /// Answers in the window before the rule applies.
+    pub min_answers: u32,
+    /// Bad share over which a model is demoted.
+    pub max_bad_share: f64,
+    /// Signals that make an answer bad.
+    pub signals: crate::quality::Signals,
+    /// The text judge's rules.
+    pub text: crate::quality::text::TextRules,
+    /// The first demotion's length.
+    pub demote_for: Duration,
+    /// The longest demotion.
+    pub demote_max: Duration,
+    /// One request in this many probes a demoted model whose period is over.
+    pub probe_every: u32,
+    /// Probe answers judged before restoring or demoting again.
+    pub probe_answers: u32,
+}
+
+impl QualityConfig {
+    /// The signals on unless a config names others: the ones a false
+    /// positive rarely causes. `json_repaired` (small models often need a
+    /// fence removed — that is what repair is for) and `refusal` (some
+    /// prompts should be refused) are counted but off.
+    pub fn default_signals() -> crate::quality::Signals {
+        use crate::quality::Signal as S;
+        crate::quality::Signals::of(&[
+            S::JsonInvalid,
+            S::ToolArgsInvalid,
+            S::Empty,
+            S::WrongScript,
+            S::Repetition,
+            S::Continued,
+            S::Feedback,
+            S::Canary,
+        ])
+    }
+
+    /// How long the `level`-th demotion in a row lasts: `demote_for`
+    /// doubled per level, at most `demote_max` (the breaker's backoff).
+    pub fn period(&self, level: u32) -> Duration {
+        self.demote_for.saturating_mul(1 << level.min(20)).min(self.demote_max)
+    }
+}
+
+impl Default for QualityConfig {
+    fn default() -> Self {
+        Self {
+            window: 50,
+            min_answers: 10,
+            max_bad_share: 0.3,
+            signals: Self::default_signals(),
+            text: crate::quality::text::TextRules::default(),
+            demote_for: Duration::from_secs(60),
+            demote_max: Duration::from_secs(1800),
+            probe_every: 10,
+            probe_answers: 3,
+        }
+    }
 }
 
 impl CascadeConfig {

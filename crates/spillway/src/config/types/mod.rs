@@ -1,5 +1,6 @@
 //! The compiled configuration's types, one file per section of the file.
 
+mod canary;
 mod cascades;
 mod health;
 mod keys;
@@ -9,7 +10,9 @@ mod redis_url;
 mod responses;
 mod rules;
 mod server;
+mod telemetry;
 
+pub use canary::*;
 pub use cascades::*;
 pub use health::*;
 pub use keys::*;
@@ -19,3 +22,4 @@ pub use redis_url::*;
 pub use responses::*;
 pub use rules::*;
 pub use server::*;
+pub use telemetry::*;

@@ -245,4 +245,26 @@ pub struct MockBehavior {
     pub hang: bool,
     /// Outage windows.
     pub outages: Vec<Outage>,
+    /// Share of text answers in the wrong script.
+    pub wrong_script_rate: f64,
+    /// Share of near-empty text answers.
+    pub near_empty_rate: f64,
+    /// Share of looping text answers.
+    pub repeat_rate: f64,
+    /// `(start, length)` windows the three shares apply in (empty: always).
+    pub bad_windows: Vec<(Duration, Duration)>,
+}
+
+impl MockBehavior {
+    /// The bad-answer shares in force `elapsed` after start-up:
+    /// wrong script, near-empty, looping.
+    pub fn bad_shares(&self, elapsed: Duration) -> (f64, f64, f64) {
+        let inside =
+            self.bad_windows.is_empty() || self.bad_windows.iter().any(|(s, d)| elapsed >= *s && elapsed < *s + *d);
+        if inside {
+            (self.wrong_script_rate, self.near_empty_rate, self.repeat_rate)
+        } else {
+            (0.0, 0.0, 0.0)
+        }
+    }
 }

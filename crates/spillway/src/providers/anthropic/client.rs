@@ -59,6 +59,7 @@ impl AnthropicAdapter {
 
     pub async fn call(&self, req: AttemptRequest<'_>) -> Result<Reply, AttemptError> {
         let asked = native::Asked::of(&req);
+        let ids = req.ids();
         let openai = Value::Object(req.body.into_owned());
         let mut body =
             super::to_anthropic(&openai, req.model_id, self.default_max_tokens).map_err(translate_failure)?;
@@ -69,7 +70,7 @@ impl AnthropicAdapter {
                 obj.insert("stream".into(), Value::Bool(true));
             }
         }
-        self.upstream.call::<Messages>(&body, asked, req.request_id, req.hints).await
+        self.upstream.call::<Messages>(&body, asked, ids, req.hints).await
     }
 }
 

@@ -89,6 +89,7 @@ impl BedrockAdapter {
 
     pub async fn call(&self, req: AttemptRequest<'_>) -> Result<Reply, AttemptError> {
         let asked = native::Asked::of(&req);
+        let ids = req.ids();
         let openai = Value::Object(req.body.into_owned());
         let body = super::to_converse(&openai).map_err(translate_failure)?;
         let bytes = native::encode(&body)?;
@@ -120,8 +121,8 @@ impl BedrockAdapter {
             }
             post = post.headers(extra);
         }
-        if let Some(id) = crate::providers::headers::request_id_value(req.request_id) {
-            post = post.header(crate::providers::headers::X_REQUEST_ID, id);
+        for (name, value) in crate::providers::headers::call_headers(ids) {
+            post = post.header(name, value);
         }
         let resp = native::send(post).await?;
         req.hints.set_upstream_id(amzn_request_id(resp.headers()));

@@ -46,10 +46,11 @@ impl GeminiAdapter {
 
     pub async fn call(&self, req: AttemptRequest<'_>) -> Result<Reply, AttemptError> {
         let asked = native::Asked::of(&req);
+        let ids = req.ids();
         let openai = Value::Object(req.body.into_owned());
         let body = super::to_gemini(&openai, req.model_id).map_err(translate_failure)?;
         let url = url(self.upstream.url(), req.model_id, req.stream);
-        self.upstream.call_at::<Generate>(&url, &body, asked, req.request_id, req.hints).await
+        self.upstream.call_at::<Generate>(&url, &body, asked, ids, req.hints).await
     }
 }
 

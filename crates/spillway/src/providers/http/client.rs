@@ -124,16 +124,21 @@ impl Endpoint {
 
     /// Posts `body` and returns the response head with its body to read.
     pub async fn post(&self, body: Bytes) -> Result<Response<Body>, HttpError> {
-        self.post_as(body, None).await
+        self.post_as(body, crate::providers::types::CallIds::default()).await
     }
 
-    /// [`Self::post`] with the client request's id as `x-request-id`.
-    pub async fn post_as(&self, body: Bytes, request_id: Option<HeaderValue>) -> Result<Response<Body>, HttpError> {
+    /// [`Self::post`] with the client request's id as `x-request-id` and
+    /// its trace's `traceparent`.
+    pub async fn post_as(
+        &self,
+        body: Bytes,
+        ids: crate::providers::types::CallIds<'_>,
+    ) -> Result<Response<Body>, HttpError> {
         let slot = pool::slot() % SLOTS;
         if let Some(mut sender) = self.pool.take(slot) {
             // Usually ready at once: it came back after its last body ended.
             if sender.ready().await.is_ok() {
-                match sender.try_send_request(self.request(body.clone(), request_id.clone())).await {
+                match sender.try_send_request(self.request(body.clone(), ids)).await {
                     Ok(resp) => return Ok(self.wrap(resp, sender, slot)),
                     // Not written at all: the upstream had closed this idle
                     // connection. Once more on a new one.
@@ -145,17 +150,17 @@ impl Endpoint {
         // Boxed: the TCP and TLS handshakes would otherwise make every
         // request's future larger (it is moved whole), pooled or not.
         let mut sender = Box::pin(self.connector.connect()).await?;
-        let resp = sender.send_request(self.request(body, request_id)).await.map_err(HttpError::Send)?;
+        let resp = sender.send_request(self.request(body, ids)).await.map_err(HttpError::Send)?;
         Ok(self.wrap(resp, sender, slot))
     }
 
-    fn request(&self, body: Bytes, request_id: Option<HeaderValue>) -> Request<Full<Bytes>> {
+    fn request(&self, body: Bytes, ids: crate::providers::types::CallIds<'_>) -> Request<Full<Bytes>> {
         let mut req = Request::new(Full::new(body));
         *req.method_mut() = http::Method::POST;
         *req.uri_mut() = self.uri.clone();
         *req.headers_mut() = self.headers.clone();
-        if let Some(id) = request_id {
-            req.headers_mut().insert(crate::providers::headers::X_REQUEST_ID, id);
+        for (name, value) in crate::providers::headers::call_headers(ids) {
+            req.headers_mut().insert(name, value);
         }
         req
     }

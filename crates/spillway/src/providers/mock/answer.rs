@@ -38,6 +38,8 @@ pub(super) struct Cx<'a> {
     pub behavior: &'a MockBehavior,
     pub body: &'a Map<String, Value>,
     pub schemas: &'a SchemaCache,
+    /// Time since start-up (for `bad_windows`).
+    pub elapsed: std::time::Duration,
 }
 
 /// One choice.
@@ -116,6 +118,9 @@ fn json_tokens(text: &str) -> u32 {
 }
 
 fn text_said(cx: &Cx<'_>, profile_factor: f64, max_tokens: Option<u32>) -> Said {
+    if let Some(bad) = bad_text(cx) {
+        return Said::Text { pieces: bad.split_inclusive(' ').map(|w| (w.to_owned(), 1)).collect(), finish: "stop" };
+    }
     let base = match &cx.behavior.reply {
         Some(r) => r.clone(),
         None => {
@@ -146,6 +151,29 @@ fn text_said(cx: &Cx<'_>, profile_factor: f64, max_tokens: Option<u32>) -> Said 
         words = rest.split_inclusive(' ').map(str::to_owned).collect();
     }
     Said::Text { pieces: words.into_iter().map(|w| (w, 1)).collect(), finish }
+}
+
+/// A bad answer, when the behaviour's shares draw one: in the wrong
+/// script, near-empty, or looping (a drifting, broken or overloaded model).
+fn bad_text(cx: &Cx<'_>) -> Option<String> {
+    let (wrong, empty, looping) = cx.behavior.bad_shares(cx.elapsed);
+    if wrong + empty + looping <= 0.0 {
+        return None;
+    }
+    let draw = fastrand::f64();
+    if draw < wrong {
+        let cyrillic = crate::quality::text::PromptFacts::of(&last_user_text(cx.body)).script
+            == Some(crate::quality::text::Script::Cyrillic);
+        return Some(if cyrillic {
+            "Sure! Here is the answer in English, although the question was asked in another language.".into()
+        } else {
+            "Конечно! Вот ответ по-русски, хотя вопрос задан на другом языке.".into()
+        });
+    }
+    if draw < wrong + empty {
+        return Some(".".into());
+    }
+    (draw < wrong + empty + looping).then(|| "I am not sure, let me think again. ".repeat(12).trim_end().to_string())
 }
 
 /// Characters of the partial answer an instructed mock repeats at the seam

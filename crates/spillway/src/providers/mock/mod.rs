@@ -136,7 +136,13 @@ impl MockProvider {
         guard.place = self.queues.enter(req.model_id, b).await;
         let working = b.concurrency.map_or(guard.count(), |c| guard.count().min(u64::from(c)));
         let pace = Pace::of(b, working);
-        let cx = answer::Cx { model: req.model_id, behavior: b, body: &req.body, schemas: &self.schemas };
+        let cx = answer::Cx {
+            model: req.model_id,
+            behavior: b,
+            body: &req.body,
+            schemas: &self.schemas,
+            elapsed: self.started.elapsed(),
+        };
         let answer = answer::answer(&cx, self.profile_factor(&req.body));
         self.daily.spend(req.model_id, b, u64::from(answer.prompt_tokens) + u64::from(answer.completion_tokens()));
         if !req.stream {

@@ -65,6 +65,8 @@ pub(super) async fn call(p: &MockProvider, body: Value, stream: bool) -> Result<
         accept_whole: false,
         hints: &hints,
         request_id: None,
+        traceparent: None,
+        tracestate: None,
     })
     .await
 }

@@ -54,13 +54,14 @@ impl YandexAdapter {
 
     pub async fn call(&self, req: AttemptRequest<'_>) -> Result<Reply, AttemptError> {
         let asked = native::Asked::of(&req);
+        let ids = req.ids();
         let mut openai = Value::Object(req.body.into_owned());
         if let Some(obj) = openai.as_object_mut() {
             // The translator reads `stream` from the body; the runner decides.
             obj.insert("stream".into(), Value::Bool(req.stream));
         }
         let body = super::to_yandex(&openai, &self.folder_id, req.model_id).map_err(translate_failure)?;
-        self.upstream.call::<Completion>(&body, asked, req.request_id, req.hints).await
+        self.upstream.call::<Completion>(&body, asked, ids, req.hints).await
     }
 }
 
