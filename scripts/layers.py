@@ -30,7 +30,7 @@ LAYERS = [
     ["load", "discovery"],
     ["alerts", "cascade"],
     ["usage", "handoff", "escalation"],
-    ["stored"],
+    ["stored", "tenancy"],
     ["gateway"],
     ["server"],
     ["app"],

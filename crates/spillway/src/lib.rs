@@ -37,4 +37,5 @@ pub mod state;
 pub mod stored;
 pub mod supervisor;
 pub mod telemetry;
+pub mod tenancy;
 pub mod usage;

@@ -34,6 +34,15 @@ impl fmt::Display for Secret {
     }
 }
 
+/// Lowercase hex SHA-256 of `value`: how virtual keys' secrets are kept
+/// (in the compiled config and the key store), so a leaked store or config
+/// dump holds no usable key. Secrets are random and long, so a plain hash
+/// (no salt, no stretching) is enough to make them unrecoverable.
+pub fn sha256_hex(value: &str) -> String {
+    let digest = ring::digest::digest(&ring::digest::SHA256, value.as_bytes());
+    digest.as_ref().iter().map(|b| format!("{b:02x}")).collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -43,5 +52,10 @@ mod tests {
         let s = Secret::new("sk-live-123");
         assert_eq!(format!("{s:?} {s}"), "*** ***");
         assert_eq!(s.expose(), "sk-live-123");
+    }
+
+    #[test]
+    fn hashes_are_sha256() {
+        assert_eq!(sha256_hex("abc"), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
     }
 }

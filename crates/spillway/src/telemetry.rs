@@ -100,6 +100,9 @@ pub struct RequestNotes {
     /// The client connection it came on (none for in-process calls): a
     /// streamed answer puts its deadline there.
     link: Option<std::sync::Arc<crate::client_link::ClientLink>>,
+    /// The OpenAI rate-limit headers of a virtual key's standing, set at
+    /// admission and sent on the answer whatever it is.
+    rate_headers: std::sync::OnceLock<Vec<(&'static str, String)>>,
     /// The request's journal, when the request log or traces are on.
     journal: std::sync::OnceLock<std::sync::Arc<crate::journal::Journal>>,
 }
@@ -117,6 +120,7 @@ impl RequestNotes {
             attempts: std::sync::atomic::AtomicU32::new(u32::MAX),
             retry_after_s: std::sync::atomic::AtomicU64::new(0),
             link,
+            rate_headers: std::sync::OnceLock::new(),
             journal: std::sync::OnceLock::new(),
         })
     }
@@ -153,6 +157,16 @@ impl RequestNotes {
     pub fn set_retry_after(&self, d: std::time::Duration) {
         let s = d.as_millis().div_ceil(1000).max(1);
         self.retry_after_s.store(u64::try_from(s).unwrap_or(u64::MAX), std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// Records a key's rate-limit headers (the first call wins).
+    pub fn set_rate_headers(&self, headers: Vec<(&'static str, String)>) {
+        let _ = self.rate_headers.set(headers);
+    }
+
+    /// The key's rate-limit headers, if any.
+    pub fn rate_headers(&self) -> &[(&'static str, String)] {
+        self.rate_headers.get().map_or(&[], Vec::as_slice)
     }
 
     /// The `Retry-After` seconds recorded, if any.

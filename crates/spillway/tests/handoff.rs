@@ -174,6 +174,7 @@ async fn owners_are_keyed_ids_and_items_under_the_old_id_stay_readable() {
         cascade: "support".into(),
         client_key_id: Some(key_id::legacy_id("key-a")),
         request_id: None,
+        user: None,
         messages: json!([{"role": "user", "content": "hi"}]),
         attempts: Vec::new(),
         created_ms: 1,

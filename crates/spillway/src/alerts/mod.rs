@@ -164,6 +164,19 @@ pub enum Event {
         /// The UTC day, `YYYY-MM-DD`.
         day: String,
     },
+    /// A virtual key passed 80 % of its budget.
+    KeyBudget {
+        /// Key id.
+        key: String,
+        /// Spent in the period, USD.
+        spent_usd: f64,
+        /// The budget, USD.
+        limit_usd: f64,
+        /// `day`, `month` or `total`.
+        per: String,
+        /// The period's number (one alert per key and period).
+        period: u64,
+    },
 }
 
 impl Event {
@@ -189,6 +202,7 @@ impl Event {
             Self::RedisDegraded { .. } => "redis_degraded".to_string(),
             Self::RedisRestored { .. } => "redis_restored".to_string(),
             Self::BudgetExhausted { cascade, day, .. } => format!("budget_exhausted:{cascade}:{day}"),
+            Self::KeyBudget { key, period, .. } => format!("key_budget:{key}:{period}"),
         }
     }
 
@@ -211,6 +225,7 @@ impl Event {
             Self::RedisDegraded { .. } => "redis_degraded",
             Self::RedisRestored { .. } => "redis_restored",
             Self::BudgetExhausted { .. } => "budget_exhausted",
+            Self::KeyBudget { .. } => "key_budget",
         }
     }
 

@@ -157,6 +157,19 @@ fn english(e: &Event, at_ms: u64) -> String {
             "Cascade {cascade} spent ${spent_usd:.2} of its ${limit_usd:.2} daily budget on {day}; \
              paid models are skipped until 00:00 UTC (since {at})."
         ),
+        Event::KeyBudget { key, spent_usd, limit_usd, per, .. } => format!(
+            "Key {key} spent ${spent_usd:.2} of its ${limit_usd:.2} budget per {per} ({:.0}%); past it, its requests get 429 insufficient_quota (since {at}).",
+            share(*spent_usd, *limit_usd)
+        ),
+    }
+}
+
+/// `spent` as a percentage of `limit`.
+fn share(spent: f64, limit: f64) -> f64 {
+    if limit > 0.0 {
+        spent / limit * 100.0
+    } else {
+        100.0
     }
 }
 
@@ -245,6 +258,10 @@ fn russian(e: &Event, at_ms: u64) -> String {
         Event::BudgetExhausted { cascade, spent_usd, limit_usd, day } => format!(
             "Каскад {cascade} потратил ${spent_usd:.2} из дневного бюджета ${limit_usd:.2} за {day}; \
              платные модели пропускаются до 00:00 UTC (с {at})."
+        ),
+        Event::KeyBudget { key, spent_usd, limit_usd, per, .. } => format!(
+            "Ключ {key} потратил ${spent_usd:.2} из бюджета ${limit_usd:.2} ({per}, {:.0}%); сверх него запросы получат 429 insufficient_quota (с {at}).",
+            share(*spent_usd, *limit_usd)
         ),
     }
 }

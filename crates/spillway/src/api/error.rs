@@ -115,6 +115,24 @@ pub enum ApiError {
     /// The store of responses cannot be reached.
     #[error("the response store is unavailable; retry shortly")]
     StoreUnavailable,
+    /// The virtual key may not use this cascade (its `cascades` list).
+    #[error("this key may not use `{0}`: ask for one of the cascades it is allowed")]
+    KeyNotAllowed(String),
+    /// A virtual key's (or its user's) rpm, tpm or `max_parallel` is reached.
+    #[error("{message}")]
+    RateLimited {
+        /// `requests` or `tokens` (OpenAI names the dimension in `type`).
+        dimension: &'static str,
+        /// What was reached and when to retry.
+        message: String,
+    },
+    /// A virtual key's (or its user's) budget is spent.
+    #[error("{0}")]
+    QuotaExceeded(String),
+    /// The shared store that counts key limits is down and the key says
+    /// `on_store_down: deny`.
+    #[error("the store that counts this key's limits is unavailable; retry shortly")]
+    LimitsUnavailable,
     /// The request's `model` is a cascade of another kind than the route
     /// serves (an embedding cascade on chat, or the reverse).
     #[error("`{cascade}` is {kind} cascade, and this endpoint needs {wanted} cascade: {fits}")]
@@ -139,7 +157,9 @@ impl ApiError {
             }
             Self::PreviousResponseNotFound(_) | Self::WrongKind { .. } => StatusCode::BAD_REQUEST,
             Self::ResponseNotFound(_) => StatusCode::NOT_FOUND,
-            Self::StoreUnavailable => StatusCode::SERVICE_UNAVAILABLE,
+            Self::StoreUnavailable | Self::LimitsUnavailable => StatusCode::SERVICE_UNAVAILABLE,
+            Self::KeyNotAllowed(_) => StatusCode::FORBIDDEN,
+            Self::RateLimited { .. } | Self::QuotaExceeded(_) => StatusCode::TOO_MANY_REQUESTS,
             Self::Unauthorized => StatusCode::UNAUTHORIZED,
             Self::ModelNotFound(_) | Self::NotFound | Self::NoRoute(_) => StatusCode::NOT_FOUND,
             Self::MethodNotAllowed { .. } => StatusCode::METHOD_NOT_ALLOWED,
@@ -174,6 +194,10 @@ impl ApiError {
             Self::ResponseNotFound(_) => ("invalid_request_error", Some("not_found")),
             Self::StoreUnavailable => ("server_error", Some("store_unavailable")),
             Self::WrongKind { .. } => ("invalid_request_error", Some("wrong_model_kind")),
+            Self::KeyNotAllowed(_) => ("permission_error", Some("model_not_allowed")),
+            Self::RateLimited { dimension, .. } => (dimension, Some("rate_limit_exceeded")),
+            Self::QuotaExceeded(_) => ("insufficient_quota", Some("insufficient_quota")),
+            Self::LimitsUnavailable => ("server_error", Some("limits_unavailable")),
         }
     }
 
@@ -198,7 +222,7 @@ impl ApiError {
         let (kind, code) = self.type_and_code();
         let param = match self {
             Self::InvalidField { param, .. } => Some(param.clone()),
-            Self::ModelNotFound(_) | Self::WrongKind { .. } => Some("model".to_string()),
+            Self::ModelNotFound(_) | Self::WrongKind { .. } | Self::KeyNotAllowed(_) => Some("model".to_string()),
             Self::PreviousResponseNotFound(_) => Some("previous_response_id".to_string()),
             Self::ContextLengthExceeded { .. } => Some("messages".to_string()),
             _ => None,
@@ -227,7 +251,7 @@ impl IntoResponse for ApiError {
             return resp;
         }
         let mut resp = (status, axum::Json(self.body())).into_response();
-        if matches!(self, Self::Overloaded | Self::ShuttingDown | Self::StoreUnavailable) {
+        if matches!(self, Self::Overloaded | Self::ShuttingDown | Self::StoreUnavailable | Self::LimitsUnavailable) {
             resp.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
         }
         resp

@@ -46,6 +46,11 @@ pub struct ChatRequest {
     /// The client key that sent it, when clients have keys: the handoff
     /// queue derives the item's owner from it ([`crate::handoff::key_id`]).
     pub caller: Option<crate::secret::Secret>,
+    /// The virtual key that sent it (`keys:`): stored responses and handoff
+    /// items are owned by it.
+    pub key_id: Option<String>,
+    /// The end user of a virtual key's request (kept with a handoff item).
+    pub end_user: Option<String>,
     /// The request's id (`x-request-id`): sent upstream with every attempt
     /// and kept with a handoff item.
     pub request_id: Option<crate::telemetry::RequestId>,
@@ -79,6 +84,8 @@ impl Clone for ChatRequest {
             shapes_output: self.shapes_output,
             wants_json: self.wants_json,
             caller: self.caller.clone(),
+            key_id: self.key_id.clone(),
+            end_user: self.end_user.clone(),
             request_id: self.request_id.clone(),
             journal: self.journal.clone(),
             user: self.user.clone(),
@@ -373,6 +380,8 @@ fn check<J: JsonView>(body: &J) -> Result<ChatRequest, ApiError> {
         shapes_output,
         wants_json,
         caller: None,
+        key_id: None,
+        end_user: None,
         request_id: None,
         journal: None,
         user,

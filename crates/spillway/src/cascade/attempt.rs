@@ -216,6 +216,7 @@ pub async fn once(
             let (head, rest) = peek(skipping(s, walk, target), token_deadline).await?;
             // The TTFT sample is the first token's, as for a stream.
             ticket.first_token(hints.exhausted_for());
+            note_quota(target, &hints);
             marked = true;
             let idle = walk.ctx.rules.timeouts.idle;
             Reply::Complete(super::whole::assemble(head, rest, idle, walk.deadline).await?)
@@ -260,9 +261,17 @@ pub async fn once(
     };
     if !marked {
         ticket.first_token(hints.exhausted_for());
+        note_quota(target, &hints);
     }
     let upstream_request_id = hints.upstream_id().map(str::to_string);
     Ok((answer, Learned { load_profile: prepared.load_profile, upstream_request_id }))
+}
+
+/// Keeps the share of its quota an answer said is left, for fair shares.
+fn note_quota(target: &Target, hints: &UpstreamHints) {
+    if let Some(q) = hints.quota_left() {
+        target.health.set_quota_left(q, crate::health::clock::now_ms());
+    }
 }
 
 /// How long `target` has for its first token: its provider's `first_token`

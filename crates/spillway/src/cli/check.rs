@@ -212,6 +212,11 @@ pub fn render(c: &Config) -> String {
         if c.server.api_keys.is_empty() { "(none)".to_string() } else { format!("{} x ***", c.server.api_keys.len()) },
         secret(c.server.admin_token.is_some())
     );
+    if !c.keys.is_empty() {
+        // Ids and limits only: the secrets are not even in the compiled config.
+        let ids: Vec<&str> = c.keys.iter().map(|k| k.id.as_str()).collect();
+        let _ = writeln!(out, "Keys: {} ({})", c.keys.len(), ids.join(", "));
+    }
     out
 }
 

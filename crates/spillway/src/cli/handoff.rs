@@ -36,22 +36,8 @@ pub enum Action {
 
 /// Runs the command.
 pub fn run(config_path: &Path, url: Option<String>, action: Action) -> ExitCode {
-    let target = match super::AdminTarget::resolve(config_path, url).and_then(|t| {
-        let token = t.token()?.to_string();
-        Ok((t.url, token))
-    }) {
-        Ok(t) => t,
-        Err(e) => {
-            eprintln!("{e}");
-            return ExitCode::from(1);
-        }
-    };
-    let (url, token) = (target.0, Some(target.1));
-    let runtime = match super::client_runtime() {
-        Ok(rt) => rt,
-        Err(code) => return code,
-    };
-    let result: Result<String, String> = runtime.block_on(async {
+    super::admin_command(config_path, url, |url, token| async move {
+        let token = Some(token);
         match action {
             Action::List { status, json } => {
                 let v = call(&url, token.as_deref(), &format!("/admin/handoff?status={status}"), None).await?;
@@ -68,17 +54,7 @@ pub fn run(config_path: &Path, url: Option<String>, action: Action) -> ExitCode 
                 Ok(format!("Closed {id} without an answer.\n"))
             }
         }
-    });
-    match result {
-        Ok(out) => {
-            print!("{out}");
-            ExitCode::SUCCESS
-        }
-        Err(e) => {
-            eprintln!("{e}");
-            ExitCode::from(1)
-        }
-    }
+    })
 }
 
 async fn call(url: &str, token: Option<&str>, path: &str, body: Option<Value>) -> Result<Value, String> {

@@ -9,6 +9,7 @@ pub mod discover;
 pub mod drill;
 pub mod handoff;
 pub mod healthcheck;
+pub mod keys;
 pub mod litellm;
 pub mod serve;
 pub mod status;
@@ -63,6 +64,15 @@ pub enum Command {
         #[arg(long, global = true)]
         url: Option<String>,
     },
+    /// A running gateway's virtual keys: create, list, show, revoke.
+    Keys {
+        /// `create`, `list`, `show` or `revoke`.
+        #[command(subcommand)]
+        action: keys::Action,
+        /// The gateway's base URL (default: the config's listen address).
+        #[arg(long, global = true)]
+        url: Option<String>,
+    },
     /// Replay a fault scenario against the real engine with mock providers; print a report and write an SVG chart.
     Drill {
         /// The scenario file (its `config` names the gateway config).
@@ -113,6 +123,7 @@ pub fn main() -> ExitCode {
         Command::Discover { json } => discover::run(&cli.config, json),
         Command::Status { url } => status::run(&cli.config, url),
         Command::Handoff { action, url } => handoff::run(&cli.config, url, action),
+        Command::Keys { action, url } => keys::run(&cli.config, url, action),
         Command::Drill { scenario, svg, json } => drill::run(&scenario, svg, json),
         Command::Healthcheck { url } => healthcheck::run(&cli.config, url),
         Command::Canary { json } => canary::run(&cli.config, json),
@@ -273,6 +284,44 @@ impl WithoutUrl for reqwest::Error {
 }
 
 /// A small runtime for a command's few HTTP calls; `Err` is the exit code.
+/// Runs an admin API command: resolves the gateway's URL and admin token,
+/// runs `work(url, token)` and prints what it returns (exit 0) or its
+/// error (exit 1).
+pub(crate) fn admin_command<F>(
+    config_path: &std::path::Path,
+    url: Option<String>,
+    work: impl FnOnce(String, String) -> F,
+) -> ExitCode
+where
+    F: std::future::Future<Output = Result<String, String>>,
+{
+    let target = AdminTarget::resolve(config_path, url).and_then(|t| {
+        let token = t.token()?.to_string();
+        Ok((t.url, token))
+    });
+    let (url, token) = match target {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("{e}");
+            return ExitCode::from(1);
+        }
+    };
+    let runtime = match client_runtime() {
+        Ok(rt) => rt,
+        Err(code) => return code,
+    };
+    match runtime.block_on(work(url, token)) {
+        Ok(out) => {
+            print!("{out}");
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("{e}");
+            ExitCode::from(1)
+        }
+    }
+}
+
 pub(crate) fn client_runtime() -> Result<tokio::runtime::Runtime, ExitCode> {
     tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(|e| {
         eprintln!("cannot start: {e}");

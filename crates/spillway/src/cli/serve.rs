@@ -81,7 +81,7 @@ pub fn run(path: &Path, listen: Option<&str>) -> ExitCode {
         let refused = crate::config::compile::listen::parse_listen(text).and_then(|addr| {
             let exposed = crate::config::compile::listen::exposed_without_keys(
                 addr,
-                !s.api_keys.is_empty(),
+                !s.api_keys.is_empty() || !config.keys.is_empty(),
                 s.allow_unauthenticated,
             );
             let generated = (s.generate_admin_token && !addr.ip().is_loopback())

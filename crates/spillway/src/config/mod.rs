@@ -9,6 +9,7 @@
 pub mod compile;
 pub mod env;
 pub mod raw;
+pub mod raw_keys;
 pub mod raw_responses;
 pub mod raw_size;
 pub mod raw_telemetry;
@@ -98,6 +99,10 @@ pub struct Config {
     pub handoff: HandoffConfig,
     /// `responses:`
     pub responses: ResponsesConfig,
+    /// `keys:` (virtual client keys).
+    pub keys: Vec<KeySpec>,
+    /// `fairness:`
+    pub fairness: FairnessConfig,
     /// `telemetry:`
     pub telemetry: TelemetryConfig,
     /// `canaries:`

@@ -14,6 +14,7 @@ use indexmap::IndexMap;
 use schemars::JsonSchema;
 use serde::Deserialize;
 
+pub use super::raw_keys::*;
 pub use super::raw_responses::*;
 pub use super::raw_size::RawSize;
 pub use super::raw_telemetry::*;
@@ -49,6 +50,11 @@ pub struct RawConfig {
     pub handoff: Option<RawHandoff>,
     /// What the gateway keeps of the Responses API (stored responses).
     pub responses: Option<RawResponses>,
+    /// Virtual client keys, each with its own limits, budget and cascades.
+    #[serde(default)]
+    pub keys: Vec<RawKey>,
+    /// How a shared free quota is shared between callers (keys and end users).
+    pub fairness: Option<RawFairness>,
     /// The request log and OpenTelemetry traces.
     pub telemetry: Option<RawTelemetry>,
     /// Canaries: a known prompt sent to models every `interval`, its answer

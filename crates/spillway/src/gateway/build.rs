@@ -42,6 +42,8 @@ pub struct Shared {
     pub usage: Arc<crate::usage::Ledger>,
     /// Client-invented model refs seen so far (bounded).
     pub unlisted: Arc<Unlisted>,
+    /// Virtual keys' counters and reservations.
+    pub tenancy: Arc<crate::tenancy::Tenancy>,
     /// The request log and traces (opened once, by `App::start`).
     pub telemetry: Arc<crate::export::Telemetry>,
 }
@@ -71,6 +73,8 @@ pub struct Gateway {
     /// This config generation's background jobs, shared by every gateway
     /// built from it (a discovery refresh's copies too).
     pub jobs: Arc<Generation>,
+    /// The config's virtual keys by the SHA-256 of their secret.
+    pub keys: Arc<crate::tenancy::admit::KeyIndex>,
 }
 
 impl Gateway {
@@ -86,7 +90,9 @@ impl Gateway {
         let cascades = plans(&config, &providers, shared);
         let load = Arc::new(crate::load::LoadRegistry::build(&config, &providers, &metrics));
         let prompts = Arc::new(crate::prompts::Prompts::build(&config.prompts));
+        let keys = Arc::new(crate::tenancy::admit::index(&config));
         Ok(Self {
+            keys,
             config: Arc::new(config),
             providers,
             cascades,
@@ -133,6 +139,10 @@ impl Gateway {
             limits: (&cfg.responses).into(),
         });
         jobs.spawn(crate::usage::flush::Flush { books: self.books() });
+        jobs.spawn(crate::tenancy::registry::KeySync {
+            tenancy: self.shared.tenancy.clone(),
+            state: cfg.state.clone(),
+        });
     }
 
     /// The narrow handle the cascade runner reads.

@@ -126,6 +126,13 @@ fn unhex(text: &str) -> Option<Vec<u8>> {
     (0..text.len()).step_by(2).map(|i| u8::from_str_radix(text.get(i..i + 2)?, 16).ok()).collect()
 }
 
+/// The owner of what virtual key `id` stores (responses, handoff items):
+/// `key:` and the id, which stays the same when the key's limits change and
+/// can never equal a plain key's HMAC id (those are hex).
+pub fn key_owner(id: &str) -> String {
+    format!("key:{id}")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

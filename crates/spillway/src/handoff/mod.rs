@@ -90,6 +90,9 @@ pub struct Item {
     /// The client request's id (`x-request-id`), to find its log lines.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub request_id: Option<String>,
+    /// The end user a virtual key's request named (`user`, `metadata.user_id`, `x-spillway-user`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub user: Option<String>,
     /// The request's `messages`, as sent.
     pub messages: Value,
     /// Every attempt, in order.
@@ -238,9 +241,10 @@ pub async fn queue(
     calls: u32,
 ) -> Result<Served, HandoffError> {
     let q = h.desk.queue(h.state).await?;
-    let owner = match &req.caller {
-        Some(key) => Some(q.key_ids().await?.id(key.expose())),
-        None => None,
+    let owner = match (&req.key_id, &req.caller) {
+        (Some(id), _) => Some(key_id::key_owner(id)),
+        (None, Some(key)) => Some(q.key_ids().await?.id(key.expose())),
+        (None, None) => None,
     };
     let item = Item {
         id: new_id(),
@@ -248,6 +252,7 @@ pub async fn queue(
         cascade: plan.name.clone(),
         client_key_id: owner,
         request_id: req.request_id.as_ref().map(|id| id.as_str().to_string()),
+        user: req.end_user.clone(),
         messages: req.body().get("messages").cloned().unwrap_or(Value::Null),
         attempts: attempts.iter().map(|a| StoredAttempt { model: a.model.clone(), reason: a.reason.clone() }).collect(),
         created_ms: crate::health::clock::now_ms(),

@@ -196,6 +196,7 @@ pub(crate) mod tests {
             closed: false,
             client_key_id: Some("k1".into()),
             request_id: None,
+            user: None,
             messages: json!([{"role": "user", "content": "help"}]),
             attempts: vec![super::super::StoredAttempt { model: "a/b".into(), reason: "rate_limited".into() }],
             created_ms,

@@ -124,6 +124,25 @@ pub fn reset_hint(headers: &HeaderMap, now: SystemTime) -> Option<Duration> {
         .max()
 }
 
+/// The share of the tightest quota an answer says is left (0..1): each
+/// `x-ratelimit-remaining-{requests,tokens}` over its
+/// `x-ratelimit-limit-*`. `None` when no pair is given.
+pub fn quota_left(headers: &HeaderMap) -> Option<f64> {
+    if !headers.keys().any(|k| k.as_str().starts_with("x-ratelimit-limit")) {
+        return None;
+    }
+    [
+        ("x-ratelimit-remaining-requests", "x-ratelimit-limit-requests"),
+        ("x-ratelimit-remaining-tokens", "x-ratelimit-limit-tokens"),
+    ]
+    .iter()
+    .filter_map(|(remaining, limit)| {
+        let (r, l) = (header(headers, remaining).and_then(number)?, header(headers, limit).and_then(number)?);
+        (l > 0.0).then(|| (r / l).clamp(0.0, 1.0))
+    })
+    .min_by(f64::total_cmp)
+}
+
 /// How long a 429 asks the gateway to leave the model alone: `retry_after`
 /// first; else the reset of a used-up quota ([`reset_hint`]); else the
 /// longest reset header of any kind. The middle step matters for Groq, whose

@@ -243,6 +243,10 @@ pub struct ModelHealth {
     /// Its answers' quality and its demotion (`health::quality`).
     pub quality: super::quality::QualityHealth,
     observer: Arc<Observer>,
+    /// The share of its quota the last answer said is left, in thousandths
+    /// plus one (0: never said), and when (unix ms): what fair shares read.
+    quota_left: std::sync::atomic::AtomicU32,
+    quota_at_ms: std::sync::atomic::AtomicU64,
 }
 
 impl ModelHealth {
@@ -255,6 +259,25 @@ impl ModelHealth {
             last_error: Mutex::new(None),
             quality: super::quality::QualityHealth::default(),
             observer,
+            quota_left: std::sync::atomic::AtomicU32::new(0),
+            quota_at_ms: std::sync::atomic::AtomicU64::new(0),
+        }
+    }
+
+    /// Records the share of its quota an answer said is left.
+    pub fn set_quota_left(&self, share: f64, now_ms: u64) {
+        let permille = (share.clamp(0.0, 1.0) * 1000.0).round() as u32;
+        self.quota_left.store(permille + 1, std::sync::atomic::Ordering::Relaxed);
+        self.quota_at_ms.store(now_ms, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// The share of its quota left, as the last answer within `fresh_ms` said.
+    pub fn quota_left(&self, now_ms: u64, fresh_ms: u64) -> Option<f64> {
+        let at = self.quota_at_ms.load(std::sync::atomic::Ordering::Relaxed);
+        match self.quota_left.load(std::sync::atomic::Ordering::Relaxed) {
+            0 => None,
+            _ if now_ms.saturating_sub(at) > fresh_ms => None,
+            n => Some(f64::from(n - 1) / 1000.0),
         }
     }
 

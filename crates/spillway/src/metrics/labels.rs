@@ -58,6 +58,17 @@ label_sets! {
     NormalizeLabels { provider, model, result }
     InFlightLabels { cascade, provider }
     QualityLabels { cascade, provider, model, signal }
+    KeyUserLabels { key, user }
+}
+
+/// `key`, `user` of `spillway_key_user_requests_total`: the first
+/// [`super::keys::MAX_USERS`] users of a key by name, the rest `other`.
+#[derive(Clone, Debug, Hash, PartialEq, Eq)]
+pub struct KeyUserLabels {
+    /// Key id.
+    pub key: String,
+    /// End user (escaped: it is the client's text).
+    pub user: String,
 }
 
 /// `cascade`, `provider`

@@ -11,6 +11,7 @@
 mod clients;
 mod console;
 mod handles;
+pub mod keys;
 mod labels;
 pub mod names;
 mod process;
@@ -110,6 +111,8 @@ pub struct Metrics {
     pub tallies: Tallies,
     /// `spillway_slow_client_cuts_total`
     pub clients: ClientMetrics,
+    /// `spillway_key_*`
+    pub keys: keys::KeyMetrics,
     /// `spillway_telemetry_dropped_total`, `spillway_telemetry_export_failures_total`
     pub telemetry: TelemetryMetrics,
 }
@@ -225,8 +228,10 @@ impl Metrics {
             stream_events_skipped.clone(),
         );
         let clients = ClientMetrics::register(&mut registry);
+        let keys = keys::KeyMetrics::register(&mut registry);
         let telemetry = TelemetryMetrics::register(&mut registry);
         Self {
+            keys,
             registry,
             requests,
             attempts,

@@ -48,6 +48,16 @@ pub const PROMPT_VARIANTS: &str = "spillway_prompt_variants";
 pub const IN_FLIGHT: &str = "spillway_in_flight";
 /// 1, with the version and build as labels.
 pub const BUILD_INFO: &str = "spillway_build_info";
+/// Requests of each virtual key: admitted or refused, by limit.
+pub const KEY_REQUESTS: &str = "spillway_key_requests";
+/// Tokens of each virtual key by kind.
+pub const KEY_TOKENS: &str = "spillway_key_tokens";
+/// Spend in USD of each virtual key.
+pub const KEY_COST: &str = "spillway_key_cost_usd";
+/// Admitted requests per end user of a key (top 20 by first use, then `other`).
+pub const KEY_USER_REQUESTS: &str = "spillway_key_user_requests";
+/// Requests of callers above their fair share sent past a low free quota.
+pub const FAIR_SHARE_DIVERSIONS: &str = "spillway_fair_share_diversions";
 /// Request log lines and spans dropped because their queue was full.
 pub const TELEMETRY_DROPPED: &str = "spillway_telemetry_dropped";
 /// Batches of spans the collector did not take (after retries).

@@ -95,6 +95,7 @@ pub(crate) async fn post_and_read(
     if let Some(reset) = crate::health::ratelimit::reset_hint(resp.headers(), std::time::SystemTime::now()) {
         req.hints.set_exhausted_for(reset);
     }
+    req.hints.set_quota_left(crate::health::ratelimit::quota_left(resp.headers()));
     let is_sse = resp
         .headers()
         .get(CONTENT_TYPE)

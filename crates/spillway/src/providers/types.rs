@@ -75,6 +75,9 @@ pub struct UpstreamHints {
     exhausted_ms: AtomicU64,
     /// The id the upstream gave this call (its `x-request-id`).
     upstream_id: std::sync::OnceLock<String>,
+    /// The share of its quota the answer said is left, in thousandths plus
+    /// one; 0 when it said nothing.
+    quota_left: std::sync::atomic::AtomicU32,
 }
 
 impl UpstreamHints {
@@ -82,6 +85,22 @@ impl UpstreamHints {
     pub fn set_exhausted_for(&self, d: Duration) {
         let ms = u64::try_from(d.as_millis()).unwrap_or(u64::MAX).max(1);
         self.exhausted_ms.store(ms, Ordering::Release);
+    }
+
+    /// Records the share of its quota an answer said is left (0..1).
+    pub fn set_quota_left(&self, share: Option<f64>) {
+        if let Some(q) = share.filter(|q| q.is_finite()) {
+            let permille = (q.clamp(0.0, 1.0) * 1000.0).round() as u32;
+            self.quota_left.store(permille + 1, Ordering::Release);
+        }
+    }
+
+    /// The share of its quota the answer said is left, if it said.
+    pub fn quota_left(&self) -> Option<f64> {
+        match self.quota_left.load(Ordering::Acquire) {
+            0 => None,
+            n => Some(f64::from(n - 1) / 1000.0),
+        }
     }
 
     /// Records the id the upstream gave its answer, if it sent one.

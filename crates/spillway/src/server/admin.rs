@@ -14,6 +14,7 @@ pub fn router(state: Arc<AppState>) -> Router<Arc<AppState>> {
     Router::new()
         .merge(crate::server::admin_state::routes())
         .merge(crate::server::admin_load::routes())
+        .merge(crate::server::admin_keys::routes())
         .merge(crate::server::admin_discovery::routes())
         .merge(crate::server::handoff_routes::admin_routes())
         .layer(axum::middleware::from_fn_with_state(state, require_token))

@@ -53,6 +53,30 @@ pub(crate) fn find<'a>(keys: &'a [Secret], given: &str) -> Option<&'a Secret> {
     })
 }
 
+/// Who sent a request with `token`: a virtual key (`keys:`), a plain key
+/// (`server.api_keys`), or anyone when neither is configured; 401 for a
+/// missing, unknown or expired key. The virtual key's id goes on the
+/// request's log lines.
+pub(crate) fn identify(
+    gw: &crate::gateway::Gateway,
+    token: Option<&str>,
+) -> Result<crate::tenancy::admit::Caller, crate::api::ApiError> {
+    let now = crate::health::clock::now_ms();
+    let caller = crate::tenancy::admit::identify(
+        &gw.keys,
+        &gw.shared.tenancy.registry,
+        &gw.config.server.api_keys,
+        |keys, t| find(keys, t).cloned(),
+        token,
+        now,
+    )
+    .ok_or(crate::api::ApiError::Unauthorized)?;
+    if let Some(k) = caller.key() {
+        tracing::Span::current().record("key", tracing::field::display(&k.id));
+    }
+    Ok(caller)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -15,6 +15,7 @@
 //! the same headers); `embeddings.rs` reuses [`admit`] and [`headers`].
 
 use super::auth;
+pub(super) use super::keyed::Who;
 use super::AppState;
 use crate::api::{ApiError, ChatRequest};
 use crate::cascade::{self, CascadePlan, NoAnswer, RequestOutcome, Served, ServedBody, Unanswered};
@@ -51,6 +52,8 @@ pub(super) struct Admitted {
     pub caller: Option<crate::secret::Secret>,
     /// `x-spillway-escalate: true`.
     pub escalate: bool,
+    /// The virtual key that sent it, and its `x-spillway-user`.
+    pub who: Who,
     pub permit: Permit,
     /// The request's id and what its error response will carry.
     pub notes: Arc<RequestNotes>,
@@ -75,10 +78,10 @@ where
     B: hyper::body::Body<Data = Bytes> + Send + 'static,
     B::Error: std::error::Error + Send + Sync + 'static,
 {
-    let Admitted { gw, body, caller, escalate, permit, notes } = admit(state, request, auth::bearer).await?;
+    let Admitted { gw, body, caller, escalate, who, permit, notes } = admit(state, request, auth::bearer).await?;
     let mut req = ChatRequest::parse(body)?;
     req.caller = caller;
-    let served = serve(&gw, req, escalate, &notes).await?;
+    let served = serve(&gw, req, escalate, &notes, &who).await?;
     Ok(respond(served, permit))
 }
 
@@ -101,11 +104,16 @@ where
     if let Some(journal) = gw.shared.telemetry.begin(notes.id.as_str(), request.uri().path(), request.headers()) {
         notes.set_journal(journal);
     }
-    let mut caller = None;
-    if !server.api_keys.is_empty() {
-        let key = key_from(request.headers()).ok_or(ApiError::Unauthorized)?;
-        caller = Some(auth::find(&server.api_keys, key).ok_or(ApiError::Unauthorized)?.clone());
-    }
+    let identified = auth::identify(&gw, key_from(request.headers()))?;
+    let caller = identified.plain().cloned();
+    let who = Who {
+        key: identified.key().cloned(),
+        user_header: request
+            .headers()
+            .get(super::keyed::X_SPILLWAY_USER)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_string),
+    };
     // The body first, bounded in size and time, and only then a slot: a
     // client trickling its body must not hold one of
     // `max_concurrent_requests` while others wait.
@@ -132,7 +140,7 @@ where
         return Err(ApiError::Overloaded);
     }
     let permit = Permit(state.clone());
-    Ok(Admitted { gw, body, caller, escalate, permit, notes })
+    Ok(Admitted { gw, body, caller, escalate, who, permit, notes })
 }
 
 /// The chat core every chat-shaped entry point runs once it has a
@@ -146,6 +154,7 @@ pub(super) async fn serve(
     mut req: ChatRequest,
     escalate: bool,
     notes: &RequestNotes,
+    who: &Who,
 ) -> Result<Served, ApiError> {
     req.request_id = Some(notes.id.clone());
     req.journal = notes.journal().cloned();
@@ -155,10 +164,22 @@ pub(super) async fn serve(
     let plan = gw
         .resolve(&req.model)
         .ok_or_else(|| super::kinds::unresolved(gw, &req.model, crate::config::CascadeKind::Chat))?;
+    if let Some(key) = &who.key {
+        req.key_id = Some(key.id.clone());
+        req.end_user = crate::tenancy::admit::end_user(who.user_header.as_deref(), req.body());
+        super::keyed::allowed(key, &plan.name, &req.model)?;
+    }
     let (plan, escalated) =
         crate::escalation::rules::choose(&gw.config.escalation, &gw.cascades, &gw.metrics, plan, &req, escalate);
     let now = crate::health::clock::now_ms();
     let plan = gw.shared.usage.budget_plan(&gw.config, &gw.shared.discovery, plan, now);
+    let plan = super::keyed::fair_plan(gw, plan, who, &req, now);
+    // The key's share, reserved before the runner and settled when the
+    // answer ends (the tab drops: here, or with the stream's meter).
+    let tab = match &who.key {
+        Some(key) => Some(super::keyed::admit(gw, key, who, &req, &plan, notes).await?),
+        None => None,
+    };
     if let Some(j) = &req.journal {
         j.request(&plan.name, &req.model, req.stream, "chat");
     }
@@ -187,8 +208,11 @@ pub(super) async fn serve(
         });
     }
     crate::usage::observe((&**gw).into(), &gw.shared.usage, &plan, &served, now, journal);
+    if let Some(tab) = &tab {
+        super::keyed::whole_usage(gw, tab, &served);
+    }
     if let ServedBody::Forward(f) = &mut served.body {
-        f.meter(gw.books().meter(&plan.name, req.journal.clone()));
+        f.meter(super::keyed::meter(gw, gw.books().meter(&plan.name, req.journal.clone()), tab));
         if let Some(link) = notes.link() {
             f.bind(link.clone());
         }

@@ -23,11 +23,11 @@ pub async fn completions(State(state): State<Arc<AppState>>, request: Request) -
 }
 
 async fn respond(state: Arc<AppState>, request: Request) -> Result<Response, ApiError> {
-    let Admitted { gw, body, caller, escalate, permit, notes } = admit(state, request, bearer).await?;
+    let Admitted { gw, body, caller, escalate, who, permit, notes } = admit(state, request, bearer).await?;
     let (chat_body, echo) = to_chat(&body)?;
     let mut req = ChatRequest::from_map(chat_body)?;
     req.caller = caller;
-    let served = chat::serve(&gw, req, escalate, &notes).await?;
+    let served = chat::serve(&gw, req, escalate, &notes, &who).await?;
     Ok(respond_with(served, permit, move |answer| match answer {
         Answer::Whole(bytes) => {
             let chat: serde_json::Value = serde_json::from_slice(&bytes).unwrap_or_default();

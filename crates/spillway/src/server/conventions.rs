@@ -35,7 +35,9 @@ const X_ATTEMPTS: HeaderName = HeaderName::from_static("x-spillway-attempts");
 /// What a browser may read of a cross-origin answer.
 const EXPOSE: &str = "x-request-id, request-id, retry-after, x-spillway-cascade, x-spillway-model, \
 x-spillway-tier, x-spillway-attempts, x-spillway-load-profile, x-spillway-handoff-id, x-spillway-escalated, \
-x-spillway-upstream-request-id, x-spillway-rank, x-spillway-quality";
+x-spillway-upstream-request-id, x-spillway-rank, x-spillway-quality, x-ratelimit-limit-requests, \
+x-ratelimit-remaining-requests, x-ratelimit-reset-requests, x-ratelimit-limit-tokens, x-ratelimit-remaining-tokens, \
+x-ratelimit-reset-tokens";
 
 /// A request at the front door: its notes, and what [`leave`] needs.
 pub(super) struct Entered {
@@ -58,7 +60,13 @@ pub(super) fn enter<B>(
     if let Some(c) = cors.filter(|_| is_preflight(req)) {
         return Err(Box::new(preflight(c, req.headers(), allowed_origin, &notes)));
     }
-    let span = tracing::info_span!("request", request_id = %notes.id);
+    // `key` and `user` are filled in once a virtual key is identified.
+    let span = tracing::info_span!(
+        "request",
+        request_id = %notes.id,
+        key = tracing::field::Empty,
+        user = tracing::field::Empty
+    );
     req.extensions_mut().insert(notes.clone());
     Ok(Entered { notes, span, allowed_origin })
 }
@@ -86,8 +94,14 @@ pub(super) fn leave(mut resp: Response, entered: Entered) -> Response {
         if !h.contains_key(X_ATTEMPTS) {
             h.insert(X_ATTEMPTS, HeaderValue::from(notes.attempts()));
         }
-        if let Some(s) = notes.retry_after_s().filter(|_| status == StatusCode::SERVICE_UNAVAILABLE) {
+        let backs_off = status == StatusCode::SERVICE_UNAVAILABLE || status == StatusCode::TOO_MANY_REQUESTS;
+        if let Some(s) = notes.retry_after_s().filter(|_| backs_off) {
             h.insert(header::RETRY_AFTER, HeaderValue::from(s));
+        }
+    }
+    for (name, value) in notes.rate_headers() {
+        if let Ok(v) = HeaderValue::from_str(value) {
+            resp.headers_mut().insert(HeaderName::from_static(name), v);
         }
     }
     if let Some(origin) = allowed_origin {

@@ -32,7 +32,7 @@ pub async fn embeddings(State(state): State<Arc<AppState>>, request: Request) ->
 }
 
 async fn embed(state: Arc<AppState>, request: Request) -> Result<Response, ApiError> {
-    let Admitted { gw, body, caller, permit, notes, .. } = admit(state, request, bearer).await?;
+    let Admitted { gw, body, caller, who, permit, notes, .. } = admit(state, request, bearer).await?;
     let mut req = EmbeddingRequest::parse(&body)?;
     req.caller = caller;
     req.request_id = Some(notes.id.clone());
@@ -56,6 +56,15 @@ async fn embed(state: Arc<AppState>, request: Request) -> Result<Response, ApiEr
     }
     let now = crate::health::clock::now_ms();
     let plan = gw.shared.usage.budget_plan(&gw.config, &gw.shared.discovery, plan, now);
+    let tab = match &who.key {
+        Some(key) => {
+            super::keyed::allowed(key, &plan.name, &req.model)?;
+            let user = who.user_header.clone().or_else(|| req.user.clone());
+            let (tokens, usd) = super::keyed::embedding_reservation(&gw, &plan, req.input.tokens());
+            Some(super::keyed::admit_tokens(&gw, key, user, tokens, usd, &notes).await?)
+        }
+        None => None,
+    };
     if let Some(j) = &req.journal {
         j.request(&plan.name, &req.model, false, "embeddings");
     }
@@ -92,6 +101,9 @@ async fn embed(state: Arc<AppState>, request: Request) -> Result<Response, ApiEr
         let served =
             crate::journal::Served { model: &target.name, tier, rank: Some(target.rank), ..Default::default() };
         j.served(served);
+    }
+    if let Some(tab) = tab {
+        super::keyed::add_usage(&gw, &tab, &target.name, prompt_tokens, 0);
     }
     let bytes = encode(&target.name, &done.vectors.data, req.base64, prompt_tokens);
     let mut r = Response::new(Body::from(bytes));

@@ -10,6 +10,7 @@
 use super::{auth, AppState};
 use crate::api::ApiError;
 use crate::handoff::{self, Answered, Status};
+use crate::tenancy::admit::Caller;
 use axum::body::Bytes;
 use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, StatusCode};
@@ -49,14 +50,9 @@ fn not_found(id: &str) -> Response {
 
 async fn client_get(State(state): State<Arc<AppState>>, Path(id): Path<String>, headers: HeaderMap) -> Response {
     let gw = state.gateway.load_full();
-    let keys = &gw.config.server.api_keys;
-    let caller = if keys.is_empty() {
-        None
-    } else {
-        match auth::bearer(&headers).and_then(|k| auth::find(keys, k)) {
-            Some(k) => Some(k),
-            None => return ApiError::Unauthorized.into_response(),
-        }
+    let caller = match auth::identify(&gw, auth::bearer(&headers)) {
+        Ok(c) => c,
+        Err(e) => return e.into_response(),
     };
     let q = match gw.shared.handoff.queue(&gw.config.state).await {
         Ok(q) => q,
@@ -69,10 +65,11 @@ async fn client_get(State(state): State<Arc<AppState>>, Path(id): Path<String>, 
         Ok(None) => return not_found(&id),
         Err(e) => return unavailable(&e),
     };
-    let readable = match (item.client_key_id.as_deref(), caller) {
+    let readable = match (item.client_key_id.as_deref(), &caller) {
         (None, _) => true,
-        (Some(owner), Some(key)) => q.owns(owner, key.expose()).await,
-        (Some(_), None) => false,
+        (Some(owner), Caller::Key(k)) => owner == handoff::key_id::key_owner(&k.id),
+        (Some(owner), Caller::Plain(key)) => q.owns(owner, key.expose()).await,
+        (Some(_), Caller::Anyone) => false,
     };
     if readable {
         Json(handoff::client_view(&item)).into_response()

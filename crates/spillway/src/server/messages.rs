@@ -65,11 +65,11 @@ pub async fn messages(State(state): State<Arc<AppState>>, request: Request) -> R
 
 async fn respond(state: Arc<AppState>, request: Request) -> Result<Response, ApiError> {
     check_version(request.headers())?;
-    let Admitted { gw, body, caller, escalate, permit, notes } = admit(state, request, api_key).await?;
+    let Admitted { gw, body, caller, escalate, who, permit, notes } = admit(state, request, api_key).await?;
     let mut req = ChatRequest::from_map(to_chat(&body, false)?)?;
     req.caller = caller;
     let input_tokens = req.prompt_tokens;
-    let served = chat::serve(&gw, req, escalate, &notes).await?;
+    let served = chat::serve(&gw, req, escalate, &notes, &who).await?;
     let model = served.model.clone();
     let mut r = respond_with(served, permit, move |answer| match answer {
         Answer::Whole(bytes) => {

@@ -8,6 +8,7 @@
 
 pub mod admin;
 pub mod admin_discovery;
+pub mod admin_keys;
 pub mod admin_load;
 pub mod admin_state;
 pub mod aliases;
@@ -19,6 +20,7 @@ pub mod conventions;
 pub mod embeddings;
 pub mod feedback;
 pub mod handoff_routes;
+pub mod keyed;
 pub mod kinds;
 pub mod messages;
 pub mod responses;

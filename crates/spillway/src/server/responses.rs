@@ -49,14 +49,14 @@ pub(super) fn stores(gw: &Gateway) -> Stores<'_> {
 }
 
 async fn respond(state: Arc<AppState>, request: Request) -> Result<Response, ApiError> {
-    let Admitted { gw, body, caller, escalate, permit, notes } = admit(state, request, bearer).await?;
+    let Admitted { gw, body, caller, escalate, who, permit, notes } = admit(state, request, bearer).await?;
     let body = history::parse(&body)?;
     let refs = history::references(&body)?;
     let keeps = gw.config.responses.store;
     let wants_store = keeps && !history::store_refused(&body);
     // The store is opened only when this request reads or writes it.
     let turn = if keeps && (wants_store || !refs.is_empty()) {
-        match Turn::open(stores(&gw), caller.as_ref()).await {
+        match Turn::open(stores(&gw), caller.as_ref(), who.key.as_ref().map(|k| k.id.as_str())).await {
             Ok(t) => Some(t),
             Err(e) if refs.is_empty() => {
                 // Answer anyway; only storing it is off.
@@ -78,7 +78,7 @@ async fn respond(state: Arc<AppState>, request: Request) -> Result<Response, Api
     echo.store = stored;
     let mut req = ChatRequest::from_map(chat_body)?;
     req.caller = caller;
-    let served = chat::serve(&gw, req, escalate, &notes).await?;
+    let served = chat::serve(&gw, req, escalate, &notes, &who).await?;
     let mut shell = Shell::new(&served.model, echo, crate::api::wire::now_unix());
     let keeper = match turn.filter(|_| stored) {
         Some(t) => {

@@ -76,12 +76,8 @@ async fn wrong_method(method: Method, uri: Uri, request: Request) -> Response {
 /// Anthropic clients send; they list models too).
 fn check_key(state: &AppState, headers: &HeaderMap) -> Result<(), ApiError> {
     let gw = state.gateway.load();
-    let keys = &gw.config.server.api_keys;
     let key = auth::bearer(headers).or_else(|| super::messages::api_key(headers));
-    if !keys.is_empty() && key.and_then(|k| auth::find(keys, k)).is_none() {
-        return Err(ApiError::Unauthorized);
-    }
-    Ok(())
+    auth::identify(&gw, key).map(|_| ())
 }
 
 /// Every model object `/v1/models` lists: each cascade (with the model

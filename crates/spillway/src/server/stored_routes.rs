@@ -28,26 +28,23 @@ pub fn routes() -> Router<Arc<AppState>> {
         .route("/v1/responses/{id}/input_items", get(input_items))
 }
 
-/// The caller's key, when clients have keys (401 without a valid one).
-fn caller(state: &AppState, headers: &HeaderMap) -> Result<Option<Secret>, ApiError> {
+/// The caller: a plain key, a virtual key's id, or neither when clients
+/// need no key (401 without a valid one).
+fn caller(state: &AppState, headers: &HeaderMap) -> Result<(Option<Secret>, Option<String>), ApiError> {
     let gw = state.gateway.load();
-    let keys = &gw.config.server.api_keys;
-    if keys.is_empty() {
-        return Ok(None);
-    }
-    let key = auth::bearer(headers).ok_or(ApiError::Unauthorized)?;
-    Ok(Some(auth::find(keys, key).ok_or(ApiError::Unauthorized)?.clone()))
+    let who = auth::identify(&gw, auth::bearer(headers))?;
+    Ok((who.plain().cloned(), who.key().map(|k| k.id.clone())))
 }
 
 /// The caller's stored response `id`, or the 404 of an unknown one.
 async fn find(state: &AppState, headers: &HeaderMap, id: &str) -> Result<(Turn, Record), ApiError> {
-    let caller = caller(state, headers)?;
+    let (caller, key_id) = caller(state, headers)?;
     let gw = state.gateway.load_full();
     let missing = || ApiError::ResponseNotFound(id.chars().take(200).collect());
     if !gw.config.responses.store {
         return Err(missing());
     }
-    let turn = Turn::open(super::responses::stores(&gw), caller.as_ref())
+    let turn = Turn::open(super::responses::stores(&gw), caller.as_ref(), key_id.as_deref())
         .await
         .map_err(|e| crate::stored::turn::unavailable(&e))?;
     let (shelf, owner) = turn.parts();

@@ -45,6 +45,8 @@ pub struct LazyRedis {
     conn: Arc<tokio::sync::Mutex<Option<Held>>>,
     /// Unix ms until which calls fail without trying.
     down_until: Arc<AtomicU64>,
+    /// The most one call may take ([`CALL_DEADLINE`] unless [`Self::with_deadline`] says otherwise).
+    deadline: Duration,
 }
 
 impl std::fmt::Debug for LazyRedis {
@@ -63,7 +65,14 @@ impl LazyRedis {
     /// A client for `url`; no I/O until the first call.
     pub fn new(url: &str) -> Result<Self, String> {
         let target = Target::open(url).map_err(|e| error_text(&e))?;
-        Ok(Self { target: Arc::new(target), conn: Arc::default(), down_until: Arc::default() })
+        Ok(Self { target: Arc::new(target), conn: Arc::default(), down_until: Arc::default(), deadline: CALL_DEADLINE })
+    }
+
+    /// The same client with another call deadline (a command's own
+    /// response timeout is half of it).
+    pub fn with_deadline(mut self, deadline: Duration) -> Self {
+        self.deadline = deadline;
+        self
     }
 
     /// The prefix a store's keys go under: `prefix`, in braces on a cluster
@@ -90,8 +99,9 @@ impl LazyRedis {
             tracing::info!(from = %held.node, "The Sentinels name another master: reconnecting.");
             *slot = None;
         }
-        let limits = Limits { connect: Duration::from_millis(500), response: Duration::from_millis(500), retries: 0 };
-        let made = match tokio::time::timeout(CALL_DEADLINE, self.target.connect(limits)).await {
+        let half = self.deadline / 2;
+        let limits = Limits { connect: half, response: half, retries: 0 };
+        let made = match tokio::time::timeout(self.deadline, self.target.connect(limits)).await {
             Ok(r) => r.map_err(|e| error_text(&e)),
             Err(_) => Err("redis: no connection within the deadline".to_string()),
         };
@@ -108,7 +118,7 @@ impl LazyRedis {
     /// a moment, and the next call connects afresh.
     pub async fn call<'f, T>(&self, f: impl FnOnce(Conn) -> BoxFuture<'f, redis::RedisResult<T>>) -> Result<T, String> {
         let conn = self.conn().await?;
-        let failure = match tokio::time::timeout(CALL_DEADLINE, f(conn)).await {
+        let failure = match tokio::time::timeout(self.deadline, f(conn)).await {
             Ok(Ok(v)) => return Ok(v),
             Ok(Err(e)) => error_text(&e),
             Err(_) => "redis: no answer within the deadline".to_string(),

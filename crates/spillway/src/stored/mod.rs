@@ -147,15 +147,20 @@ impl Archive {
     }
 }
 
-/// Who owns what a caller stores: with client keys, the key's id —
-/// HMAC-SHA-256 under the store's key, the same id its handoff items carry
+/// Who owns what a caller stores: a virtual key (`keys:`) by its id
+/// (`handoff::key_id::key_owner`); a plain `server.api_keys` key by its HMAC-SHA-256 under
+/// the store's key, the same id its handoff items carry
 /// (`handoff::key_id`), so the key itself is never stored; without keys,
 /// [`ANYONE`]. The one place that says whose a response is.
 pub async fn owner(
     desk: &crate::handoff::Desk,
     state: &StateConfig,
     caller: Option<&Secret>,
+    key_id: Option<&str>,
 ) -> Result<String, StoreError> {
+    if let Some(id) = key_id {
+        return Ok(crate::handoff::key_id::key_owner(id));
+    }
     let Some(key) = caller else { return Ok(ANYONE.to_string()) };
     let err = |e: crate::handoff::HandoffError| StoreError::Store(e.to_string());
     let ids = desk.queue(state).await.map_err(err)?.key_ids().await.map_err(err)?;

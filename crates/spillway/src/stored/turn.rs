@@ -32,10 +32,10 @@ pub fn unavailable(e: &StoreError) -> ApiError {
 }
 
 impl Turn {
-    /// Opens the store for `caller`.
-    pub async fn open(s: Stores<'_>, caller: Option<&Secret>) -> Result<Self, StoreError> {
+    /// Opens the store for `caller` (a plain key) or virtual key `key_id`.
+    pub async fn open(s: Stores<'_>, caller: Option<&Secret>, key_id: Option<&str>) -> Result<Self, StoreError> {
         let shelf = s.archive.shelf(s.state).await?;
-        let owner = super::owner(s.desk, s.state, caller).await?;
+        let owner = super::owner(s.desk, s.state, caller, key_id).await?;
         Ok(Self { shelf, owner, limits: s.config.into() })
     }
 

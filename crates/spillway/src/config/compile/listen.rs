@@ -36,9 +36,9 @@ pub(crate) fn parse_listen(text: &str) -> Result<SocketAddr, String> {
 pub(crate) fn exposed_without_keys(listen: SocketAddr, has_keys: bool, allowed: bool) -> Option<String> {
     (!listen.ip().is_loopback() && !has_keys && !allowed).then(|| {
         format!(
-            "`{listen}` is not a loopback address and `server.api_keys` is empty: anyone who reaches it could \
-             spend your providers' keys. Set `server.api_keys`, or `server.allow_unauthenticated: true` to serve it \
-             without keys anyway"
+            "`{listen}` is not a loopback address and neither `server.api_keys` nor `keys` is set: anyone who \
+             reaches it could spend your providers' keys. Set `server.api_keys` or `keys`, or \
+             `server.allow_unauthenticated: true` to serve it without keys anyway"
         )
     })
 }

@@ -15,6 +15,7 @@ mod canary;
 mod cascades;
 mod handoff;
 mod health;
+pub(crate) mod keys;
 pub(crate) mod known;
 pub(crate) mod listen;
 mod load;
@@ -77,7 +78,7 @@ pub fn compile(input: (RawConfig, Vec<ConfigError>), source: Option<&Path>) -> R
     let mut cx = Ctx { errors: shape_errors, failed_providers: HashSet::new() };
     let base_dir = source.and_then(Path::parent).map(Path::to_path_buf).unwrap_or_default();
 
-    let server = compile_server(&mut cx, raw.server.unwrap_or_default());
+    let server = compile_server(&mut cx, raw.server.unwrap_or_default(), !raw.keys.is_empty());
     let state = compile_state(&mut cx, raw.state.unwrap_or_default());
     let health = compile_health(&mut cx, raw.health.unwrap_or_default());
     let mut providers = IndexMap::new();
@@ -118,6 +119,8 @@ pub fn compile(input: (RawConfig, Vec<ConfigError>), source: Option<&Path>) -> R
     let alerts = compile_alerts(&mut cx, raw.alerts.unwrap_or_default());
     let handoff = compile_handoff(&mut cx, raw.handoff.unwrap_or_default());
     let responses = compile_responses(&mut cx, raw.responses.unwrap_or_default());
+    let keys = keys::compile_keys(&mut cx, raw.keys, &cascades, &server.api_keys);
+    let fairness = keys::compile_fairness(&mut cx, raw.fairness.unwrap_or_default());
     let telemetry = compile_telemetry(&mut cx, raw.telemetry.unwrap_or_default(), &base_dir);
     let canaries = canary::compile_canaries(&mut cx, raw.canaries, &cascades, &providers);
 
@@ -135,6 +138,8 @@ pub fn compile(input: (RawConfig, Vec<ConfigError>), source: Option<&Path>) -> R
             alerts,
             handoff,
             responses,
+            keys,
+            fairness,
             telemetry,
             canaries,
         })

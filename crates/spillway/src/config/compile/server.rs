@@ -2,7 +2,7 @@
 
 use super::*;
 
-pub(super) fn compile_server(cx: &mut Ctx, s: RawServer) -> ServerConfig {
+pub(super) fn compile_server(cx: &mut Ctx, s: RawServer, has_virtual_keys: bool) -> ServerConfig {
     let listen_text = s.listen.unwrap_or_else(|| "127.0.0.1:8080".to_string());
     let listen = super::listen::parse_listen(&listen_text).unwrap_or_else(|e| {
         cx.err("server.listen", e);
@@ -39,7 +39,9 @@ pub(super) fn compile_server(cx: &mut Ctx, s: RawServer) -> ServerConfig {
         None => None,
     };
     let allow_unauthenticated = s.allow_unauthenticated.unwrap_or(false);
-    if let Some(e) = super::listen::exposed_without_keys(listen, !api_keys.is_empty(), allow_unauthenticated) {
+    if let Some(e) =
+        super::listen::exposed_without_keys(listen, !api_keys.is_empty() || has_virtual_keys, allow_unauthenticated)
+    {
         cx.err("server.listen", e);
     }
     let default_body = 4 * 1024 * 1024;

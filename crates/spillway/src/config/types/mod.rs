@@ -3,6 +3,7 @@
 mod canary;
 mod cascades;
 mod health;
+mod keys;
 mod load;
 mod providers;
 mod redis_url;
@@ -14,6 +15,7 @@ mod telemetry;
 pub use canary::*;
 pub use cascades::*;
 pub use health::*;
+pub use keys::*;
 pub use load::*;
 pub use providers::*;
 pub use redis_url::*;

@@ -111,11 +111,15 @@ impl MockProvider {
             std::future::pending::<()>().await;
         }
         if let Some(limit) = b.rate_limit_per_min {
-            if let Some(wait) = self.take_rate_slot(req.model_id, limit) {
-                return Err(AttemptError::new(
-                    Failure::RateLimited { retry_after: Some(wait) },
-                    format!("HTTP 429 (mock limit of {limit}/min)"),
-                ));
+            match self.take_rate_slot(req.model_id, limit) {
+                Err(wait) => {
+                    return Err(AttemptError::new(
+                        Failure::RateLimited { retry_after: Some(wait) },
+                        format!("HTTP 429 (mock limit of {limit}/min)"),
+                    ));
+                }
+                // What `x-ratelimit-remaining-requests` over `-limit-requests` would say.
+                Ok(left) => req.hints.set_quota_left(Some(f64::from(left) / f64::from(limit.max(1)))),
             }
         }
         if let Some(capped) = self.daily.take(req.model_id, b, elapsed) {
@@ -159,13 +163,13 @@ impl MockProvider {
         self.profiles.iter().find(|(prompt, _)| system.contains(prompt.as_str())).map_or(1.0, |(_, f)| *f)
     }
 
-    /// Counts a request against the model's per-minute limit; `Some(wait)`
-    /// when the limit is reached.
-    fn take_rate_slot(&self, model: &str, limit: u32) -> Option<Duration> {
+    /// Counts a request against the model's per-minute limit: the requests
+    /// left in the minute after it, or `Err(wait)` when the limit is reached.
+    fn take_rate_slot(&self, model: &str, limit: u32) -> Result<u32, Duration> {
         let now = Instant::now();
         let minute = Duration::from_secs(60);
         let Ok(mut window) = self.window.lock() else {
-            return None;
+            return Ok(limit);
         };
         let times = window.entry(model.to_string()).or_default();
         while times.front().is_some_and(|t| now.duration_since(*t) >= minute) {
@@ -173,10 +177,10 @@ impl MockProvider {
         }
         if times.len() >= limit as usize {
             let oldest = times.front().copied().unwrap_or(now);
-            return Some(minute.saturating_sub(now.duration_since(oldest)).max(Duration::from_secs(1)));
+            return Err(minute.saturating_sub(now.duration_since(oldest)).max(Duration::from_secs(1)));
         }
         times.push_back(now);
-        None
+        Ok(limit.saturating_sub(u32::try_from(times.len()).unwrap_or(u32::MAX)))
     }
 }
 
