@@ -330,3 +330,18 @@ fn seed_004_saturating_gpu_rejects_nothing() {
     let failed = old.cascades[0].failed.get("all_models_failed").copied().unwrap_or(0);
     assert!(failed > 0, "the replay's 503s: {:?}", old.cascades[0].failed);
 }
+
+/// Issue 27's drill: a primary that answers Russian prompts in English for
+/// 20 minutes is demoted within a bounded number of answers, the clients'
+/// valid-answer share stays at 98 % or more, and the primary is back
+/// within minutes of its recovery (its canaries and probes passing).
+#[test]
+fn quality_drift_passes_its_marks() {
+    let (_, r) = example("quality-drift.yaml");
+    assert_marks(&r);
+    let c = &r.cascades[0];
+    assert!(c.fault_model_answers >= 10, "demoted by its answers, not before: {}", c.fault_model_answers);
+    assert!(c.served_in_faults["yandex/yandexgpt"] > 0.95, "{:?}", c.served_in_faults);
+    let demoted = r.alerts.iter().find(|a| a.kind == "quality_demoted").unwrap();
+    assert!(demoted.at_s < 5.0 * 60.0 + 60.0, "demoted within a minute of the drift: {demoted:?}");
+}

@@ -334,6 +334,15 @@ async fn one(state: Arc<AppState>, traffic: Arc<[Traffic]>, i: usize, start: Ins
     if let Outcome::Answered { model, .. } = &sample.outcome {
         let gw = state.gateway.load();
         sample.valid = valid(&t.output, &read.content, &gw.shared.schemas);
+        // Where the cascade judges quality, a text answer is valid only when
+        // the judge finds it neither empty, in the wrong script nor looping.
+        let judged = gw.cascades.get(&t.cascade).is_some_and(|p| p.targets.iter().any(|x| x.quality.is_some()));
+        if judged && matches!(t.output, Output::Text) {
+            use crate::quality::{text, Signal};
+            let answer = text::Answer { content: &read.content, ..text::Answer::default() };
+            let found = text::judge(&answer, text::PromptFacts::of(&t.prompt), text::TextRules::default());
+            sample.valid &= ![Signal::Empty, Signal::WrongScript, Signal::Repetition].iter().any(|s| found.has(*s));
+        }
         sample.free = crate::usage::is_free(&gw.config, &gw.shared.discovery, model);
         sample.completion_tokens = read.usage.map_or(0, |(_, out)| out);
         if sample.rank == 0 {

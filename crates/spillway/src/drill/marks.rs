@@ -66,6 +66,8 @@ pub struct Figures<'a> {
     pub latency_growth: f64,
     /// Mean answer length per load profile, lightest first.
     pub profile_tokens: Vec<f64>,
+    /// Answers the models of bad-answer faults gave during them.
+    pub fault_model_answers: usize,
 }
 
 /// One evaluation of the fallback-share rule (a tenth of its `for`,
@@ -150,6 +152,21 @@ pub(super) fn checks(scenario: &Scenario, cascades: &[Figures<'_>], alerts: &[Al
                 clock(tolerance.as_secs_f64())
             );
             check(what, actual / 60.0, (actual - after.as_secs_f64()).abs() <= tolerance.as_secs_f64());
+        }
+        if let Some(max) = e.max_fault_model_answers {
+            let n = c.fault_model_answers;
+            check(format!("answers by the bad model during its fault ≤ {max} (count)"), n as f64, n as u64 <= max);
+        }
+        if let Some(max) = e.max_restore_after {
+            let end = scenario.faults.iter().filter(|f| f.answers.is_some()).map(|f| f.at + f.lasts).max();
+            let end = end.unwrap_or_default().as_secs_f64();
+            let back = alerts.iter().find(|a| a.kind == "quality_restored" && a.at_s >= end);
+            let actual = back.map_or(f64::INFINITY, |a| a.at_s - end);
+            check(
+                format!("restored ≤ {} after the bad answers ended (min)", clock(max.as_secs_f64())),
+                actual / 60.0,
+                actual <= max.as_secs_f64(),
+            );
         }
         if e.resolved {
             let opened: Vec<&AlertRow> = alerts.iter().filter(|a| a.opens).collect();

@@ -73,6 +73,8 @@ pub struct CascadeReport {
     pub failed: IndexMap<String, usize>,
     /// Share of model answers whose content was valid.
     pub valid_rate: Option<f64>,
+    /// Answers the models of bad-answer faults gave during them.
+    pub fault_model_answers: usize,
     /// Latency of every request to its last byte, seconds.
     pub latency_s: Percentiles,
     /// Until the first byte (TTFT for streams), seconds.
@@ -422,6 +424,15 @@ fn cascade_report(name: &str, samples: &[&Sample], frame: &Frame<'_>) -> Cascade
         handoff_rate: share(handoffs, samples.len()),
         failed,
         valid_rate: (!answered.is_empty()).then(|| share(answered.iter().filter(|s| s.valid).count(), answered.len())),
+        fault_model_answers: answered
+            .iter()
+            .filter(|s| {
+                let Outcome::Answered { model, .. } = &s.outcome else { return false };
+                frame.scenario.faults.iter().any(|f| {
+                    f.answers.is_some() && f.models.contains(model) && s.sent >= f.at && s.sent < f.at + f.lasts
+                })
+            })
+            .count(),
         latency_s: percentiles(samples),
         attempts_mean: samples.iter().map(|s| f64::from(s.attempts)).sum::<f64>() / samples.len().max(1) as f64,
         cost_usd: cost,
@@ -529,6 +540,7 @@ fn figures(c: &CascadeReport) -> Figures<'_> {
             .filter_map(|m| Some(m.latency_mean_s / m.latency_own_s.filter(|own| *own > 0.0)? - 1.0))
             .fold(0.0, f64::max),
         profile_tokens: c.profiles.values().map(|p| p.tokens_mean).collect(),
+        fault_model_answers: c.fault_model_answers,
     }
 }
 

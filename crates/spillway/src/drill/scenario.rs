@@ -79,6 +79,8 @@ struct RawFault {
     provider: Option<String>,
     status: Option<u16>,
     hang: Option<bool>,
+    answers: Option<String>,
+    share: Option<f64>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -100,6 +102,8 @@ struct RawExpect {
     #[serde(default)]
     alert_after: IndexMap<String, String>,
     resolved: Option<bool>,
+    max_fault_model_answers: Option<u64>,
+    max_restore_after: Option<String>,
 }
 
 /// A compiled scenario, ready to run.
@@ -169,6 +173,9 @@ pub struct Fault {
     pub status: u16,
     /// How the report names it (`paid/reserve-pro 503`).
     pub label: String,
+    /// Instead of failing, the models answer 200 but badly: which way
+    /// (`wrong_script`, `empty`, `repetition`) and the share of answers.
+    pub answers: Option<(String, f64)>,
 }
 
 /// A cascade's pass mark; the drill exits 1 when one is missed.
@@ -207,6 +214,12 @@ pub struct Expect {
     /// Every alert that opened a state (a breaker, the fallback share, a
     /// dead cascade) was followed by its resolved message.
     pub resolved: bool,
+    /// Most answers the models of bad-answer faults give during them
+    /// (before their demotion, and their probes): how fast traffic leaves.
+    pub max_fault_model_answers: Option<u64>,
+    /// Longest from the end of the last bad-answer fault to the models'
+    /// restoration (`quality_restored`).
+    pub max_restore_after: Option<Duration>,
 }
 
 /// Reads and compiles a scenario file.
@@ -275,6 +288,8 @@ pub fn load_str(text: &str, source: Option<&Path>, lookup: env::Lookup<'_>) -> R
                 })
                 .collect(),
             resolved: e.resolved.unwrap_or(false),
+            max_fault_model_answers: e.max_fault_model_answers,
+            max_restore_after: e.max_restore_after.map(|d| cx.duration(&format!("{path}.max_restore_after"), &d)),
         };
         expect.insert(name, expected);
     }
@@ -355,11 +370,18 @@ fn drill_config(mut config: Config, faults: &[Fault]) -> Config {
             let Some(r) = ModelRef::parse(m) else { continue };
             let Some(p) = config.providers.get_mut(&r.provider) else { continue };
             for model in p.models.iter_mut().filter(|s| s.id == r.model) {
-                model.behavior.get_or_insert_with(Default::default).outages.push(Outage {
-                    start: f.at,
-                    duration: f.lasts,
-                    status: f.status,
-                });
+                let b = model.behavior.get_or_insert_with(Default::default);
+                match &f.answers {
+                    Some((kind, share)) => {
+                        match kind.as_str() {
+                            "wrong_script" => b.wrong_script_rate = *share,
+                            "empty" => b.near_empty_rate = *share,
+                            _ => b.repeat_rate = *share,
+                        }
+                        b.bad_windows.push((f.at, f.lasts));
+                    }
+                    None => b.outages.push(Outage { start: f.at, duration: f.lasts, status: f.status }),
+                }
             }
         }
     }
@@ -472,7 +494,28 @@ impl Cx {
                 s
             }
         };
-        let what = if status == 0 { "hangs".to_string() } else { status.to_string() };
+        let answers = match f.answers {
+            None => None,
+            Some(kind) if matches!(kind.as_str(), "wrong_script" | "empty" | "repetition") => {
+                let share = f.share.unwrap_or(1.0);
+                if !(0.0..=1.0).contains(&share) {
+                    self.err(&format!("{path}.share"), "expected a share between 0 and 1");
+                }
+                Some((kind, share))
+            }
+            Some(kind) => {
+                self.err(
+                    &format!("{path}.answers"),
+                    format!("unknown answers `{kind}`: expected wrong_script, empty or repetition"),
+                );
+                None
+            }
+        };
+        let what = match &answers {
+            Some((kind, share)) => format!("answers {kind} ({:.0}%)", share * 100.0),
+            None if status == 0 => "hangs".to_string(),
+            None => status.to_string(),
+        };
         let config = config?;
         let (models, label) = match (&f.model, &f.provider) {
             (Some(m), None) => {
@@ -498,7 +541,7 @@ impl Cx {
                 return None;
             }
         };
-        Some(Fault { at, lasts, models, status, label })
+        Some(Fault { at, lasts, models, status, label, answers })
     }
 }
 
