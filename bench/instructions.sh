@@ -10,6 +10,8 @@
 #   BARE=1 bench/instructions.sh          # the same for bare-proxy (the floor, see overhead.sh)
 #   WHOLE_AS_STREAM=false bench/instructions.sh  # whole answers passed through, not read as a stream
 #   STREAM=1 bench/instructions.sh        # streamed requests (the upstream's 8-event stream forwarded)
+#   TELEMETRY=traces100 bench/instructions.sh  # with telemetry: traces10, traces100 (spans to a local
+#                                         # collector, bench/otlp_sink.py), log (request log to a file)
 #
 # The last line subtracts an idle window of the same length (the process's
 # own timers and jobs), so the figure holds on a loaded machine too; the
@@ -31,12 +33,25 @@ UP=$(free_port)
 "$BIN/fake-upstream" --port "$UP" >"$work/up.log" 2>&1 &
 pids+=($!)
 GW=$(free_port)
+TELEMETRY_YAML=""
+case "${TELEMETRY:-off}" in
+  off) ;;
+  log) TELEMETRY_YAML="telemetry: { request_log: { path: '$work/requests.jsonl' } }" ;;
+  traces10|traces100)
+    COLLECTOR=$(free_port)
+    python3 bench/otlp_sink.py "$COLLECTOR" >"$work/collector.log" 2>&1 &
+    pids+=($!)
+    ratio=$([ "$TELEMETRY" = traces10 ] && echo 0.1 || echo 1.0)
+    TELEMETRY_YAML="telemetry: { otlp: { endpoint: 'http://127.0.0.1:$COLLECTOR', sample_ratio: $ratio } }" ;;
+  *) echo "TELEMETRY: off, log, traces10 or traces100" >&2; exit 2 ;;
+esac
 cat >"$work/gw.yaml" <<YAML
 server: { listen: 127.0.0.1:$GW, max_concurrent_requests: 100000, workers: 1 }
 providers:
   fast: { kind: openai, base_url: "http://127.0.0.1:$UP/v1", whole_as_stream: ${WHOLE_AS_STREAM:-true} }
 cascades:
   fast: { models: [fast/bench] }
+$TELEMETRY_YAML
 YAML
 STREAM_FIELD=""
 [ -n "${STREAM:-}" ] && STREAM_FIELD='"stream":true,'
@@ -81,4 +96,6 @@ echo "requests: $requests (non-2xx: ${non2xx:-0})"
 echo "instructions in the window: $total; idle window of the same length: $idle"
 echo "instructions per request (window / requests, as before): $((total / requests))"
 echo "instructions per request: $(((total - idle) / requests))"
+if [ -f "$work/collector.log" ]; then echo "exports received by the collector: $(wc -l <"$work/collector.log")"; fi
+if [ -f "$work/requests.jsonl" ]; then echo "request log lines: $(wc -l <"$work/requests.jsonl")"; fi
 [ -z "${KEEP:-}" ] || echo "profile: $profile"
