@@ -149,7 +149,7 @@ impl Entry {
     /// The request log's line, `ts` first when given.
     pub fn line<'a>(&'a self, ts: Option<&'a str>) -> Line<'a> {
         let content = (self.prompt.is_some() || self.answer.is_some())
-            .then(|| Content { prompt: self.prompt.as_deref(), answer: self.answer.as_deref() });
+            .then_some(Content { prompt: self.prompt.as_deref(), answer: self.answer.as_deref() });
         Line {
             ts,
             id: &self.id,
