@@ -12,6 +12,8 @@
 #   STREAM=1 bench/instructions.sh        # streamed requests (the upstream's 8-event stream forwarded)
 #   STREAM=1 CHUNKS=512 bench/instructions.sh  # a 515-event stream (512 events of 16 bytes of
 #                                         # content, as bench/events.sh): also prints instructions per event
+#   TELEMETRY=traces100 bench/instructions.sh  # with telemetry: traces10, traces100 (spans to a local
+#                                         # collector, bench/otlp_sink.py), log (request log to a file)
 #
 # The last line subtracts an idle window of the same length (the process's
 # own timers and jobs), so the figure holds on a loaded machine too; the
@@ -35,12 +37,25 @@ UP_ARGS=()
 "$BIN/fake-upstream" --port "$UP" "${UP_ARGS[@]}" >"$work/up.log" 2>&1 &
 pids+=($!)
 GW=$(free_port)
+TELEMETRY_YAML=""
+case "${TELEMETRY:-off}" in
+  off) ;;
+  log) TELEMETRY_YAML="telemetry: { request_log: { path: '$work/requests.jsonl' } }" ;;
+  traces10|traces100)
+    COLLECTOR=$(free_port)
+    python3 bench/otlp_sink.py "$COLLECTOR" >"$work/collector.log" 2>&1 &
+    pids+=($!)
+    ratio=$([ "$TELEMETRY" = traces10 ] && echo 0.1 || echo 1.0)
+    TELEMETRY_YAML="telemetry: { otlp: { endpoint: 'http://127.0.0.1:$COLLECTOR', sample_ratio: $ratio } }" ;;
+  *) echo "TELEMETRY: off, log, traces10 or traces100" >&2; exit 2 ;;
+esac
 cat >"$work/gw.yaml" <<YAML
 server: { listen: 127.0.0.1:$GW, max_concurrent_requests: 100000, workers: 1 }
 providers:
   fast: { kind: openai, base_url: "http://127.0.0.1:$UP/v1", whole_as_stream: ${WHOLE_AS_STREAM:-true} }
 cascades:
   fast: { models: [fast/bench] }
+$TELEMETRY_YAML
 YAML
 STREAM_FIELD=""
 [ -n "${STREAM:-}" ] && STREAM_FIELD='"stream":true,'
@@ -87,4 +102,6 @@ echo "instructions per request (window / requests, as before): $((total / reques
 echo "instructions per request: $(((total - idle) / requests))"
 # The upstream's stream: its first chunk, CHUNKS content chunks, the finish chunk and [DONE].
 [ -z "${CHUNKS:-}" ] || echo "instructions per event ($((CHUNKS + 3)) a stream): $(((total - idle) / requests / (CHUNKS + 3)))"
+if [ -f "$work/collector.log" ]; then echo "exports received by the collector: $(wc -l <"$work/collector.log")"; fi
+if [ -f "$work/requests.jsonl" ]; then echo "request log lines: $(wc -l <"$work/requests.jsonl")"; fi
 [ -z "${KEEP:-}" ] || echo "profile: $profile"

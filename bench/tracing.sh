@@ -27,17 +27,7 @@ pids+=($!)
 # A collector that reads each export and answers 200 (counting spans'
 # bytes, not decoding them: its CPU is not the gateway's).
 COLLECTOR=$(free_port)
-python3 - "$COLLECTOR" >"$work/collector.log" 2>&1 <<'PY' &
-import sys
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-class H(BaseHTTPRequestHandler):
-    def log_message(self, *a): pass
-    def do_POST(self):
-        n = int(self.headers.get("content-length", "0")); self.rfile.read(n)
-        self.send_response(200); self.send_header("content-length", "0"); self.end_headers()
-        sys.stdout.write(f"{n}\n"); sys.stdout.flush()
-ThreadingHTTPServer(("127.0.0.1", int(sys.argv[1])), H).serve_forever()
-PY
+python3 bench/otlp_sink.py "$COLLECTOR" >"$work/collector.log" 2>&1 &
 pids+=($!)
 
 declare -A PORT PID

@@ -2,10 +2,11 @@
 //! rotated by size (`telemetry.request_log`).
 //!
 //! A background job reads finished entries from the bounded queue that
-//! [`super::Telemetry`] fills, formats each line and writes what has
-//! queued up before one flush. The writes are plain blocking appends: a
-//! line lands in the page cache in microseconds, and they happen on this
-//! job's task, never on a request's. A file that would grow past
+//! [`super::Telemetry`] fills and serializes each line into a 64 KiB
+//! buffer, flushed when it is full and at most [`FLUSH_EVERY`] after its
+//! oldest line (so a busy log costs one `write` per buffer, not per line).
+//! The writes are plain blocking appends: they land in the page cache in
+//! microseconds, and they happen on this job's task, never on a request's. A file that would grow past
 //! `max_size` is renamed to `path.1` (the older ones shift to `path.2` …
 //! `path.keep`, the oldest deleted) and a new one is started.
 
@@ -17,7 +18,11 @@ use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use tokio::sync::mpsc;
+use tokio::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
+
+/// How long a written line may wait in the buffer before it is flushed.
+pub const FLUSH_EVERY: Duration = Duration::from_millis(100);
 
 /// The writer job.
 pub struct RequestLog {
@@ -43,18 +48,17 @@ pub fn rfc3339(unix_ns: u64) -> String {
     format!("{y:04}-{mo:02}-{d:02}T{:02}:{:02}:{:02}.{millis:03}Z", rem / 3600, (rem % 3600) / 60, rem % 60)
 }
 
-/// One entry's line, newline included.
-pub fn line(entry: &Entry) -> Vec<u8> {
-    let mut v = entry.to_json();
-    v["ts"] = serde_json::Value::String(rfc3339(entry.start_unix_ns));
-    let mut out = serde_json::to_vec(&v).unwrap_or_default();
-    out.push(b'\n');
-    out
+/// Appends one entry's line, newline included, to `out`.
+pub fn line(entry: &Entry, out: &mut Vec<u8>) {
+    let ts = rfc3339(entry.start_unix_ns);
+    if serde_json::to_writer(&mut *out, &entry.line(Some(&ts))).is_ok() {
+        out.push(b'\n');
+    }
 }
 
 /// Where lines go.
 enum Output {
-    Stdout(std::io::Stdout),
+    Stdout(BufWriter<std::io::Stdout>),
     File(Rotating),
 }
 
@@ -127,14 +131,14 @@ impl Rotating {
 impl Output {
     fn write(&mut self, line: &[u8]) -> std::io::Result<()> {
         match self {
-            Self::Stdout(s) => s.lock().write_all(line),
+            Self::Stdout(s) => s.write_all(line),
             Self::File(r) => r.write(line),
         }
     }
 
     fn flush(&mut self) -> std::io::Result<()> {
         match self {
-            Self::Stdout(s) => s.lock().flush(),
+            Self::Stdout(s) => s.flush(),
             Self::File(r) => r.flush(),
         }
     }
@@ -143,7 +147,7 @@ impl Output {
 impl RequestLog {
     fn output(&self) -> Output {
         match &self.config.target {
-            LogTarget::Stdout => Output::Stdout(std::io::stdout()),
+            LogTarget::Stdout => Output::Stdout(BufWriter::with_capacity(64 * 1024, std::io::stdout())),
             LogTarget::File(path) => Output::File(Rotating {
                 path: path.clone(),
                 file: None,
@@ -154,18 +158,23 @@ impl RequestLog {
         }
     }
 
-    fn write(&self, out: &mut Output, entry: &Entry) {
-        if let Err(e) = out.write(&line(entry)) {
+    fn write(&self, out: &mut Output, buf: &mut Vec<u8>, entry: &Entry) {
+        buf.clear();
+        line(entry, buf);
+        if let Err(e) = out.write(buf) {
             self.failures.inc();
             tracing::warn!(error = %e, "Cannot write the request log; the line is lost.");
         }
     }
 
-    /// Writes every entry that has queued up, then flushes.
-    fn drain(&mut self, out: &mut Output) {
+    /// Writes every entry that has queued up.
+    fn drain(&mut self, out: &mut Output, buf: &mut Vec<u8>) {
         while let Ok(entry) = self.rx.try_recv() {
-            self.write(out, &entry);
+            self.write(out, buf, &entry);
         }
+    }
+
+    fn flush(&self, out: &mut Output) {
         if let Err(e) = out.flush() {
             self.failures.inc();
             tracing::warn!(error = %e, "Cannot flush the request log.");
@@ -179,18 +188,33 @@ impl crate::supervisor::BackgroundJob for RequestLog {
     }
 
     async fn run(mut self, shutdown: CancellationToken) {
-        let mut out = self.output();
+        let (mut out, mut buf) = (self.output(), Vec::with_capacity(1024));
+        // When the oldest line not yet flushed was written.
+        let mut unflushed: Option<Instant> = None;
         loop {
+            let flush_at = unflushed.map(|t| t + FLUSH_EVERY);
             let next = tokio::select! {
-                entry = self.rx.recv() => entry,
-                () = shutdown.cancelled() => None,
+                entry = self.rx.recv() => match entry {
+                    Some(e) => Some(e),
+                    None => break,
+                },
+                () = super::until(flush_at) => None,
+                () = shutdown.cancelled() => break,
             };
-            let Some(entry) = next else { break };
-            self.write(&mut out, &entry);
-            self.drain(&mut out);
+            if let Some(entry) = next {
+                self.write(&mut out, &mut buf, &entry);
+                self.drain(&mut out, &mut buf);
+                let since = *unflushed.get_or_insert_with(Instant::now);
+                if since.elapsed() < FLUSH_EVERY {
+                    continue;
+                }
+            }
+            self.flush(&mut out);
+            unflushed = None;
         }
         // What was queued before the stop is still written.
-        self.drain(&mut out);
+        self.drain(&mut out, &mut buf);
+        self.flush(&mut out);
     }
 }
 

@@ -123,6 +123,15 @@ impl Telemetry {
     }
 }
 
+/// Sleeps until `at`; forever when there is none (a flush or batch timer
+/// that is not armed).
+async fn until(at: Option<tokio::time::Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(at).await,
+        None => std::future::pending().await,
+    }
+}
+
 enum Job {
     Log(log::RequestLog),
     Otlp(otlp::Exporter),

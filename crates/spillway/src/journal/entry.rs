@@ -1,7 +1,8 @@
 //! What a journal holds: one request's record, and its JSON line.
 
 use super::trace::{hex, TraceContext};
-use serde_json::{json, Map, Value};
+use serde::{Serialize, Serializer};
+use serde_json::Value;
 use std::time::Duration;
 
 /// How an attempt ended (its settlement, `cascade::settle`).
@@ -139,60 +140,128 @@ impl Entry {
         }
     }
 
-    /// The request log's line (without the newline and the time, which
-    /// the log's writer puts first).
+    /// The request log's line as a tree (tests; the writer serializes
+    /// [`Entry::line`] straight into its buffer).
     pub fn to_json(&self) -> Value {
-        let mut v = json!({
-            "id": self.id,
-            "key": self.key,
-            "user": self.user,
-            "entry": self.entry_point,
-            "cascade": self.cascade,
-            "model": self.requested_model,
-            "stream": self.stream,
-            "outcome": self.outcome_word(),
-            "status": self.status,
-            "error": self.error,
-            "answered_by": self.answered_by,
-            "tier": self.tier,
-            "rank": self.rank,
-            "attempts": self.attempts.iter().map(Attempt::to_json).collect::<Vec<_>>(),
-            "tokens": self.usage.map(|u| json!({"input": u.input, "output": u.output})),
-            "cost_usd": self.usage.and_then(|u| u.cost_usd),
-            "finish_reasons": self.finish_reasons,
-            "latency_ms": ms(self.latency),
-            "ttft_ms": self.ttft.map(ms),
-            "continued": self.continued,
-            "load_profile": self.load_profile,
-            "handoff_id": self.handoff_id,
-            "escalated": self.escalated,
-            "trace_id": self.trace.as_ref().map(|t| hex(&t.trace_id)),
-        });
-        if self.prompt.is_some() || self.answer.is_some() {
-            let mut content = Map::new();
-            content.insert("prompt".into(), self.prompt.clone().map_or(Value::Null, Value::String));
-            content.insert("answer".into(), self.answer.clone().map_or(Value::Null, Value::String));
-            v["content"] = Value::Object(content);
+        serde_json::to_value(self.line(None)).unwrap_or(Value::Null)
+    }
+
+    /// The request log's line, `ts` first when given.
+    pub fn line<'a>(&'a self, ts: Option<&'a str>) -> Line<'a> {
+        let content = (self.prompt.is_some() || self.answer.is_some())
+            .then_some(Content { prompt: self.prompt.as_deref(), answer: self.answer.as_deref() });
+        Line {
+            ts,
+            id: &self.id,
+            key: self.key.as_deref(),
+            user: self.user.as_deref(),
+            entry: &self.entry_point,
+            cascade: self.cascade.as_deref(),
+            model: self.requested_model.as_deref(),
+            stream: self.stream,
+            outcome: self.outcome_word(),
+            status: self.status,
+            error: self.error.as_deref(),
+            answered_by: self.answered_by.as_deref(),
+            tier: self.tier,
+            rank: self.rank,
+            attempts: Attempts(&self.attempts),
+            tokens: self.usage.map(|u| Tokens { input: u.input, output: u.output }),
+            cost_usd: self.usage.and_then(|u| u.cost_usd),
+            finish_reasons: &self.finish_reasons,
+            latency_ms: ms(self.latency),
+            ttft_ms: self.ttft.map(ms),
+            continued: self.continued,
+            load_profile: self.load_profile.as_deref(),
+            handoff_id: self.handoff_id.as_deref(),
+            escalated: self.escalated,
+            trace_id: self.trace.as_ref().map(|t| hex(&t.trace_id)),
+            content,
         }
-        v
     }
 }
 
-impl Attempt {
-    fn to_json(&self) -> Value {
-        json!({
-            "model": self.model,
-            "provider": self.provider,
-            "rank": self.rank,
-            "outcome": self.outcome.as_str(),
-            "reason": self.reason,
-            "detail": self.detail,
-            "start_ms": ms(self.start),
-            "duration_ms": ms(self.end.saturating_sub(self.start)),
-            "ttft_ms": self.ttft.map(ms),
-            "continuation": self.continuation,
-            "load_profile": self.load_profile,
-            "events": self.events.iter().map(|e| e.name).collect::<Vec<_>>(),
-        })
+/// One request log line, borrowed from its entry and serialized as is
+/// (no tree is built on the way to the file).
+#[derive(Serialize)]
+pub struct Line<'a> {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    ts: Option<&'a str>,
+    id: &'a str,
+    key: Option<&'a str>,
+    user: Option<&'a str>,
+    entry: &'a str,
+    cascade: Option<&'a str>,
+    model: Option<&'a str>,
+    stream: bool,
+    outcome: &'static str,
+    status: Option<u16>,
+    error: Option<&'a str>,
+    answered_by: Option<&'a str>,
+    tier: Option<&'static str>,
+    rank: Option<usize>,
+    attempts: Attempts<'a>,
+    tokens: Option<Tokens>,
+    cost_usd: Option<f64>,
+    finish_reasons: &'a [String],
+    latency_ms: f64,
+    ttft_ms: Option<f64>,
+    continued: bool,
+    load_profile: Option<&'a str>,
+    handoff_id: Option<&'a str>,
+    escalated: bool,
+    trace_id: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    content: Option<Content<'a>>,
+}
+
+#[derive(Serialize)]
+struct Tokens {
+    input: u64,
+    output: u64,
+}
+
+#[derive(Serialize)]
+struct Content<'a> {
+    prompt: Option<&'a str>,
+    answer: Option<&'a str>,
+}
+
+struct Attempts<'a>(&'a [Attempt]);
+
+impl Serialize for Attempts<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_seq(self.0.iter().map(AttemptLine))
+    }
+}
+
+struct AttemptLine<'a>(&'a Attempt);
+
+impl Serialize for AttemptLine<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let a = self.0;
+        let mut m = s.serialize_map(Some(12))?;
+        m.serialize_entry("model", &a.model)?;
+        m.serialize_entry("provider", &a.provider)?;
+        m.serialize_entry("rank", &a.rank)?;
+        m.serialize_entry("outcome", a.outcome.as_str())?;
+        m.serialize_entry("reason", &a.reason)?;
+        m.serialize_entry("detail", &a.detail)?;
+        m.serialize_entry("start_ms", &ms(a.start))?;
+        m.serialize_entry("duration_ms", &ms(a.end.saturating_sub(a.start)))?;
+        m.serialize_entry("ttft_ms", &a.ttft.map(ms))?;
+        m.serialize_entry("continuation", &a.continuation)?;
+        m.serialize_entry("load_profile", &a.load_profile)?;
+        m.serialize_entry("events", &Events(&a.events))?;
+        m.end()
+    }
+}
+
+struct Events<'a>(&'a [Event]);
+
+impl Serialize for Events<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_seq(self.0.iter().map(|e| e.name))
     }
 }

@@ -18,7 +18,7 @@
 mod entry;
 pub mod trace;
 
-pub use entry::{Attempt, AttemptOutcome, Entry, Event, Usage};
+pub use entry::{Attempt, AttemptOutcome, Entry, Event, Line, Usage};
 pub use trace::TraceContext;
 
 use std::sync::{Arc, Mutex, PoisonError};

@@ -111,12 +111,7 @@ impl crate::supervisor::BackgroundJob for Exporter {
                     Some(e) => Some(e),
                     None => break,
                 },
-                () = async {
-                    match flush_at {
-                        Some(at) => tokio::time::sleep_until(at).await,
-                        None => std::future::pending().await,
-                    }
-                } => None,
+                () = super::until(flush_at) => None,
                 () = shutdown.cancelled() => break,
             };
             if let Some(entry) = next {
