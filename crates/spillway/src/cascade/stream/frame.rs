@@ -18,7 +18,7 @@ use crate::api::completion::Tokens;
 use crate::api::sse;
 use crate::api::wire;
 use crate::outcome::{AttemptError, Failure};
-use crate::providers::StreamItem;
+use crate::providers::{ChunkStream, StreamItem};
 use bytes::Bytes;
 use futures_util::StreamExt;
 use serde_json::{json, Value};
@@ -58,9 +58,9 @@ pub(super) async fn next_frame(st: &mut State) -> Bytes {
             Some(item) => Some(Ok(item)),
             None if out.is_empty() => wait(st).await,
             // Only what the upstream has ready now joins the frame.
-            None => match poll_fn(|cx| Poll::Ready(st.rest.poll_next_unpin(cx))).await {
-                Poll::Ready(next) => next,
-                Poll::Pending => break,
+            None => match ready_now(&mut st.rest).await {
+                Some(next) => next,
+                None => break,
             },
         };
         match step(st, next, &mut out) {
@@ -75,6 +75,22 @@ pub(super) async fn next_frame(st: &mut State) -> Bytes {
         }
     }
     Bytes::from(out)
+}
+
+/// The next item if the upstream has it now. The connection's task
+/// hands its body over one HTTP chunk (one event) at a time, so when the
+/// next is not there it gets one turn to decode what its last read
+/// brought (a yield, not a wait): without it, each event of a read would
+/// be a frame and a write of its own.
+async fn ready_now(rest: &mut ChunkStream) -> Option<Option<Result<StreamItem, AttemptError>>> {
+    if let Poll::Ready(next) = poll_fn(|cx| Poll::Ready(rest.poll_next_unpin(cx))).await {
+        return Some(next);
+    }
+    tokio::task::yield_now().await;
+    match poll_fn(|cx| Poll::Ready(rest.poll_next_unpin(cx))).await {
+        Poll::Ready(next) => Some(next),
+        Poll::Pending => None,
+    }
 }
 
 /// The next item, waited for within `timeouts.idle` and `timeouts.total`.
