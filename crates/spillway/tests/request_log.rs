@@ -97,7 +97,7 @@ async fn answered_requests_are_logged_with_tokens_cost_and_times() {
         assert_eq!(v["model"], "fine");
         assert_eq!(v["stream"], stream);
         assert_eq!(v["user"], "user-42");
-        assert!(v["key"].is_null(), "no client key id is known yet");
+        assert!(v["key"].is_null(), "a `server.api_keys` key has no id");
         assert_eq!(v["answered_by"], "ok/a");
         assert_eq!(v["rank"], 1);
         assert_eq!(attempts(&v), [pair("ok/a", "answered")]);
@@ -267,4 +267,35 @@ async fn the_log_is_rotated_by_size() {
     assert!(rotated.lines().count() >= 2, "{rotated}");
     assert!(std::fs::metadata(dir.join("requests.jsonl")).unwrap().len() <= 4096);
     assert!(!dir.join("requests.jsonl.3").exists());
+}
+
+#[tokio::test]
+async fn a_virtual_key_and_its_end_user_are_on_the_line() {
+    let dir = temp_dir();
+    let keys = "keys:\n  - { id: team-a, key: sk-team-a-secret }\n";
+    let gw = start(&config(&dir, keys)).await;
+    for stream in [false, true] {
+        let mut b = body("fine", stream);
+        b.as_object_mut().unwrap().remove("user");
+        let resp = client()
+            .post(format!("{}/v1/chat/completions", gw.url))
+            .bearer_auth("sk-team-a-secret")
+            .header("x-spillway-user", "alice")
+            .json(&b)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(resp.status(), 200);
+        let id = header(&resp, "x-request-id").to_string();
+        let _ = resp.bytes().await.unwrap();
+        let v = line_of(&dir, &id).await;
+        assert_eq!(v["key"], "team-a", "{v}");
+        assert_eq!(v["user"], "alice", "{v}");
+        assert!(!v.to_string().contains("sk-team-a-secret"), "never the secret: {v}");
+    }
+    let (status, id) = exchange(&gw, Some("key-a"), &body("fine", false)).await;
+    assert_eq!(status, 200);
+    let v = line_of(&dir, &id).await;
+    assert!(v["key"].is_null(), "{v}");
+    assert_eq!(v["user"], "user-42");
 }

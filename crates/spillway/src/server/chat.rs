@@ -159,7 +159,7 @@ pub(super) async fn serve(
     req.request_id = Some(notes.id.clone());
     req.journal = notes.journal().cloned();
     if let Some(j) = &req.journal {
-        journal_request(j, &req);
+        journal_request(j, &req, who);
     }
     let plan = gw
         .resolve(&req.model)
@@ -224,10 +224,16 @@ pub(super) async fn serve(
 }
 
 /// Who sent the request and (when content is recorded) its messages, for
-/// its journal. The client key's id is not known here (`key` stays empty);
-/// the end user is the body's `user` or `safety_identifier`.
-fn journal_request(journal: &crate::journal::Journal, req: &ChatRequest) {
-    journal.caller(None, req.user.clone());
+/// its journal: the virtual key's id (none for `server.api_keys` and
+/// open gateways) and the end user — `x-spillway-user`, else the body's
+/// `user`, `safety_identifier` or Anthropic `metadata.user_id`.
+fn journal_request(journal: &crate::journal::Journal, req: &ChatRequest, who: &Who) {
+    let user = req
+        .end_user
+        .clone()
+        .or_else(|| crate::tenancy::admit::end_user(who.user_header.as_deref(), req.body()))
+        .or_else(|| req.user.clone());
+    journal.caller(who.key.as_ref().map(|k| k.id.clone()), user);
     journal.prompt(|| req.body().get("messages").map(ToString::to_string));
 }
 

@@ -38,7 +38,8 @@ async fn embed(state: Arc<AppState>, request: Request) -> Result<Response, ApiEr
     req.request_id = Some(notes.id.clone());
     req.journal = notes.journal().cloned();
     if let Some(j) = &req.journal {
-        j.caller(None, req.user.as_ref().map(|u| u.chars().take(256).collect()));
+        let user = who.user_header.clone().or_else(|| req.user.clone());
+        j.caller(who.key.as_ref().map(|k| k.id.clone()), user.map(|u| u.chars().take(256).collect()));
     }
     let plan = gw
         .resolve_embedding(&req.model)
