@@ -77,16 +77,8 @@ pub(super) async fn next_frame(st: &mut State) -> Bytes {
     Bytes::from(out)
 }
 
-/// The next item if the upstream has it now. The connection's task
-/// hands its body over one HTTP chunk (one event) at a time, so when the
-/// next is not there it gets one turn to decode what its last read
-/// brought (a yield, not a wait): without it, each event of a read would
-/// be a frame and a write of its own.
+/// The next item if the upstream has it now (polled once, not waited for).
 async fn ready_now(rest: &mut ChunkStream) -> Option<Option<Result<StreamItem, AttemptError>>> {
-    if let Poll::Ready(next) = poll_fn(|cx| Poll::Ready(rest.poll_next_unpin(cx))).await {
-        return Some(next);
-    }
-    tokio::task::yield_now().await;
     match poll_fn(|cx| Poll::Ready(rest.poll_next_unpin(cx))).await {
         Poll::Ready(next) => Some(next),
         Poll::Pending => None,
