@@ -100,7 +100,9 @@ start demo "$out/demo.yaml"
 export SPILLWAY_DEMO_URL=$url
 start mock "$here/mock.yaml"
 export SPILLWAY_URL=$url
-echo "Gateways: demo $SPILLWAY_DEMO_URL, mock $SPILLWAY_URL"
+start keys "$here/keys.yaml"
+export SPILLWAY_KEYS_URL=$url
+echo "Gateways: demo $SPILLWAY_DEMO_URL, mock $SPILLWAY_URL, keys $SPILLWAY_KEYS_URL"
 
 status=0
 "$cache/venv/bin/python" -m pytest -q -p no:cacheprovider "$here/python" \
@@ -111,6 +113,6 @@ node --test --test-reporter=dot --test-reporter-destination=stdout \
 
 "$cache/venv/bin/python" "$here/summary.py" "$out/python.xml" "$out/node.xml" "$(($(date +%s) - started))" || status=1
 if [ "$status" -ne 0 ]; then
-  echo "Gateway logs: $root/$out/{demo,mock}.log"
+  echo "Gateway logs: $root/$out/{demo,mock,keys}.log"
 fi
 exit "$status"

@@ -278,7 +278,7 @@ async fn cors_preflight_is_answered_for_allowed_origins_only() {
 const SDK_HEADERS: &str = "authorization, content-type, accept, x-stainless-lang, x-stainless-package-version, \
 x-stainless-os, x-stainless-arch, x-stainless-runtime, x-stainless-runtime-version, x-stainless-retry-count, \
 x-stainless-timeout, x-api-key, anthropic-version, anthropic-dangerous-direct-browser-access, anthropic-beta, \
-openai-organization, openai-project, user-agent, X-Stainless-Brand-New";
+openai-organization, openai-project, user-agent, x-spillway-user, X-Stainless-Brand-New";
 
 #[tokio::test]
 async fn cors_defaults_cover_what_the_browser_sdks_send() {

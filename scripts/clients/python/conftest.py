@@ -2,7 +2,8 @@
 
 SPILLWAY_URL is the mock gateway (scripts/clients/mock.yaml: every cascade
 starts on a model that fails), SPILLWAY_DEMO_URL the demo (examples/demo.yaml,
-the config `spillway serve` embeds) on a port of its own.
+the config `spillway serve` embeds) on a port of its own, SPILLWAY_KEYS_URL
+a gateway with virtual keys (scripts/clients/keys.yaml).
 """
 
 import os
@@ -21,6 +22,11 @@ def _url(name: str) -> str:
 @pytest.fixture(scope="session")
 def base_url() -> str:
     return _url("SPILLWAY_URL")
+
+
+@pytest.fixture(scope="session")
+def keys_url() -> str:
+    return _url("SPILLWAY_KEYS_URL")
 
 
 @pytest.fixture(scope="session")

@@ -119,7 +119,7 @@ fn client_write_timeout(cx: &mut Ctx, value: Option<&String>) -> Duration {
 /// the gateway's own, and every `x-stainless-*` header (a family the
 /// Stainless-made SDKs keep adding to).
 pub(crate) const CORS_DEFAULT_HEADERS: &str = "authorization, content-type, accept, user-agent, x-api-key, \
-x-request-id, x-spillway-escalate, openai-organization, openai-project, openai-beta, anthropic-version, \
+x-request-id, x-spillway-escalate, x-spillway-user, openai-organization, openai-project, openai-beta, anthropic-version, \
 anthropic-beta, anthropic-dangerous-direct-browser-access, api-key, x-goog-api-key, x-stainless-lang, \
 x-stainless-package-version, x-stainless-os, x-stainless-arch, x-stainless-runtime, \
 x-stainless-runtime-version, x-stainless-retry-count, x-stainless-timeout, x-stainless-read-timeout, \
