@@ -176,7 +176,7 @@ struct Scan {
 }
 
 fn scan(text: &str) -> Scan {
-    let mut s = Scan::default();
+    let mut s = Scan { words: Vec::with_capacity((text.len() / 6).min(MAX_WORDS)), ..Scan::default() };
     let (mut fence, mut inline, mut ticks) = (false, false, 0usize);
     let mut word: Option<u64> = None;
     let push = |s: &mut Scan, w: &mut Option<u64>| {
@@ -201,7 +201,7 @@ fn scan(text: &str) -> Scan {
             }
             ticks = 0;
         }
-        if !c.is_whitespace() {
+        if !is_space(c) {
             s.visible += 1;
         }
         if fence || inline {
@@ -218,9 +218,9 @@ fn scan(text: &str) -> Scan {
             push(&mut s, &mut word);
             word = Some(u64::from(c));
             push(&mut s, &mut word);
-        } else if c.is_alphanumeric() {
+        } else if is_word_char(c) {
             let h = word.unwrap_or(0xcbf2_9ce4_8422_2325);
-            let lower = c.to_lowercase().next().unwrap_or(c);
+            let lower = lower(c);
             word = Some((h ^ u64::from(lower)).wrapping_mul(0x0100_0000_01b3));
         } else {
             push(&mut s, &mut word);
@@ -231,6 +231,36 @@ fn scan(text: &str) -> Scan {
     }
     push(&mut s, &mut word);
     s
+}
+
+/// `char::is_whitespace`, without a table lookup for ASCII.
+fn is_space(c: char) -> bool {
+    if c.is_ascii() {
+        matches!(c, ' ' | '\t' | '\n' | '\r' | '\x0B' | '\x0C')
+    } else {
+        c.is_whitespace()
+    }
+}
+
+/// `char::is_alphanumeric`, without a table lookup for ASCII and the
+/// Cyrillic letters (U+0482–0489 are signs and marks, not letters).
+fn is_word_char(c: char) -> bool {
+    match c {
+        _ if c.is_ascii() => c.is_ascii_alphanumeric(),
+        '\u{0400}'..='\u{0481}' | '\u{048A}'..='\u{04FF}' => true,
+        _ => c.is_alphanumeric(),
+    }
+}
+
+/// The first character of `c`'s lowercase, by arithmetic for ASCII and
+/// the basic Cyrillic letters (the answers judged are mostly those).
+fn lower(c: char) -> char {
+    match c {
+        'A'..='Z' => c.to_ascii_lowercase(),
+        'a'..='z' | 'а'..='я' => c,
+        'А'..='Я' => char::from_u32(u32::from(c) + 32).unwrap_or(c),
+        _ => c.to_lowercase().next().unwrap_or(c),
+    }
 }
 
 /// Some run of 1 to [`MAX_NGRAM`] words repeats back to back often enough.
@@ -355,6 +385,15 @@ mod tests {
         // Repeated lines of code are code, not a loop.
         let code = format!("```\n{}```", "x = x + 1;\n".repeat(30));
         assert_eq!(judge(&text(&code), p, RULES), Signals::NONE);
+    }
+
+    #[test]
+    fn the_fast_paths_agree_with_the_standard_library() {
+        for c in ('\0'..='\u{2FFF}').chain(['\u{3000}', '\u{4E00}', '\u{AC00}', '\u{1F600}']) {
+            assert_eq!(is_space(c), c.is_whitespace(), "{c:?}");
+            assert_eq!(is_word_char(c), c.is_alphanumeric(), "{c:?}");
+            assert_eq!(lower(c), c.to_lowercase().next().unwrap_or(c), "{c:?}");
+        }
     }
 
     #[test]
