@@ -1,5 +1,9 @@
 //! The response body of the request path's client: read as frames or as
 //! a byte stream, it hands its connection back to the pool when it ends.
+//! While it is read it drives its connection ([`Link`]): when the reader
+//! asks for more and hyper has handed nothing over yet, the connection
+//! decodes what its buffer holds (or reads the socket) in the reader's own
+//! poll, so every event one socket read brought is ready at once.
 //!
 //! A body dropped halfway closes its connection — which is what cancels
 //! an upstream's generation when the client leaves — unless the reader
@@ -7,12 +11,12 @@
 //! is drained briefly in the background and the connection kept.
 //! [`read_to_end`] reads any body whole (also the server's client bodies).
 
+use super::link::Link;
 use super::pool::Pool;
 use bytes::Bytes;
 use futures_util::Stream;
-use http_body_util::{BodyExt, Full};
+use http_body_util::BodyExt;
 use hyper::body::Incoming;
-use hyper::client::conn::http1::SendRequest;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
@@ -61,9 +65,9 @@ impl Completion {
     }
 }
 
-/// Where a connection goes back to.
+/// The body's connection, and where it goes back to.
 struct Back {
-    sender: SendRequest<Full<Bytes>>,
+    link: Link,
     pool: Arc<Pool>,
     slot: usize,
 }
@@ -82,29 +86,29 @@ impl Drop for Body {
     /// body dropped mid-answer (the client left) is never drained: closing
     /// the connection is what cancels the upstream's generation.
     fn drop(&mut self) {
-        let (Some(back), Some(mut incoming)) = (self.back.take(), self.incoming.take()) else { return };
+        let (Some(back), Some(incoming)) = (self.back.take(), self.incoming.take()) else { return };
         if !self.complete.as_ref().is_some_and(|c| c.load(std::sync::atomic::Ordering::Acquire)) {
             return;
         }
         let Ok(runtime) = tokio::runtime::Handle::try_current() else { return };
+        // The rest is read through a body of its own, which drives the
+        // connection and gives it back when it reaches the end.
+        let mut rest = Body { incoming: Some(incoming), back: Some(back), complete: None };
         // Detached on purpose: it ends within DRAIN_TIME.
         runtime.spawn(async move {
-            let drained = tokio::time::timeout(DRAIN_TIME, async {
+            let _ = tokio::time::timeout(DRAIN_TIME, async {
                 let mut left = DRAIN_BYTES;
-                while let Some(frame) = incoming.frame().await {
-                    let Ok(frame) = frame else { return false };
+                while let Some(Ok(frame)) = rest.frame().await {
                     let n = frame.data_ref().map_or(0, Bytes::len);
                     if n > left {
-                        return false;
+                        // Too much after a complete answer: close it.
+                        rest.back = None;
+                        return;
                     }
                     left -= n;
                 }
-                true
             })
             .await;
-            if drained == Ok(true) {
-                back.pool.give_back(back.slot, back.sender);
-            }
         });
     }
 }
@@ -112,8 +116,8 @@ impl Drop for Body {
 impl Body {
     /// A body whose connection (`sender`) goes back to `pool`'s `slot` when
     /// it ends.
-    pub(super) fn new(incoming: Incoming, sender: SendRequest<Full<Bytes>>, pool: Arc<Pool>, slot: usize) -> Self {
-        Body { incoming: Some(incoming), back: Some(Back { sender, pool, slot }), complete: None }
+    pub(super) fn new(incoming: Incoming, link: Link, pool: Arc<Pool>, slot: usize) -> Self {
+        Body { incoming: Some(incoming), back: Some(Back { link, pool, slot }), complete: None }
     }
 
     /// A handle the reader uses to say the answer is complete, so that
@@ -131,8 +135,8 @@ impl Body {
     }
 
     fn ended(&mut self) {
-        if let Some(Back { sender, pool, slot }) = self.back.take() {
-            pool.give_back(slot, sender);
+        if let Some(Back { link, pool, slot }) = self.back.take() {
+            pool.give_back(slot, link);
         }
     }
 }
@@ -183,11 +187,18 @@ impl hyper::body::Body for Body {
         mut self: Pin<&mut Self>,
         cx: &mut Context<'_>,
     ) -> Poll<Option<Result<hyper::body::Frame<Bytes>, hyper::Error>>> {
-        let Some(incoming) = self.incoming.as_mut() else { return Poll::Ready(None) };
-        let polled = Pin::new(incoming).poll_frame(cx);
+        let this = &mut *self;
+        let Some(incoming) = this.incoming.as_mut() else { return Poll::Ready(None) };
+        let mut polled = Pin::new(&mut *incoming).poll_frame(cx);
+        // Nothing handed over yet: let the connection decode what it has
+        // (or read the socket) now, in this task, and look again.
+        if let (true, Some(back)) = (polled.is_pending(), this.back.as_mut()) {
+            back.link.drive(cx);
+            polled = Pin::new(incoming).poll_frame(cx);
+        }
         match &polled {
-            Poll::Ready(None) => self.ended(),
-            Poll::Ready(Some(Err(_))) => self.back = None,
+            Poll::Ready(None) => this.ended(),
+            Poll::Ready(Some(Err(_))) => this.back = None,
             _ => {}
         }
         polled
@@ -229,7 +240,7 @@ mod tests {
     #[tokio::test]
     async fn read_to_end_keeps_one_frame_as_is_and_joins_several() {
         let one = Bytes::from_static(b"whole");
-        let got = read_to_end(Full::new(one.clone()), 10).await.unwrap();
+        let got = read_to_end(http_body_util::Full::new(one.clone()), 10).await.unwrap();
         assert_eq!(got.as_ptr(), one.as_ptr(), "a single frame is not copied");
         let frames = || {
             let parts =

@@ -8,6 +8,7 @@
 use super::body::Body;
 use super::connect::{Connector, Origin};
 use super::error::{EndpointError, HttpError};
+use super::link::Link;
 use super::pool::{self, Pool, SLOTS};
 use super::proxy::Proxy;
 use super::tls::tls_connector;
@@ -16,7 +17,6 @@ use http::header::{HeaderMap, HeaderValue, CONTENT_TYPE, HOST, USER_AGENT};
 use http::{Request, Response, Uri};
 use http_body_util::Full;
 use hyper::body::Incoming;
-use hyper::client::conn::http1::SendRequest;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio_rustls::rustls;
@@ -135,11 +135,12 @@ impl Endpoint {
         ids: crate::providers::types::CallIds<'_>,
     ) -> Result<Response<Body>, HttpError> {
         let slot = pool::slot() % SLOTS;
-        if let Some(mut sender) = self.pool.take(slot) {
+        if let Some(mut link) = self.pool.take(slot) {
             // Usually ready at once: it came back after its last body ended.
-            if sender.ready().await.is_ok() {
-                match sender.try_send_request(self.request(body.clone(), ids)).await {
-                    Ok(resp) => return Ok(self.wrap(resp, sender, slot)),
+            if link.ready().await.is_ok() {
+                let sent = link.sender.try_send_request(self.request(body.clone(), ids));
+                match link.wait(sent).await {
+                    Ok(resp) => return Ok(self.wrap(resp, link, slot)),
                     // Not written at all: the upstream had closed this idle
                     // connection. Once more on a new one.
                     Err(e) if e.message().is_some() => {}
@@ -149,9 +150,10 @@ impl Endpoint {
         }
         // Boxed: the TCP and TLS handshakes would otherwise make every
         // request's future larger (it is moved whole), pooled or not.
-        let mut sender = Box::pin(self.connector.connect()).await?;
-        let resp = sender.send_request(self.request(body, ids)).await.map_err(HttpError::Send)?;
-        Ok(self.wrap(resp, sender, slot))
+        let mut link = Box::pin(self.connector.connect()).await?;
+        let sent = link.sender.send_request(self.request(body, ids));
+        let resp = link.wait(sent).await.map_err(HttpError::Send)?;
+        Ok(self.wrap(resp, link, slot))
     }
 
     fn request(&self, body: Bytes, ids: crate::providers::types::CallIds<'_>) -> Request<Full<Bytes>> {
@@ -165,8 +167,8 @@ impl Endpoint {
         req
     }
 
-    fn wrap(&self, resp: Response<Incoming>, sender: SendRequest<Full<Bytes>>, slot: usize) -> Response<Body> {
-        resp.map(|incoming| Body::new(incoming, sender, self.pool.clone(), slot))
+    fn wrap(&self, resp: Response<Incoming>, link: Link, slot: usize) -> Response<Body> {
+        resp.map(|incoming| Body::new(incoming, link, self.pool.clone(), slot))
     }
 }
 

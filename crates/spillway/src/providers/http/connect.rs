@@ -3,14 +3,14 @@
 //! handshake, each bounded by `timeouts.connect`.
 //!
 //! Used by the endpoint when its pool has no idle connection for the
-//! serving thread; the connection's task then lives as long as its sender.
+//! serving thread; the connection is then driven by whoever holds its
+//! [`Link`].
 
 use super::error::HttpError;
+use super::link::{Io, Link};
 use super::proxy::Proxy;
 use super::tunnel::tunnel;
-use bytes::Bytes;
-use http_body_util::Full;
-use hyper::client::conn::http1::{self, SendRequest};
+use hyper::client::conn::http1;
 use hyper_util::rt::TokioIo;
 use std::time::Duration;
 use tokio::net::TcpStream;
@@ -57,7 +57,7 @@ pub(super) struct Connector {
 
 impl Connector {
     /// A new connection, ready for its first request.
-    pub(super) async fn connect(&self) -> Result<SendRequest<Full<Bytes>>, HttpError> {
+    pub(super) async fn connect(&self) -> Result<Link, HttpError> {
         let origin = &self.origin;
         let (host, port) = match &origin.proxy {
             Some(p) => (p.host.as_str(), p.port),
@@ -77,32 +77,21 @@ impl Connector {
                 .map_err(|_| HttpError::ConnectTimeout(self.connect_timeout))??;
         }
         match &origin.tls {
-            None => handshake(tcp).await,
+            None => handshake(Box::new(tcp)).await,
             Some((connector, name)) => {
                 let tls = tokio::time::timeout(self.connect_timeout, connector.connect(name.clone(), tcp))
                     .await
                     .map_err(|_| HttpError::ConnectTimeout(self.connect_timeout))?
                     .map_err(|e| HttpError::Connect(format!("TLS: {e}")))?;
-                handshake(tls).await
+                handshake(Box::new(tls)).await
             }
         }
     }
 }
 
-/// Starts HTTP/1.1 on a connected stream; its connection task lives as
-/// long as the connection does.
-async fn handshake<S>(io: S) -> Result<SendRequest<Full<Bytes>>, HttpError>
-where
-    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
-{
+/// Starts HTTP/1.1 on a connected stream; the connection is driven by
+/// whoever holds the [`Link`] (no task of its own: see [`super::link`]).
+async fn handshake(io: Box<dyn Io>) -> Result<Link, HttpError> {
     let (sender, conn) = http1::handshake(TokioIo::new(io)).await.map_err(|e| HttpError::Connect(e.to_string()))?;
-    // The connection task is owned by its `SendRequest` (it ends when the
-    // sender and any response body are dropped), not by a supervisor.
-    #[allow(clippy::disallowed_methods)]
-    tokio::spawn(async move {
-        if let Err(e) = conn.await {
-            tracing::debug!(error = %e, "Upstream connection ended with an error.");
-        }
-    });
-    Ok(sender)
+    Ok(Link::new(sender, conn))
 }

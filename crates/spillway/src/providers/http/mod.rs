@@ -26,6 +26,9 @@
 //! order they import each other (each only those before it):
 //!
 //! - [`error`]: why a request got no response, why an endpoint cannot be built;
+//! - [`link`]: a connection's sender and its future, driven by the task
+//!   that uses it (not a task of its own: a stream's events then come out
+//!   as many per wake-up as one socket read brought);
 //! - [`pool`]: the serving thread's slot and the idle connections per slot;
 //! - [`proxy`]: the proxy environment rules; [`tunnel`]: the `CONNECT` tunnel;
 //! - [`tls`]: rustls with the system's roots plus `ca_file`;
@@ -38,6 +41,7 @@ pub mod body;
 pub mod client;
 pub mod connect;
 pub mod error;
+mod link;
 pub mod pool;
 pub mod proxy;
 pub mod tls;

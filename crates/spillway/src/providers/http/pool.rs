@@ -1,17 +1,16 @@
 //! The idle connections of one upstream origin, one list per serving
 //! thread, and the thread's slot that picks the list.
 //!
-//! A connection's task runs on the event loop that opened it, so a
-//! connection is reused only by that thread (no cross-thread wake-up). The
+//! A connection's socket is registered with the event loop that opened
+//! it, so a connection is reused only by that thread (no cross-thread
+//! wake-up). The
 //! serving threads number themselves with `set_slot` as they start
 //! (`server::workers`); every other thread (the main one, tests' runtimes)
 //! is slot 0. An endpoint takes a connection from its pool before each
 //! request and the response body gives it back when it has been read to
 //! the end.
 
-use bytes::Bytes;
-use http_body_util::Full;
-use hyper::client::conn::http1::SendRequest;
+use super::link::Link;
 use std::cell::Cell;
 use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
@@ -45,7 +44,7 @@ const IDLE_TIMEOUT: Duration = Duration::from_secs(90);
 
 #[derive(Debug)]
 pub(super) struct Idle {
-    sender: SendRequest<Full<Bytes>>,
+    link: Link,
     since: Instant,
 }
 
@@ -62,19 +61,19 @@ impl Pool {
     }
 
     /// The most recently returned live connection of `slot`, if any.
-    pub(super) fn take(&self, slot: usize) -> Option<SendRequest<Full<Bytes>>> {
+    pub(super) fn take(&self, slot: usize) -> Option<Link> {
         let mut idle = self.idle[slot].lock().unwrap_or_else(PoisonError::into_inner);
-        while let Some(Idle { sender, since }) = idle.pop() {
-            if !sender.is_closed() && since.elapsed() < IDLE_TIMEOUT {
-                return Some(sender);
+        while let Some(Idle { mut link, since }) = idle.pop() {
+            if since.elapsed() < IDLE_TIMEOUT && link.is_open() {
+                return Some(link);
             }
         }
         None
     }
 
     /// Keeps a connection whose response was read to its end for reuse.
-    pub(super) fn give_back(&self, slot: usize, sender: SendRequest<Full<Bytes>>) {
-        if sender.is_closed() {
+    pub(super) fn give_back(&self, slot: usize, mut link: Link) {
+        if !link.is_open() {
             return;
         }
         let now = Instant::now();
@@ -83,7 +82,7 @@ impl Pool {
         let stale = idle.iter().take_while(|i| now.duration_since(i.since) >= IDLE_TIMEOUT).count();
         idle.drain(..stale);
         if idle.len() < MAX_IDLE {
-            idle.push(Idle { sender, since: now });
+            idle.push(Idle { link, since: now });
         }
     }
 }

@@ -155,6 +155,55 @@ async fn a_body_dropped_after_its_answer_was_complete_keeps_its_connection() {
     }
 }
 
+/// Every chunk that one socket read brought is handed over in the reader's
+/// poll (the body drives its connection: see `link`), not one per wake-up
+/// of a connection task — which is what lets a stream's forwarder gather
+/// them into one frame and one write.
+#[tokio::test]
+#[allow(clippy::disallowed_methods)] // a test server: its task ends with the test's runtime
+async fn every_chunk_one_read_brought_is_ready_without_waiting() {
+    use futures_util::StreamExt;
+    use std::task::{Context, Poll};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/v1/chat/completions", listener.local_addr().unwrap());
+    tokio::spawn(async move {
+        let (mut sock, _) = listener.accept().await.unwrap();
+        let mut buf = Vec::new();
+        let mut chunk = [0u8; 4096];
+        // The request: its head and the two bytes of its body.
+        while buf.windows(4).position(|w| w == b"\r\n\r\n").is_none_or(|at| buf.len() < at + 6) {
+            let n = sock.read(&mut chunk).await.unwrap();
+            assert!(n > 0);
+            buf.extend_from_slice(&chunk[..n]);
+        }
+        let mut resp = b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n".to_vec();
+        for i in 0..100 {
+            let event = format!("data: {i:03}\n\n");
+            resp.extend_from_slice(format!("{:x}\r\n{event}\r\n", event.len()).as_bytes());
+        }
+        resp.extend_from_slice(b"0\r\n\r\n");
+        sock.write_all(&resp).await.unwrap();
+        let _ = sock.read(&mut chunk).await;
+    });
+    let e = endpoint(&url);
+    let mut body = e.post(Bytes::from_static(b"{}")).await.unwrap().into_body();
+    let mut got = vec![body.next().await.unwrap().unwrap()];
+    // The rest came in the same write: all of it is there without waiting.
+    let mut cx = Context::from_waker(futures_util::task::noop_waker_ref());
+    loop {
+        match body.poll_next_unpin(&mut cx) {
+            Poll::Ready(Some(chunk)) => got.push(chunk.unwrap()),
+            Poll::Ready(None) => break,
+            Poll::Pending => panic!("chunk {} was not ready", got.len()),
+        }
+    }
+    let text: String = got.iter().map(|c| String::from_utf8_lossy(c).into_owned()).collect();
+    let want: String = (0..100).map(|i| format!("data: {i:03}\n\n")).collect();
+    assert_eq!(text, want);
+    // Read to its end: the connection is back in the pool for the next request.
+    assert_eq!(e.pool.idle[0].lock().unwrap().len(), 1);
+}
+
 #[tokio::test]
 async fn a_refused_connection_is_a_connect_error() {
     let port = {
