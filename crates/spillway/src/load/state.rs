@@ -148,13 +148,22 @@ impl ProviderLoad {
     }
 
     /// Applies the active profile to one attempt's body and returns the
-    /// profile's name (for `x-spillway-load-profile`).
-    pub fn rewrite(&self, body: &mut crate::api::request::Outgoing<'_>) -> Option<&str> {
-        let profile = self.profile()?;
+    /// profile's name (for `x-spillway-load-profile`). A `relieved` caller
+    /// (at or under its fair share while another is above:
+    /// `tenancy::fair::relieved`) gets the profile before the active one.
+    pub fn rewrite(&self, body: &mut crate::api::request::Outgoing<'_>, relieved: bool) -> Option<&str> {
+        let profile = self.profile_for(relieved)?;
         if profile.rewrites() {
             apply_profile(body.to_mut(), profile, self.default_max_tokens, self.single_system);
         }
         Some(&profile.name)
+    }
+
+    /// The profile a request runs under: the active one, or for a
+    /// `relieved` caller the one before it (the first stays the first).
+    pub fn profile_for(&self, relieved: bool) -> Option<&Profile> {
+        let current = self.current.load(Ordering::Acquire);
+        self.profiles.get(if relieved { current.saturating_sub(1) } else { current })
     }
 
     /// The last published load; `None` while unknown.
@@ -292,5 +301,26 @@ mod tests {
         e.set_emulated(None).unwrap();
         assert_eq!(e.load(), None);
         assert!(!e.is_lazy());
+    }
+
+    #[test]
+    fn a_relieved_caller_runs_one_profile_lighter() {
+        let metrics = Metrics::new();
+        let p = test_provider(LoadSource::Emulated, &metrics);
+        let name = |relieved| p.profile_for(relieved).map(|p| p.name.clone());
+        for (load, heavy, light) in
+            [(0.5, "normal", "normal"), (0.8, "tired", "normal"), (0.95, "lazy", "tired"), (1.0, "lazy", "tired")]
+        {
+            p.set_emulated(Some(load)).unwrap();
+            assert_eq!(name(false).as_deref(), Some(heavy), "load {load}");
+            assert_eq!(name(true).as_deref(), Some(light), "load {load}");
+        }
+        // The rewrite names what it applied.
+        let req = crate::api::ChatRequest::parse(bytes::Bytes::from_static(
+            br#"{"model":"m","messages":[{"role":"user","content":"hi"}]}"#,
+        ))
+        .unwrap();
+        let mut body = crate::api::request::Outgoing::new(&req);
+        assert_eq!(p.rewrite(&mut body, true), Some("tired"));
     }
 }

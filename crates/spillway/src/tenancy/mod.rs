@@ -101,8 +101,11 @@ pub struct Tenancy {
     fallbacks: AtomicU64,
     /// Keys made through the admin API.
     pub registry: registry::Registry,
-    /// Callers' recent shares of each cascade, for fair shares.
+    /// Callers' recent shares of each cascade, for fair shares of a free quota.
     pub shares: fair::Shares,
+    /// Callers' recent shares of each provider with `load:`, for fair
+    /// degradation (apart from `shares`: a cascade may bear a provider's name).
+    pub load_shares: fair::Shares,
 }
 
 impl std::fmt::Debug for Tenancy {
