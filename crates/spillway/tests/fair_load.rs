@@ -115,6 +115,8 @@ async fn a_heavy_end_user_gets_the_lazier_profile_and_a_light_one_keeps_the_full
     history(&gw, From::User("heavy"), &light).await;
     let seen = under_rising_load(&gw, From::User("heavy"), From::User("light-0")).await;
     assert_eq!(seen, fair());
+    // Relieved under tired and lazy (under normal there is nothing to relieve).
+    assert_eq!(gw.metric(r#"spillway_fair_load_relief_total{provider="local"}"#).await, 4.0);
     // A request naming no caller is neither counted nor relieved.
     let mut anonymous = chat("chat", false);
     anonymous["max_tokens"] = json!(100);
@@ -142,6 +144,7 @@ async fn without_fair_degradation_everyone_gets_the_same_profile() {
     let want: Vec<[(String, u64); 2]> =
         alike.iter().flat_map(|s| [[s.clone(), s.clone()], [s.clone(), s.clone()]]).collect();
     assert_eq!(seen, want);
+    assert_eq!(gw.metric(r#"spillway_fair_load_relief_total{provider="local"}"#).await, 0.0);
 }
 
 #[tokio::test]

@@ -10,6 +10,7 @@ use super::profile::{Profile, ProfileSelector};
 use super::rewrite::apply_profile;
 use crate::config::{LoadSource, ProviderKind};
 use crate::metrics::{LoadProfileLabels, Metrics, ProviderLabels};
+use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::gauge::Gauge;
 use serde::Serialize;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
@@ -46,6 +47,8 @@ struct Gauges {
     stale: Gauge,
     /// One per profile, in config order.
     profiles: Vec<Gauge>,
+    /// `spillway_fair_load_relief_total` of this provider.
+    relieved: Counter,
 }
 
 /// `/admin/state` and `GET /admin/load`: one provider's load now.
@@ -95,6 +98,7 @@ impl ProviderLoad {
         let gauges = Gauges {
             load: metrics.load.get_or_create(&provider).clone(),
             stale: metrics.load_stale.get_or_create(&provider).clone(),
+            relieved: metrics.keys.relieved.get_or_create(&provider).clone(),
             profiles: profiles
                 .iter()
                 .map(|p| {
@@ -153,6 +157,9 @@ impl ProviderLoad {
     /// `tenancy::fair::relieved`) gets the profile before the active one.
     pub fn rewrite(&self, body: &mut crate::api::request::Outgoing<'_>, relieved: bool) -> Option<&str> {
         let profile = self.profile_for(relieved)?;
+        if relieved && self.current.load(Ordering::Relaxed) > 0 {
+            self.gauges.relieved.inc();
+        }
         if profile.rewrites() {
             apply_profile(body.to_mut(), profile, self.default_max_tokens, self.single_system);
         }
@@ -322,5 +329,6 @@ mod tests {
         .unwrap();
         let mut body = crate::api::request::Outgoing::new(&req);
         assert_eq!(p.rewrite(&mut body, true), Some("tired"));
+        assert!(metrics.render().contains(r#"spillway_fair_load_relief_total{provider="local"} 1"#));
     }
 }
