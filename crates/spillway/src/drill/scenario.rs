@@ -725,6 +725,31 @@ traffic: [ { cascade: chat, rps: 1 } ]
     }
 
     #[test]
+    fn caller_classes_compile_and_their_mistakes_carry_paths() {
+        let s = load(
+            "duration: 1m\ntraffic:\n  - { cascade: chat, rps: 1, users: 40, class: light }\n  - { cascade: chat, rps: 4, users: 4, class: heavy }\nexpect:\n  chat: { min_class_length_ratio: 1.3 }\n",
+        )
+        .unwrap();
+        assert_eq!((s.traffic[0].users, s.traffic[0].class.as_deref()), (40, Some("light")));
+        assert_eq!(s.expect["chat"].min_class_length_ratio, Some(1.3));
+        assert_eq!(super::super::classes::user_of(&s.traffic[1], 9).as_deref(), Some("heavy-1"));
+        let errors = paths(
+            load(
+                "duration: 1m\ntraffic:\n  - { cascade: chat, rps: 1, users: 0 }\n  - { cascade: chat, rps: 1, class: light }\nexpect:\n  chat: { min_class_length_ratio: -1 }\n",
+            )
+            .unwrap_err(),
+        );
+        for expected in [
+            "traffic[0].users: expected 1 to",
+            "traffic[1].class: a caller class needs `users`",
+            "expect.chat.min_class_length_ratio: expected a number of at least 0",
+            "expect.chat.min_class_length_ratio: needs two caller classes",
+        ] {
+            assert!(errors.iter().any(|e| e.starts_with(expected)), "missing `{expected}` in {errors:#?}");
+        }
+    }
+
+    #[test]
     fn too_many_requests_are_refused() {
         let errors = paths(load("duration: 7d\ntraffic: [ { cascade: chat, rps: 1000 } ]\n").unwrap_err());
         assert!(errors.iter().any(|e| e.starts_with("traffic: would send about")), "{errors:?}");
