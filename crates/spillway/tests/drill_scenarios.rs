@@ -331,6 +331,32 @@ fn seed_004_saturating_gpu_rejects_nothing() {
     assert!(failed > 0, "the replay's 503s: {:?}", old.cascades[0].failed);
 }
 
+/// Issue 26's second fairness drill: the saturating GPU of incident 004,
+/// 4 heavy users ramping up and 40 light ones. With fair degradation the
+/// light users keep longer answers than the heavy ones (the class mark);
+/// with everyone degraded alike (`fairness.load_profiles: false`) the mark
+/// is missed and the light users' answers are shorter than with it. The
+/// figures printed are README's.
+#[test]
+fn seed_004_fair_degradation_spares_the_light_callers() {
+    let name = "seed-004-fair-degradation.yaml";
+    let (_, fair) = example(name);
+    assert_marks(&fair);
+    let alike = edited(name, |config| config.fairness.load_profiles = false);
+    let (f, a) = (&fair.cascades[0].classes, &alike.cascades[0].classes);
+    for (class, row) in f {
+        eprintln!(
+            "{class}: fair {:.0} tokens mean {:?}; alike {:.0} tokens mean {:?}",
+            row.tokens_mean, row.profiles, a[class].tokens_mean, a[class].profiles
+        );
+    }
+    assert!(f["light"].tokens_mean > a["light"].tokens_mean * 1.1, "light: {f:?} vs {a:?}");
+    assert!(!f["light"].profiles.contains_key("lazy"), "light users never lazy while heavy ones are: {f:?}");
+    assert!(a["light"].profiles.contains_key("lazy"), "alike, they are: {a:?}");
+    assert!(!alike.passed(), "everyone degraded alike misses the class mark");
+    assert_eq!((fair.cascades[0].success_rate, alike.cascades[0].success_rate), (1.0, 1.0));
+}
+
 /// Issue 27's drill: a primary that answers Russian prompts in English for
 /// 20 minutes is demoted within a bounded number of answers, the clients'
 /// valid-answer share stays at 98 % or more, and the primary is back

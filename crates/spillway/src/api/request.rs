@@ -62,6 +62,12 @@ pub struct ChatRequest {
     /// What the quality judge needs of the prompt (its last user
     /// message's script and length), found once here.
     pub prompt: crate::quality::text::PromptFacts,
+    /// The providers (with `load:`) on which this request's caller runs
+    /// one load profile lighter than the load calls for: it is at or under
+    /// its fair share of their recent traffic while another caller is
+    /// above (set by the server from `tenancy::fair::load_relief`; empty —
+    /// no allocation — for most requests).
+    pub load_relief: Vec<String>,
 }
 
 impl Clone for ChatRequest {
@@ -90,6 +96,7 @@ impl Clone for ChatRequest {
             journal: self.journal.clone(),
             user: self.user.clone(),
             prompt: self.prompt,
+            load_relief: self.load_relief.clone(),
         }
     }
 }
@@ -386,6 +393,7 @@ fn check<J: JsonView>(body: &J) -> Result<ChatRequest, ApiError> {
         journal: None,
         user,
         prompt: prompt_facts(body),
+        load_relief: Vec::new(),
     })
 }
 

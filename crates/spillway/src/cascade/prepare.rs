@@ -27,7 +27,9 @@ pub struct Prepared<'a> {
 }
 
 /// Builds the body of one attempt: the client's body with the provider's
-/// active load profile applied (system prompt, scaled `max_tokens`).
+/// active load profile applied (system prompt, scaled `max_tokens`) — the
+/// one before it for a caller the request's `load_relief` names
+/// (fair degradation, `tenancy::fair::relieved`).
 pub fn prepare<'a>(ctx: &Context<'_>, target: &Target, req: &'a ChatRequest) -> Prepared<'a> {
     let mut body = Outgoing::new(req);
     // The prompt variant first, so a load profile's system prompt is added
@@ -48,8 +50,9 @@ pub fn prepare<'a>(ctx: &Context<'_>, target: &Target, req: &'a ChatRequest) -> 
             })
             .inc();
     }
-    let load_profile =
-        ctx.load.get(&target.model_ref.provider).and_then(|load| load.rewrite(&mut body)).map(str::to_owned);
+    let provider = &target.model_ref.provider;
+    let relieved = req.load_relief.iter().any(|p| p == provider);
+    let load_profile = ctx.load.get(provider).and_then(|load| load.rewrite(&mut body, relieved)).map(str::to_owned);
     Prepared { body, load_profile, prompt }
 }
 

@@ -61,12 +61,14 @@ pub struct RawUserLimits {
     pub budget: Option<RawKeyBudget>,
 }
 
-/// `fairness:` how a shared free quota is shared between callers.
+/// `fairness:` how a shared free quota and a saturated GPU are shared between callers.
 #[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RawFairness {
-    /// Send callers above their fair share down the cascade first when a free model's quota runs low (default true).
+    /// Fair shares on (default true): send callers above their fair share down the cascade first when a free model's quota runs low, and (with `load_profiles`) give them the lazier load profile first.
     pub enabled: Option<bool>,
+    /// Under a degrading load profile, callers at or under their fair share of the provider's recent traffic run one profile lighter than the load calls for while some caller is above its share (default true; needs `enabled`).
+    pub load_profiles: Option<bool>,
     /// A free model's quota is low below this share left, as its last answer's rate-limit headers said (default 0.5).
     pub low_quota: Option<f64>,
     /// A caller is above its fair share past this many times it (default 2), with at least 3 requests in the window.

@@ -216,20 +216,22 @@ fn epoch_ms(start: Instant) -> Duration {
 
 /// Sends every request on schedule and collects what came back.
 async fn send_all(state: &Arc<AppState>, scenario: &Scenario, start: Instant) -> Vec<Sample> {
-    let mut schedule: Vec<(Duration, usize)> = Vec::new();
+    // (when, stream, the stream's n-th request)
+    let mut schedule: Vec<(Duration, usize, u64)> = Vec::new();
     for (i, t) in scenario.traffic.iter().enumerate() {
         let period = Duration::from_secs_f64(1.0 / t.rps);
-        let mut at = t.from;
+        let (mut at, mut n) = (t.from, 0);
         while at < t.until {
-            schedule.push((at, i));
+            schedule.push((at, i, n));
             at += period;
+            n += 1;
         }
     }
     schedule.sort();
     let traffic: Arc<[Traffic]> = scenario.traffic.clone().into();
     let mut running = JoinSet::new();
     let mut samples = Vec::with_capacity(schedule.len());
-    for (at, i) in schedule {
+    for (at, i, n) in schedule {
         let due = start + at;
         loop {
             tokio::select! {
@@ -238,7 +240,7 @@ async fn send_all(state: &Arc<AppState>, scenario: &Scenario, start: Instant) ->
                 () = tokio::time::sleep_until(due) => break,
             }
         }
-        running.spawn(one(state.clone(), traffic.clone(), i, start));
+        running.spawn(one(state.clone(), traffic.clone(), (i, n), start));
     }
     while let Some(done) = running.join_next().await {
         samples.extend(done.ok());
@@ -247,12 +249,15 @@ async fn send_all(state: &Arc<AppState>, scenario: &Scenario, start: Instant) ->
     samples
 }
 
-/// The request body of a traffic stream.
-fn request_body(t: &Traffic) -> Bytes {
+/// The request body of a traffic stream's `n`-th request.
+fn request_body(t: &Traffic, n: u64) -> Bytes {
     let mut body = json!({
         "model": t.cascade,
         "messages": [{"role": "user", "content": t.prompt}],
     });
+    if let Some(user) = super::classes::user_of(t, n) {
+        body["user"] = json!(user);
+    }
     if t.stream {
         body["stream"] = json!(true);
         body["stream_options"] = json!({"include_usage": true});
@@ -271,15 +276,16 @@ fn request_body(t: &Traffic) -> Bytes {
     Bytes::from(body.to_string())
 }
 
-/// Sends one request through the gateway's handler and reads the answer to its end.
-async fn one(state: Arc<AppState>, traffic: Arc<[Traffic]>, i: usize, start: Instant) -> Sample {
+/// Sends stream `i`'s `n`-th request through the gateway's handler and
+/// reads the answer to its end.
+async fn one(state: Arc<AppState>, traffic: Arc<[Traffic]>, (i, n): (usize, u64), start: Instant) -> Sample {
     let t = &traffic[i];
     let sent = Instant::now();
     let request = http::Request::builder()
         .method(http::Method::POST)
         .uri("/v1/chat/completions")
         .header(http::header::CONTENT_TYPE, "application/json")
-        .body(Full::new(request_body(t)));
+        .body(Full::new(request_body(t, n)));
     let mut sample = Sample {
         traffic: i,
         sent: sent - start,

@@ -68,6 +68,9 @@ pub struct Figures<'a> {
     pub profile_tokens: Vec<f64>,
     /// Answers the models of bad-answer faults gave during them.
     pub fault_model_answers: usize,
+    /// Mean answer length of the caller class sending least per caller
+    /// over the class sending most (`None` with fewer than two classes).
+    pub class_length_ratio: Option<f64>,
 }
 
 /// One evaluation of the fallback-share rule (a tenth of its `for`,
@@ -123,6 +126,14 @@ pub(super) fn checks(scenario: &Scenario, cascades: &[Figures<'_>], alerts: &[Al
                 _ => 1.0,
             };
             check("answers shorter with each heavier profile (last/first length)".into(), ratio, shorter);
+        }
+        if let Some(min) = e.min_class_length_ratio {
+            let ratio = c.class_length_ratio.unwrap_or(0.0);
+            check(
+                format!("lightest callers' mean answer ≥ {} of the heaviest callers'", pct(min)),
+                ratio,
+                ratio >= min,
+            );
         }
         for kind in &e.alerts {
             let seen = alerts.iter().filter(|a| &a.kind == kind).count();

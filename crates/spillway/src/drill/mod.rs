@@ -9,8 +9,10 @@
 //! ([`report`], [`svg`]) gives per cascade the success rate, the share each
 //! tier and model served over time, latency percentiles, the valid-output
 //! rate and the cost, as a table, JSON and an SVG chart; for a discovered
-//! cascade, the cascade discovery built and what it said ([`discovered`]).
+//! cascade, the cascade discovery built and what it said ([`discovered`]);
+//! per caller class, the answers' length and load profiles ([`classes`]).
 
+pub mod classes;
 pub mod discovered;
 pub mod engine;
 pub mod marks;

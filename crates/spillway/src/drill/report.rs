@@ -116,6 +116,9 @@ pub struct CascadeReport {
     /// Per load profile the answers were served under (`none` without one),
     /// lightest first: how long and how fast the answers were.
     pub profiles: IndexMap<String, ProfileRow>,
+    /// Per caller class (traffic with `class`), in the order they first
+    /// appear: what each sent and how long its answers were.
+    pub classes: IndexMap<String, super::classes::ClassRow>,
     /// Upstream calls per request, mean.
     pub attempts_mean: f64,
     /// USD.
@@ -418,6 +421,7 @@ fn cascade_report(name: &str, samples: &[&Sample], frame: &Frame<'_>) -> Cascade
         cost_per_month_usd: cost * month / frame.scenario.duration.as_secs_f64().max(f64::MIN_POSITIVE),
         models: model_rows(samples, &keys),
         profiles: profile_rows(samples, &frame.profile_order()),
+        classes: super::classes::rows(&frame.scenario.traffic, samples, &frame.profile_order()),
         cascade: name.to_string(),
         requests: samples.len(),
         success_rate: share(answered.len(), samples.len()),
@@ -541,6 +545,7 @@ fn figures(c: &CascadeReport) -> Figures<'_> {
             .fold(0.0, f64::max),
         profile_tokens: c.profiles.values().map(|p| p.tokens_mean).collect(),
         fault_model_answers: c.fault_model_answers,
+        class_length_ratio: super::classes::length_ratio(&c.classes),
     }
 }
 
@@ -633,6 +638,18 @@ impl Report {
                     })
                     .collect();
                 let _ = writeln!(out, "  by load profile: {}", rows.join("; "));
+            }
+            for (class, row) in &c.classes {
+                let profiles: Vec<String> = row.profiles.iter().map(|(k, v)| format!("{k} {}", pct(*v))).collect();
+                let _ = writeln!(
+                    out,
+                    "  class {class}: {} callers, {:.1} requests each, {} answers of {:.0} tokens mean ({})",
+                    row.callers,
+                    row.per_caller,
+                    row.answers,
+                    row.tokens_mean,
+                    profiles.join(", ")
+                );
             }
             let served: Vec<String> =
                 c.served.iter().filter(|(_, &v)| v > 0.0).map(|(k, v)| format!("{k} {}", pct(*v))).collect();

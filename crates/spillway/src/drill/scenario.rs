@@ -9,6 +9,7 @@
 //! traffic:
 //!   - { cascade: chat, rps: 2, stream: true }
 //!   - { cascade: extraction, rps: 0.5, json: true, from: 1m, until: 9m }
+//!   - { cascade: chat, rps: 1, users: 40, class: light }   # end users light-0…39 in turn
 //! faults:
 //!   - { at: 2m, for: 3m, model: paid/reserve-pro, status: 503 }
 //!   - { at: 6m, for: 1m, provider: free, hang: true }
@@ -17,7 +18,8 @@
 //!   # also: max_handoff_rate, min_free_share, max_last_resort_share,
 //!   # paid_before_last_resort, max_cost_per_month, max_first_byte_p99,
 //!   # max_latency_growth, shorter_by_profile, alerts: [kind, …],
-//!   # alert_after: { fallback_share: 10m }, resolved: true
+//!   # alert_after: { fallback_share: 10m }, resolved: true,
+//!   # min_class_length_ratio
 //! ```
 //!
 //! Parsed with the config file's machinery: unknown keys are errors and
@@ -37,6 +39,8 @@ use std::time::Duration;
 
 /// Most requests one drill may send (they are held in memory for the report).
 pub const MAX_REQUESTS: f64 = 1_000_000.0;
+/// Most end users one traffic stream may be spread over.
+pub const MAX_USERS: u32 = 100_000;
 /// Most rows of the report over time.
 pub const MAX_STEPS: u128 = 200;
 
@@ -67,6 +71,8 @@ struct RawTraffic {
     schema: Option<Value>,
     prompt: Option<String>,
     max_tokens: Option<u64>,
+    users: Option<u32>,
+    class: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -104,6 +110,7 @@ struct RawExpect {
     resolved: Option<bool>,
     max_fault_model_answers: Option<u64>,
     max_restore_after: Option<String>,
+    min_class_length_ratio: Option<f64>,
 }
 
 /// A compiled scenario, ready to run.
@@ -147,6 +154,11 @@ pub struct Traffic {
     pub prompt: String,
     /// The request's `max_tokens`.
     pub max_tokens: Option<u64>,
+    /// End users the requests are spread over in turn (`user` in the
+    /// body: `{class}-{n}`); 0 sends no `user`.
+    pub users: u32,
+    /// The caller class the report groups these requests under.
+    pub class: Option<String>,
 }
 
 /// What a valid answer looks like (and the `response_format` asked for).
@@ -220,6 +232,9 @@ pub struct Expect {
     /// Longest from the end of the last bad-answer fault to the models'
     /// restoration (`quality_restored`).
     pub max_restore_after: Option<Duration>,
+    /// Least mean answer length of the caller class sending least per
+    /// caller over that of the class sending most (fair degradation).
+    pub min_class_length_ratio: Option<f64>,
 }
 
 /// Reads and compiles a scenario file.
@@ -290,7 +305,16 @@ pub fn load_str(text: &str, source: Option<&Path>, lookup: env::Lookup<'_>) -> R
             resolved: e.resolved.unwrap_or(false),
             max_fault_model_answers: e.max_fault_model_answers,
             max_restore_after: e.max_restore_after.map(|d| cx.duration(&format!("{path}.max_restore_after"), &d)),
+            min_class_length_ratio: cx
+                .non_negative(&format!("{path}.min_class_length_ratio"), e.min_class_length_ratio),
         };
+        let mut classes: Vec<&str> =
+            traffic.iter().filter(|t| t.cascade == name).filter_map(|t| t.class.as_deref()).collect();
+        classes.sort_unstable();
+        classes.dedup();
+        if expected.min_class_length_ratio.is_some() && classes.len() < 2 {
+            cx.err(&format!("{path}.min_class_length_ratio"), "needs two caller classes (`class`) of this cascade");
+        }
         expect.insert(name, expected);
     }
     errors.append(&mut cx.errors);
@@ -458,6 +482,12 @@ impl Cx {
             (true, None) => Output::Json,
             (false, None) => Output::Text,
         };
+        if t.users.is_some_and(|u| u == 0 || u > MAX_USERS) {
+            self.err(&format!("{path}.users"), format!("expected 1 to {MAX_USERS} end users"));
+        }
+        if t.class.is_some() && t.users.is_none() {
+            self.err(&format!("{path}.class"), "a caller class needs `users` (the end users it is spread over)");
+        }
         if t.rps.is_finite() && t.rps > 0.0 && t.rps > 100_000.0 {
             self.err(&format!("{path}.rps"), "at most 100000 requests per second");
         }
@@ -470,6 +500,8 @@ impl Cx {
             output,
             prompt: t.prompt.unwrap_or_else(|| "How do I reset my password?".to_string()),
             max_tokens: t.max_tokens,
+            users: t.users.unwrap_or(0).min(MAX_USERS),
+            class: t.class,
         }
     }
 
@@ -690,6 +722,31 @@ traffic: [ { cascade: chat, rps: 1 } ]
         let errors = paths(load_str("duration: 1m\ntraffic: []\n", None, &|_| None).unwrap_err());
         assert!(errors.iter().any(|e| e.starts_with(": give the gateway config either")), "{errors:?}");
         assert!(errors.iter().any(|e| e.starts_with("traffic: needs at least one")), "{errors:?}");
+    }
+
+    #[test]
+    fn caller_classes_compile_and_their_mistakes_carry_paths() {
+        let s = load(
+            "duration: 1m\ntraffic:\n  - { cascade: chat, rps: 1, users: 40, class: light }\n  - { cascade: chat, rps: 4, users: 4, class: heavy }\nexpect:\n  chat: { min_class_length_ratio: 1.3 }\n",
+        )
+        .unwrap();
+        assert_eq!((s.traffic[0].users, s.traffic[0].class.as_deref()), (40, Some("light")));
+        assert_eq!(s.expect["chat"].min_class_length_ratio, Some(1.3));
+        assert_eq!(super::super::classes::user_of(&s.traffic[1], 9).as_deref(), Some("heavy-1"));
+        let errors = paths(
+            load(
+                "duration: 1m\ntraffic:\n  - { cascade: chat, rps: 1, users: 0 }\n  - { cascade: chat, rps: 1, class: light }\nexpect:\n  chat: { min_class_length_ratio: -1 }\n",
+            )
+            .unwrap_err(),
+        );
+        for expected in [
+            "traffic[0].users: expected 1 to",
+            "traffic[1].class: a caller class needs `users`",
+            "expect.chat.min_class_length_ratio: expected a number of at least 0",
+            "expect.chat.min_class_length_ratio: needs two caller classes",
+        ] {
+            assert!(errors.iter().any(|e| e.starts_with(expected)), "missing `{expected}` in {errors:#?}");
+        }
     }
 
     #[test]

@@ -143,6 +143,7 @@ impl Gateway {
             tenancy: self.shared.tenancy.clone(),
             state: cfg.state.clone(),
         });
+        jobs.spawn(crate::tenancy::kept::KeepUsage { tenancy: self.shared.tenancy.clone(), state: cfg.state.clone() });
     }
 
     /// The narrow handle the cascade runner reads.

@@ -10,6 +10,7 @@ use super::profile::{Profile, ProfileSelector};
 use super::rewrite::apply_profile;
 use crate::config::{LoadSource, ProviderKind};
 use crate::metrics::{LoadProfileLabels, Metrics, ProviderLabels};
+use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::gauge::Gauge;
 use serde::Serialize;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
@@ -46,6 +47,8 @@ struct Gauges {
     stale: Gauge,
     /// One per profile, in config order.
     profiles: Vec<Gauge>,
+    /// `spillway_fair_load_relief_total` of this provider.
+    relieved: Counter,
 }
 
 /// `/admin/state` and `GET /admin/load`: one provider's load now.
@@ -95,6 +98,7 @@ impl ProviderLoad {
         let gauges = Gauges {
             load: metrics.load.get_or_create(&provider).clone(),
             stale: metrics.load_stale.get_or_create(&provider).clone(),
+            relieved: metrics.keys.relieved.get_or_create(&provider).clone(),
             profiles: profiles
                 .iter()
                 .map(|p| {
@@ -148,13 +152,25 @@ impl ProviderLoad {
     }
 
     /// Applies the active profile to one attempt's body and returns the
-    /// profile's name (for `x-spillway-load-profile`).
-    pub fn rewrite(&self, body: &mut crate::api::request::Outgoing<'_>) -> Option<&str> {
-        let profile = self.profile()?;
+    /// profile's name (for `x-spillway-load-profile`). A `relieved` caller
+    /// (at or under its fair share while another is above:
+    /// `tenancy::fair::relieved`) gets the profile before the active one.
+    pub fn rewrite(&self, body: &mut crate::api::request::Outgoing<'_>, relieved: bool) -> Option<&str> {
+        let profile = self.profile_for(relieved)?;
+        if relieved && self.current.load(Ordering::Relaxed) > 0 {
+            self.gauges.relieved.inc();
+        }
         if profile.rewrites() {
             apply_profile(body.to_mut(), profile, self.default_max_tokens, self.single_system);
         }
         Some(&profile.name)
+    }
+
+    /// The profile a request runs under: the active one, or for a
+    /// `relieved` caller the one before it (the first stays the first).
+    pub fn profile_for(&self, relieved: bool) -> Option<&Profile> {
+        let current = self.current.load(Ordering::Acquire);
+        self.profiles.get(if relieved { current.saturating_sub(1) } else { current })
     }
 
     /// The last published load; `None` while unknown.
@@ -292,5 +308,27 @@ mod tests {
         e.set_emulated(None).unwrap();
         assert_eq!(e.load(), None);
         assert!(!e.is_lazy());
+    }
+
+    #[test]
+    fn a_relieved_caller_runs_one_profile_lighter() {
+        let metrics = Metrics::new();
+        let p = test_provider(LoadSource::Emulated, &metrics);
+        let name = |relieved| p.profile_for(relieved).map(|p| p.name.clone());
+        for (load, heavy, light) in
+            [(0.5, "normal", "normal"), (0.8, "tired", "normal"), (0.95, "lazy", "tired"), (1.0, "lazy", "tired")]
+        {
+            p.set_emulated(Some(load)).unwrap();
+            assert_eq!(name(false).as_deref(), Some(heavy), "load {load}");
+            assert_eq!(name(true).as_deref(), Some(light), "load {load}");
+        }
+        // The rewrite names what it applied.
+        let req = crate::api::ChatRequest::parse(bytes::Bytes::from_static(
+            br#"{"model":"m","messages":[{"role":"user","content":"hi"}]}"#,
+        ))
+        .unwrap();
+        let mut body = crate::api::request::Outgoing::new(&req);
+        assert_eq!(p.rewrite(&mut body, true), Some("tired"));
+        assert!(metrics.render().contains(r#"spillway_fair_load_relief_total{provider="local"} 1"#));
     }
 }

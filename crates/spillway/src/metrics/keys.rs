@@ -3,7 +3,7 @@
 //! rest are `other`); end users appear only as the first [`MAX_USERS`] of
 //! each key, the rest as `other`.
 
-use super::labels::{CascadeLabels, KeyUserLabels};
+use super::labels::{CascadeLabels, KeyUserLabels, ProviderLabels};
 use super::names;
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
@@ -56,6 +56,8 @@ pub struct KeyMetrics {
     pub users: Family<KeyUserLabels, Counter>,
     /// `spillway_fair_share_diversions_total`
     pub diversions: Family<CascadeLabels, Counter>,
+    /// `spillway_fair_load_relief_total`
+    pub relieved: Family<ProviderLabels, Counter>,
     /// Key ids with their own series, each with its named users.
     seen: Mutex<HashMap<String, HashSet<String>>>,
 }
@@ -83,7 +85,13 @@ impl KeyMetrics {
             "Requests of callers above their fair share sent past free models whose quota was low",
             diversions.clone(),
         );
-        Self { requests, tokens, cost, users, diversions, seen: Mutex::default() }
+        let relieved = Family::default();
+        registry.register(
+            names::FAIR_LOAD_RELIEF,
+            "Attempts sent one load profile lighter than the load called for: their caller was at or under its fair share while another was above",
+            relieved.clone(),
+        );
+        Self { requests, tokens, cost, users, diversions, relieved, seen: Mutex::default() }
     }
 
     /// `id`, or `other` once [`MAX_KEYS`] ids have series.

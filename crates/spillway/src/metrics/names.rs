@@ -58,6 +58,8 @@ pub const KEY_COST: &str = "spillway_key_cost_usd";
 pub const KEY_USER_REQUESTS: &str = "spillway_key_user_requests";
 /// Requests of callers above their fair share sent past a low free quota.
 pub const FAIR_SHARE_DIVERSIONS: &str = "spillway_fair_share_diversions";
+/// Attempts of light callers sent one load profile lighter (fair degradation).
+pub const FAIR_LOAD_RELIEF: &str = "spillway_fair_load_relief";
 /// Request log lines and spans dropped because their queue was full.
 pub const TELEMETRY_DROPPED: &str = "spillway_telemetry_dropped";
 /// Batches of spans the collector did not take (after retries).

@@ -173,7 +173,8 @@ pub(super) async fn serve(
         crate::escalation::rules::choose(&gw.config.escalation, &gw.cascades, &gw.metrics, plan, &req, escalate);
     let now = crate::health::clock::now_ms();
     let plan = gw.shared.usage.budget_plan(&gw.config, &gw.shared.discovery, plan, now);
-    let plan = super::keyed::fair_plan(gw, plan, who, &req, now);
+    let (plan, load_relief) = super::keyed::fair_plan(gw, plan, who, &req, now);
+    req.load_relief = load_relief;
     // The key's share, reserved before the runner and settled when the
     // answer ends (the tab drops: here, or with the stream's meter).
     let tab = match &who.key {

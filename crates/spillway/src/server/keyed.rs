@@ -25,37 +25,41 @@ pub(super) struct Who {
 /// The end user of a keyed request, when the body does not name one.
 pub const X_SPILLWAY_USER: HeaderName = HeaderName::from_static("x-spillway-user");
 
-/// The plan after fair shares (`tenancy::fair`): the caller is the key's
-/// end user, the key, or an end user without keys.
+/// The caller fair shares count (`tenancy::fair`): the key's end user, the
+/// key, or an end user without keys; `None` for a request that names none.
+fn fair_caller(who: &Who, req: &ChatRequest) -> Option<String> {
+    let user = req.end_user.clone().or_else(|| end_user(who.user_header.as_deref(), req.body()));
+    match (&who.key, user) {
+        (Some(k), Some(u)) => Some(format!("{}/{u}", k.id)),
+        (Some(k), None) => Some(k.id.clone()),
+        (None, Some(u)) => Some(format!("-/{u}")),
+        (None, None) => None,
+    }
+}
+
+/// The plan after fair shares of a free quota (`tenancy::fair::plan`), and
+/// the providers on which the caller runs a lighter load profile
+/// (`tenancy::fair::load_relief`, for `ChatRequest::load_relief`).
 pub(super) fn fair_plan(
     gw: &Gateway,
     plan: std::sync::Arc<CascadePlan>,
     who: &Who,
     req: &ChatRequest,
     now_ms: u64,
-) -> std::sync::Arc<CascadePlan> {
+) -> (std::sync::Arc<CascadePlan>, Vec<String>) {
     if !gw.config.fairness.enabled {
-        return plan;
+        return (plan, Vec::new());
     }
-    let user = req.end_user.clone().or_else(|| end_user(who.user_header.as_deref(), req.body()));
-    let caller = match (&who.key, user) {
-        (Some(k), Some(u)) => format!("{}/{u}", k.id),
-        (Some(k), None) => k.id.clone(),
-        (None, Some(u)) => format!("-/{u}"),
-        (None, None) => return plan,
-    };
-    let (plan, diverted) = crate::tenancy::fair::plan(
-        &gw.shared.tenancy.shares,
-        &gw.config,
-        &gw.shared.discovery,
-        plan,
-        Some(&caller),
-        now_ms,
-    );
+    let Some(caller) = fair_caller(who, req) else { return (plan, Vec::new()) };
+    let tenancy = &gw.shared.tenancy;
+    let relief =
+        crate::tenancy::fair::load_relief(&tenancy.load_shares, &gw.config, &gw.load, &plan, Some(&caller), now_ms);
+    let (plan, diverted) =
+        crate::tenancy::fair::plan(&tenancy.shares, &gw.config, &gw.shared.discovery, plan, Some(&caller), now_ms);
     if diverted {
         gw.metrics.keys.diverted(&plan.name);
     }
-    plan
+    (plan, relief)
 }
 
 /// 403 unless `key` may use the cascade `plan` (or the ref `model` asked for).

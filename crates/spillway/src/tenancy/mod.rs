@@ -21,6 +21,7 @@
 
 pub mod admit;
 pub mod fair;
+pub mod kept;
 pub mod redis;
 pub mod registry;
 pub mod store;
@@ -34,7 +35,7 @@ use tally::{Ask, Rules, Tally, Usage, Used, Verdict};
 
 const DAY_MS: u64 = 86_400_000;
 /// Past this many tallies in memory, idle per-user ones are dropped.
-const MAX_LOCAL_SUBJECTS: usize = 50_000;
+pub(crate) const MAX_LOCAL_SUBJECTS: usize = 50_000;
 
 /// The budget period of `per` that holds `now_ms`: its number and when it ends (0: never).
 pub fn period(per: BudgetPeriod, now_ms: u64) -> (u64, u64) {
@@ -101,8 +102,13 @@ pub struct Tenancy {
     fallbacks: AtomicU64,
     /// Keys made through the admin API.
     pub registry: registry::Registry,
-    /// Callers' recent shares of each cascade, for fair shares.
+    /// Callers' recent shares of each cascade, for fair shares of a free quota.
     pub shares: fair::Shares,
+    /// Usage kept across restarts with the memory backend ([`kept`]).
+    pub kept: kept::Kept,
+    /// Callers' recent shares of each provider with `load:`, for fair
+    /// degradation (apart from `shares`: a cascade may bear a provider's name).
+    pub load_shares: fair::Shares,
 }
 
 impl std::fmt::Debug for Tenancy {
@@ -170,6 +176,8 @@ impl Tenancy {
         if let Some(u) = &s.user {
             map.entry(subject(&s.key_id, Some(u))).or_default().settle(&s.rid, s.now_ms, s.periods.1, s.used);
         }
+        drop(map);
+        self.kept.touched(&s.key_id, s.user.as_deref());
         spent
     }
 

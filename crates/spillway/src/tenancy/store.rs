@@ -2,7 +2,9 @@
 //! they survive restarts: `keys.sqlite3` in `state.data_dir` with the
 //! memory backend, the hash `{prefix}tenancy:keys` (field: id, value: the
 //! record as JSON) with Redis, where every instance reads them. Only the
-//! secret's SHA-256 is stored.
+//! secret's SHA-256 is stored. With the memory backend the same file keeps
+//! each key's (and end user's) usage of its budget period (`usage`, see
+//! [`super::kept`]); Redis keeps its counters itself.
 
 use crate::config::{BudgetPeriod, KeyBudget, KeySpec, Limits, StateBackend, StateConfig, StoreDown};
 use crate::state::lazy_redis::LazyRedis;
@@ -109,7 +111,14 @@ pub enum KeyStore {
 /// The embedded store's file in `data_dir`.
 pub const SQLITE_FILE: &str = "keys.sqlite3";
 
-const SCHEMA: &str = "CREATE TABLE IF NOT EXISTS keys (id TEXT PRIMARY KEY, record TEXT NOT NULL);";
+const SCHEMA: &str = "CREATE TABLE IF NOT EXISTS keys (id TEXT PRIMARY KEY, record TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS usage (subject TEXT PRIMARY KEY, period INTEGER NOT NULL, requests INTEGER NOT NULL,
+  input_tokens INTEGER NOT NULL, output_tokens INTEGER NOT NULL, spent_micro INTEGER NOT NULL);";
+
+/// SQLite integers are signed: counts past `i64::MAX` are kept as that.
+fn int(n: u64) -> i64 {
+    i64::try_from(n).unwrap_or(i64::MAX)
+}
 
 impl KeyStore {
     /// Opens the store `state` names (SQLite is opened here; Redis on first use).
@@ -190,6 +199,65 @@ impl KeyStore {
         }
     }
 
+    /// Writes the usage of `rows` (subject, usage); nothing with Redis.
+    pub fn save_usage(&self, rows: Vec<(String, super::tally::Usage)>) -> BoxFuture<'static, Result<(), String>> {
+        let Self::Sqlite(db) = self.clone() else { return async { Ok(()) }.boxed() };
+        db.with(
+            |e| e,
+            move |c| {
+                let tx = c.transaction().map_err(|e| e.to_string())?;
+                for (subject, u) in &rows {
+                    tx.execute(
+                        "INSERT OR REPLACE INTO usage (subject, period, requests, input_tokens, output_tokens, spent_micro) \
+                         VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+                        rusqlite::params![
+                            subject,
+                            int(u.period),
+                            int(u.requests),
+                            int(u.input_tokens),
+                            int(u.output_tokens),
+                            int(u.spent_micro)
+                        ],
+                    )
+                    .map_err(|e| e.to_string())?;
+                }
+                tx.commit().map_err(|e| e.to_string())
+            },
+        )
+        .boxed()
+    }
+
+    /// Every kept usage (subject, usage); none with Redis.
+    pub fn load_usage(&self) -> BoxFuture<'static, Result<Vec<(String, super::tally::Usage)>, String>> {
+        let Self::Sqlite(db) = self.clone() else { return async { Ok(Vec::new()) }.boxed() };
+        db.with(
+            |e| e,
+            move |c| {
+                let mut stmt = c
+                    .prepare("SELECT subject, period, requests, input_tokens, output_tokens, spent_micro FROM usage")
+                    .map_err(|e| e.to_string())?;
+                let n = |r: &rusqlite::Row<'_>, i: usize| r.get::<_, i64>(i).map(|v| u64::try_from(v).unwrap_or(0));
+                let rows = stmt
+                    .query_map([], |r| {
+                        Ok((
+                            r.get::<_, String>(0)?,
+                            super::tally::Usage {
+                                period: n(r, 1)?,
+                                requests: n(r, 2)?,
+                                input_tokens: n(r, 3)?,
+                                output_tokens: n(r, 4)?,
+                                spent_micro: n(r, 5)?,
+                                ..Default::default()
+                            },
+                        ))
+                    })
+                    .map_err(|e| e.to_string())?;
+                Ok(rows.filter_map(Result::ok).collect())
+            },
+        )
+        .boxed()
+    }
+
     /// Deletes key `id`; whether it was there.
     pub fn remove(&self, id: &str) -> BoxFuture<'static, Result<bool, String>> {
         let id = id.to_string();
@@ -198,9 +266,18 @@ impl KeyStore {
                 .with(
                     |e| e,
                     move |c| {
-                        c.execute("DELETE FROM keys WHERE id = ?1", rusqlite::params![id])
+                        let found = c
+                            .execute("DELETE FROM keys WHERE id = ?1", rusqlite::params![id])
                             .map(|n| n > 0)
-                            .map_err(|e| e.to_string())
+                            .map_err(|e| e.to_string())?;
+                        // Its kept usage, and its users' (`u:{id}:…`).
+                        let users = format!("u:{id}:");
+                        c.execute(
+                            "DELETE FROM usage WHERE subject = ?1 OR substr(subject, 1, ?2) = ?3",
+                            rusqlite::params![format!("k:{id}"), int(users.len() as u64), users],
+                        )
+                        .map_err(|e| e.to_string())?;
+                        Ok(found)
                     },
                 )
                 .boxed(),

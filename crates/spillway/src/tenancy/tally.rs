@@ -273,6 +273,27 @@ impl Tally {
         }
     }
 
+    /// The period's settled usage as it stands, for keeping across restarts.
+    pub fn kept(&self) -> Usage {
+        self.usage
+    }
+
+    /// Adds usage kept from before a restart: onto a fresh tally, or one of
+    /// the same period (what was counted since the start adds to it); a
+    /// past period's usage is dropped, as the next admission would reset it.
+    pub fn restore(&mut self, kept: Usage) {
+        if self.usage == Usage::default() {
+            self.usage.period = kept.period;
+        }
+        if self.usage.period != kept.period {
+            return;
+        }
+        self.usage.requests += kept.requests;
+        self.usage.input_tokens += kept.input_tokens;
+        self.usage.output_tokens += kept.output_tokens;
+        self.usage.spent_micro += kept.spent_micro;
+    }
+
     /// Nothing in flight and nothing in the window: safe to forget (the
     /// period's spend goes with it — only per-user tallies are dropped).
     pub fn idle(&self, now_ms: u64) -> bool {

@@ -19,11 +19,17 @@ pub struct TestGateway {
     pub state: Arc<AppState>,
     pub shutdown: CancellationToken,
     pub task: Option<tokio::task::JoinHandle<std::io::Result<()>>>,
+    /// The `data_dir` given to a gateway with keys that left it at its
+    /// default, removed when the gateway is dropped.
+    pub scratch: Option<std::path::PathBuf>,
 }
 
 impl Drop for TestGateway {
     fn drop(&mut self) {
         self.shutdown.cancel();
+        if let Some(dir) = &self.scratch {
+            let _ = std::fs::remove_dir_all(dir);
+        }
     }
 }
 
@@ -55,12 +61,20 @@ type ServeTask = tokio::task::JoinHandle<std::io::Result<()>>;
 
 /// `spillway serve`'s own start ([`App::start`]), with a test's listener.
 fn launch(yaml: &str, addr: std::net::SocketAddr, listener: Listener) -> TestGateway {
-    let config = spillway::config::load_str(yaml, None, &|_| None).unwrap_or_else(|e| panic!("config:\n{e}"));
+    let mut config = spillway::config::load_str(yaml, None, &|_| None).unwrap_or_else(|e| panic!("config:\n{e}"));
+    // Keys' usage is kept in `data_dir` across restarts: tests running at
+    // once must not share the default one, or one test's key would start
+    // with another's spend.
+    let scratch = (!config.keys.is_empty() && config.state.data_dir == std::path::Path::new("./spillway-data"))
+        .then(|| std::env::temp_dir().join(format!("spillway-test-{}-{}", std::process::id(), fastrand::u64(..))));
+    if let Some(dir) = &scratch {
+        config.state.data_dir = dir.clone();
+    }
     let app = App::start(config).unwrap();
     let state = app.state.clone();
     let shutdown = CancellationToken::new();
     let task: ServeTask = tokio::spawn(app.serve(listener, shutdown.clone()));
-    TestGateway { url: format!("http://{addr}"), state, shutdown, task: Some(task) }
+    TestGateway { url: format!("http://{addr}"), state, shutdown, task: Some(task), scratch }
 }
 
 /// A provider block pointing at a fake upstream.

@@ -166,6 +166,62 @@ async fn a_spent_budget_answers_insufficient_quota_after_one_alert_at_80_percent
     assert!(metrics.contains("spillway_key_cost_usd_total{key=\"a\"} 1.4"), "{metrics}");
 }
 
+/// The memory backend keeps each key's spend in `data_dir`: a restart
+/// does not give a spent budget back, whole or streamed.
+#[tokio::test]
+async fn a_spent_budget_stays_spent_after_a_restart() {
+    let paid = FakeUpstream::start().await;
+    let dir = std::env::temp_dir().join(format!("spillway-keys-kept-{}", fastrand::u64(..)));
+    let state = format!("state: {{ data_dir: '{}' }}\n", dir.display());
+    let keys = "  - { id: a, key: sk-a-secret-1, budget: { usd: 1.0, per: day } }\n  - { id: s, key: sk-s-secret-1, budget: { usd: 0.5, per: total }, per_user: { budget: { usd: 100 } } }\n";
+    let config = yaml(&paid, keys, &state).replace(
+        "server:\n  api_keys: [plain-key-1]\n",
+        "server:\n  api_keys: [plain-key-1]\n  admin_token: admin-token-1\n",
+    );
+    let gw = start(&config).await;
+    // $0.70 an answer: two answers spend $1.40 of a's $1.00.
+    assert_eq!(ask(&gw, "sk-a-secret-1", "paid", false).await.status(), 200);
+    assert_eq!(ask(&gw, "sk-a-secret-1", "paid", false).await.status(), 200);
+    let mut body = chat("pricey", true);
+    body["user"] = json!("u1");
+    let streamed = call(&gw, "/v1/chat/completions", "sk-s-secret-1", &body, &[]).await;
+    assert_eq!(streamed.status(), 200);
+    let _ = streamed.bytes().await;
+    let spent = |gw: &TestGateway, id: &'static str| {
+        let url = format!("{}/admin/keys/{id}", gw.url);
+        async move {
+            let v: Value = client().get(url).bearer_auth("admin-token-1").send().await.unwrap().json().await.unwrap();
+            v["usage"]["cost_usd"].as_f64().unwrap_or(0.0)
+        }
+    };
+    let mut gw = gw;
+    gw.shutdown.cancel();
+    gw.stopped(Duration::from_secs(5)).await.unwrap();
+    drop(gw);
+    // The job's last write happens on the way out; give it a moment.
+    let mut restored = None;
+    for _ in 0..100 {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        let gw = start(&config).await;
+        let a = spent(&gw, "a").await;
+        let s = spent(&gw, "s").await;
+        if a >= 1.4 && s > 0.5 {
+            restored = Some((gw, a, s));
+            break;
+        }
+    }
+    let (gw, a, s) = restored.expect("the spend did not survive the restart");
+    assert!((a - 1.4).abs() < 1e-6, "{a}");
+    eprintln!("after a restart: key a spent ${a:.2} of $1.00 a day, key s ${s:.2} of $0.50 in total");
+    let resp = ask(&gw, "sk-a-secret-1", "paid", false).await;
+    assert_eq!(resp.status(), 429);
+    assert_eq!(resp.json::<Value>().await.unwrap()["error"]["code"], "insufficient_quota");
+    assert_eq!(call(&gw, "/v1/chat/completions", "sk-s-secret-1", &body, &[]).await.status(), 429);
+    assert_eq!(paid.calls(), 2, "no third paid answer");
+    drop(gw);
+    let _ = std::fs::remove_dir_all(dir);
+}
+
 #[tokio::test]
 async fn per_user_limits_count_each_end_user() {
     let paid = FakeUpstream::start().await;

@@ -303,6 +303,22 @@ fn settings_of(plan: &mut Plan, router: &Value, settings: &Value, general: Optio
             plan.left_out.push(format!("{key}: {why}"));
         }
     }
+    for (key, why) in [
+        (
+            "default_key_generate_params",
+            "a new key's limits are what `POST /admin/keys` (or `spillway keys create`) is given",
+        ),
+        (
+            "upperbound_key_generate_params",
+            "keys are made by the operator only (`server.admin_token`), so no bound is needed",
+        ),
+        ("max_end_user_budget", "per end user limits are a key's `per_user: { rpm, tpm, budget }`"),
+        ("default_team_settings", "a team is a key (`keys:`) with its own limits and budget"),
+    ] {
+        if get(settings, key).is_some() {
+            plan.left_out.push(format!("litellm_settings.{key}: {why}"));
+        }
+    }
     if either("drop_params").is_some() {
         plan.left_out.push("drop_params: not needed (each provider kind translates the request)".into());
     }
@@ -312,7 +328,12 @@ fn settings_of(plan: &mut Plan, router: &Value, settings: &Value, general: Optio
     }
     plan.max_concurrent_requests = number(get(general, "max_parallel_requests")).map(|n| n as u64);
     for (key, why) in [
-        ("database_url", "no database: client keys are `server.api_keys`; spend is in /metrics and budgets"),
+        (
+            "database_url",
+            "LiteLLM's virtual keys live in its database: make each a `keys:` entry or `spillway keys create` \
+             (rpm_limit → rpm, tpm_limit → tpm, max_parallel_requests → max_parallel, max_budget + \
+             budget_duration → budget, models → cascades; docs/from-litellm.md); spend is in /admin/keys and /metrics",
+        ),
         ("alerting", "alerts go to `alerts.telegram` or `alerts.webhook`"),
         ("background_health_checks", "Spillway's health comes from real traffic and breaker probes"),
     ] {

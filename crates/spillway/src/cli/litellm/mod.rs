@@ -91,7 +91,7 @@ router_settings:
   fallbacks: [{"gpt-4o": ["local"]}, {"fast": ["nope"]}]
   allowed_fails: 3
   cooldown_time: 30
-litellm_settings: {drop_params: true, request_timeout: 600}
+litellm_settings: {drop_params: true, request_timeout: 600, max_end_user_budget: 0.5}
 general_settings: {master_key: sk-1234, database_url: os.environ/DATABASE_URL}
 "#;
 
@@ -111,7 +111,15 @@ general_settings: {master_key: sk-1234, database_url: os.environ/DATABASE_URL}
         assert_eq!(plan.api_keys, ["sk-1234"]);
         assert_eq!((plan.retries, plan.total_timeout_s, plan.breaker), (Some(2), Some(30.0), (Some(3), Some(30.0))));
         let left = plan.left_out.join("\n");
-        for needle in ["azure", "rpm", "routing_strategy", "`fast` → `nope`", "database_url", "drop_params"] {
+        for needle in [
+            "azure",
+            "rpm",
+            "routing_strategy",
+            "`fast` → `nope`",
+            "database_url: LiteLLM's virtual keys live in its database: make each a `keys:` entry",
+            "max_end_user_budget: per end user limits are a key's `per_user",
+            "drop_params",
+        ] {
             assert!(left.contains(needle), "{needle} in:\n{left}");
         }
         let yaml = emit::yaml(&plan, "litellm.yaml");

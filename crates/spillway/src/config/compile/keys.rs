@@ -85,12 +85,16 @@ pub(super) fn compile_fairness(cx: &mut Ctx, f: crate::config::raw_keys::RawFair
     if !(over_share.is_finite() && over_share >= 1.0) {
         cx.err("fairness.over_share", format!("expected a factor of 1 or more, got {over_share}"));
     }
+    if f.load_profiles == Some(true) && f.enabled == Some(false) {
+        cx.err("fairness.load_profiles", "needs fair shares on: `fairness.enabled: false` turns every fair share off");
+    }
     let window = cx.duration("fairness.window", f.window.as_ref(), d.window);
     if window.is_zero() {
         cx.err("fairness.window", "must be longer than 0");
     }
     FairnessConfig {
         enabled: f.enabled.unwrap_or(d.enabled),
+        load_profiles: f.load_profiles.unwrap_or(d.load_profiles),
         low_quota: cx.share("fairness.low_quota", f.low_quota, d.low_quota),
         over_share: if over_share.is_finite() { over_share.max(1.0) } else { d.over_share },
         window: if window.is_zero() { d.window } else { window },
@@ -257,5 +261,21 @@ mod tests {
         assert!(load_str(&yaml, None, &|_| None).is_ok());
         let yaml = format!("server: {{ listen: '0.0.0.0:8080' }}\n{BASE}");
         assert!(load_str(&yaml, None, &|_| None).is_err());
+    }
+
+    #[test]
+    fn fair_degradation_is_on_by_default_and_needs_fair_shares() {
+        let c = load_str(BASE, None, &|_| None).unwrap();
+        assert!(c.fairness.enabled && c.fairness.load_profiles);
+        let c = load_str(&format!("{BASE}fairness: {{ load_profiles: false }}\n"), None, &|_| None).unwrap();
+        assert!(c.fairness.enabled && !c.fairness.load_profiles);
+        let e = load_str(&format!("{BASE}fairness: {{ enabled: false, load_profiles: true }}\n"), None, &|_| None)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("fairness.load_profiles: needs fair shares on"), "{e}");
+        let e = load_str(&format!("{BASE}fairness: {{ load_profiles: sometimes }}\n"), None, &|_| None)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("fairness.load_profiles"), "{e}");
     }
 }

@@ -111,6 +111,9 @@ pub struct KeySpec {
 pub struct FairnessConfig {
     /// On (the default).
     pub enabled: bool,
+    /// Light callers keep a lighter load profile while heavy ones exist
+    /// (`tenancy::fair::load_relief`); on by default, only with `enabled`.
+    pub load_profiles: bool,
     /// A free model's quota is low below this share left.
     pub low_quota: f64,
     /// A caller is above its fair share past this many times it.
@@ -121,6 +124,12 @@ pub struct FairnessConfig {
 
 impl Default for FairnessConfig {
     fn default() -> Self {
-        Self { enabled: true, low_quota: 0.5, over_share: 2.0, window: std::time::Duration::from_secs(60) }
+        Self {
+            enabled: true,
+            load_profiles: true,
+            low_quota: 0.5,
+            over_share: 2.0,
+            window: std::time::Duration::from_secs(60),
+        }
     }
 }
