@@ -27,7 +27,7 @@ pub(super) struct Checked {
 /// neighbours and not kept (strings borrowed unless they have escapes).
 /// `Absent` when the field is missing — distinct from `null`.
 #[derive(Default)]
-enum Shape<'a> {
+pub(super) enum Shape<'a> {
     #[default]
     Absent,
     Null,
@@ -80,13 +80,13 @@ impl<'de: 'a, 'a> Deserialize<'de> for Shape<'a> {
 }
 
 impl Shape<'_> {
-    fn is_string_or_null(&self) -> bool {
+    pub(super) fn is_string_or_null(&self) -> bool {
         matches!(self, Self::Str(_) | Self::Null)
     }
     fn is_object_or_null(&self) -> bool {
         matches!(self, Self::Object | Self::Null)
     }
-    fn as_str(&self) -> Option<&str> {
+    pub(super) fn as_str(&self) -> Option<&str> {
         match self {
             Self::Str(s) => Some(s),
             _ => None,
@@ -97,45 +97,45 @@ impl Shape<'_> {
 /// What the check reads of one choice — `message` in a completion,
 /// `delta` in a stream chunk; other fields pass through as bytes. (A field
 /// given twice fails the read: the general path decides.)
-#[derive(Deserialize)]
-struct ChoiceCheck<'a> {
+#[derive(Deserialize, Default)]
+pub(super) struct ChoiceCheck<'a> {
     #[serde(default, borrow)]
-    index: Shape<'a>,
+    pub(super) index: Shape<'a>,
     #[serde(default, borrow)]
-    finish_reason: Shape<'a>,
+    pub(super) finish_reason: Shape<'a>,
     #[serde(default, borrow)]
-    logprobs: Shape<'a>,
+    pub(super) logprobs: Shape<'a>,
     #[serde(default, borrow)]
-    message: Option<MessageCheck<'a>>,
+    pub(super) message: Option<MessageCheck<'a>>,
     #[serde(default, borrow)]
-    delta: Option<MessageCheck<'a>>,
+    pub(super) delta: Option<MessageCheck<'a>>,
 }
 
 /// A message or a delta.
-#[derive(Deserialize)]
-struct MessageCheck<'a> {
+#[derive(Deserialize, Default)]
+pub(super) struct MessageCheck<'a> {
     #[serde(default, borrow)]
-    role: Shape<'a>,
+    pub(super) role: Shape<'a>,
     #[serde(default, borrow)]
-    content: Shape<'a>,
+    pub(super) content: Shape<'a>,
     #[serde(default, borrow)]
-    refusal: Shape<'a>,
+    pub(super) refusal: Shape<'a>,
     #[serde(default, borrow)]
-    tool_calls: Shape<'a>,
+    pub(super) tool_calls: Shape<'a>,
 }
 
-#[derive(Deserialize)]
-struct UsageCheck<'a> {
+#[derive(Deserialize, Default)]
+pub(super) struct UsageCheck<'a> {
     #[serde(default, borrow)]
-    prompt_tokens: Shape<'a>,
+    pub(super) prompt_tokens: Shape<'a>,
     #[serde(default, borrow)]
-    completion_tokens: Shape<'a>,
+    pub(super) completion_tokens: Shape<'a>,
     #[serde(default, borrow)]
-    total_tokens: Shape<'a>,
+    pub(super) total_tokens: Shape<'a>,
     #[serde(default, borrow)]
-    prompt_tokens_details: Shape<'a>,
+    pub(super) prompt_tokens_details: Shape<'a>,
     #[serde(default, borrow)]
-    completion_tokens_details: Shape<'a>,
+    pub(super) completion_tokens_details: Shape<'a>,
 }
 
 #[derive(Deserialize)]
@@ -169,7 +169,7 @@ fn check_choices(choices: &[ChoiceCheck<'_>]) -> Option<Checked> {
     Some(out)
 }
 
-fn check_usage(u: &UsageCheck<'_>) -> Option<Tokens> {
+pub(super) fn check_usage(u: &UsageCheck<'_>) -> Option<Tokens> {
     let details_ok = |d: &Shape<'_>| matches!(d, Shape::Absent | Shape::Object);
     match (&u.prompt_tokens, &u.completion_tokens, &u.total_tokens) {
         (Shape::Int(input), Shape::Int(output), Shape::Int(_))
@@ -201,7 +201,7 @@ pub(super) struct ChunkChecked {
     pub(super) refusal: bool,
 }
 
-fn check_deltas(choices: &[ChoiceCheck<'_>]) -> Option<ChunkChecked> {
+pub(super) fn check_deltas(choices: &[ChoiceCheck<'_>]) -> Option<ChunkChecked> {
     let mut out = ChunkChecked { empty: choices.is_empty(), ..ChunkChecked::default() };
     for c in choices {
         if !matches!(c.index, Shape::Int(_)) || !matches!(c.logprobs, Shape::Absent | Shape::Null) {
@@ -248,7 +248,7 @@ pub(super) struct Top {
     /// compares lengths before bytes: most keys differ in length, and a
     /// byte comparison with each earlier key was a `memcmp` call), and
     /// whether its entry is kept.
-    keys: Vec<(usize, usize, bool)>,
+    pub(super) keys: Vec<(usize, usize, bool)>,
     /// A completion's choices, when they passed.
     pub(super) checked: Option<Checked>,
     /// A chunk's choices, when they passed.
@@ -257,7 +257,7 @@ pub(super) struct Top {
     /// `usage` was an object (not `null`): its `completion_tokens` counts.
     pub(super) usage_counted: bool,
     /// Which of `keys` is `usage`.
-    usage_key: Option<usize>,
+    pub(super) usage_key: Option<usize>,
     /// Where `usage`'s value is in the tail `split` returns.
     pub(super) usage_in_tail: Option<Range<usize>>,
 }
@@ -369,6 +369,14 @@ pub(super) fn split(text: &str, chunk: bool) -> Option<(Top, Vec<u8>)> {
     let mut de = serde_json::Deserializer::from_str(text);
     let mut top = TopSeed { text, chunk }.deserialize(&mut de).ok()?;
     de.end().ok()?;
+    let tail = tail(text, &mut top)?;
+    Some((top, tail))
+}
+
+/// The entries of `top.keys` that are kept, cut from `text` as
+/// `,"key":value` runs ready to be written after the gateway's stamp (and
+/// where `usage`'s value is among them).
+pub(super) fn tail(text: &str, top: &mut Top) -> Option<Vec<u8>> {
     // Each entry runs from its key's quote to the next key's quote (or the
     // closing brace); written out without its separating comma.
     let close = text.trim_end().len().checked_sub(1)?;
@@ -389,5 +397,5 @@ pub(super) fn split(text: &str, chunk: bool) -> Option<(Top, Vec<u8>)> {
         }
         tail.extend_from_slice(entry.as_bytes());
     }
-    Some((top, tail))
+    Some(tail)
 }
