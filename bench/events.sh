@@ -20,7 +20,13 @@
 #     `whole_as_stream: false`, the upstream's fixed completion) against
 #     nginx passing the same body, per request;
 #   - stream time to first byte (median of sequential requests) and the
-#     added median latency of a whole answer at one connection, both proxies.
+#     added median latency of a whole answer at one connection, both proxies;
+#   - at 256 connections, an upstream that takes SLOW_MS (145) ms before
+#     it answers (a 20-event stream, or its whole answer): req/s and p99
+#     called directly and through the gateway, streamed and whole (read as
+#     a stream and assembled, the default); SLOW_MS=0 leaves it out;
+#   - the gateway's resident memory with HOLD (1,000) streams open at once
+#     (an upstream sending an event every 500 ms); HOLD=0 leaves it out.
 #
 #   bench/events.sh                         # 8, 64 and 256 connections, 2 rounds of 6 s
 #   CONNS="64 256" ROUNDS=3 SECS=8 bench/events.sh
@@ -54,6 +60,18 @@ GW_BIN=${GW_BIN:-$BIN/spillway}
 UP=$(free_port)
 "$BIN/fake-upstream" --port "$UP" --chunks "$CHUNKS" --content-bytes 16 >"$work/up.log" 2>&1 &
 pids+=($!)
+SLOW_MS=${SLOW_MS:-145}
+HOLD=${HOLD:-1000}
+SLOW=$(free_port)
+HELD=$(free_port)
+if [ "$SLOW_MS" != 0 ]; then
+  "$BIN/fake-upstream" --port "$SLOW" --delay-ms "$SLOW_MS" --chunks 20 --content-bytes 16 >"$work/slow.log" 2>&1 &
+  SLOW_PID=$!; pids+=($SLOW_PID)
+fi
+if [ "$HOLD" != 0 ]; then
+  "$BIN/fake-upstream" --port "$HELD" --chunks 100 --chunk-interval-ms 500 --content-bytes 16 >"$work/held.log" 2>&1 &
+  pids+=($!)
+fi
 
 NGX=$(free_port)
 mkdir -p "$work/nginx"
@@ -92,10 +110,14 @@ server: { listen: 127.0.0.1:$GW, max_concurrent_requests: 100000, workers: 1 }
 providers:
   up: { kind: openai, base_url: "http://127.0.0.1:$UP/v1" }
   pass: { kind: openai, base_url: "http://127.0.0.1:$UP/v1", whole_as_stream: false }
+  slow: { kind: openai, base_url: "http://127.0.0.1:$SLOW/v1" }
+  held: { kind: openai, base_url: "http://127.0.0.1:$HELD/v1" }
 health: { timeouts: { first_token: 30s, idle: 30s, total: 700s } }
 cascades:
   bench: { models: [up/bench] }
   pass: { models: [pass/bench] }
+  slow: { models: [slow/bench] }
+  held: { models: [held/bench] }
 YAML
 SPILLWAY_LOG=warn "$GW_BIN" serve --config "$work/gw.yaml" >"$work/gw.log" 2>&1 &
 GW_PID=$!; pids+=($GW_PID)
@@ -113,6 +135,7 @@ lua() { # name model stream(true|false)
   post_lua "$work/$1.lua" '{"model":"'"$2"'","stream":'"$3"',"messages":[{"role":"user","content":"Hello, how are you today?"}]}'
 }
 lua stream bench true; lua whole bench false; lua pass pass false
+lua slowstream slow true; lua slowwhole slow false
 url() { echo "http://127.0.0.1:$1/v1/chat/completions"; }
 
 # Both proxies deliver every event: count them once.
@@ -184,3 +207,34 @@ for p in "$NGX" "${GWS[@]}"; do
   name=gateway; [ "$p" = "$NGX" ] && name=nginx; [ "$p" = "${GW0:-}" ] && name=gateway-before
   echo "stream ttfb, $name: $("$BIN/bench-client" ttfb "$(url "$p")" 1000 bench)"
 done
+
+if [ "$SLOW_MS" != 0 ]; then
+  echo "# an upstream taking ${SLOW_MS} ms an answer (20-event streams), 256 connections"
+  for r in $(seq "$ROUNDS"); do
+    run direct-stream 256 stream "$SLOW" requests "$SLOW_PID"
+    for p in "${GWS[@]}"; do
+      name=gw; [ "$p" = "${GW0:-}" ] && name=gw0
+      pid=$GW_PID; [ "$p" = "${GW0:-}" ] && pid=$GW0_PID
+      run "$name-slowstream" 256 slowstream "$p" requests "$pid"
+    done
+    run direct-whole 256 whole "$SLOW" requests "$SLOW_PID"
+    for p in "${GWS[@]}"; do
+      name=gw; [ "$p" = "${GW0:-}" ] && name=gw0
+      pid=$GW_PID; [ "$p" = "${GW0:-}" ] && pid=$GW0_PID
+      run "$name-slowwhole" 256 slowwhole "$p" requests "$pid"
+    done
+  done
+fi
+
+if [ "$HOLD" != 0 ]; then
+  for p in "${GWS[@]}"; do
+    pid=$GW_PID; name=gateway
+    [ "$p" = "${GW0:-}" ] && { pid=$GW0_PID; name=gateway-before; }
+    "$BIN/bench-client" hold "$(url "$p")" "$HOLD" 6 held >"$work/hold.out" 2>&1 &
+    holder=$!
+    sleep 4
+    rss=$(awk '/VmRSS/ {print $2}' "/proc/$pid/status")
+    wait "$holder" || true
+    echo "RSS with $HOLD streams open, $name: $((rss / 1024)) MiB ($(tail -1 "$work/hold.out"))"
+  done
+fi

@@ -230,14 +230,17 @@ impl<'a> Lex<'a> {
     /// knew the key; a known key given twice is left to serde.
     fn record<T: Default>(&mut self, mut field: impl FnMut(&mut Self, &str, &mut T) -> Scan<bool>) -> Scan<T> {
         let mut out = T::default();
-        let mut seen: Vec<&str> = Vec::new();
+        // The known keys read so far (a record has at most five).
+        let mut seen: [&str; 8] = [""; 8];
+        let mut n = 0;
         self.eat(b'{')?;
         self.entries(|lex, _, key| {
             if field(lex, key, &mut out)? {
-                if seen.contains(&key) {
+                if seen[..n].contains(&key) || n == seen.len() {
                     return Err(Stop::Unsure);
                 }
-                seen.push(key);
+                seen[n] = key;
+                n += 1;
             } else {
                 lex.skip(1)?;
             }

@@ -6,9 +6,11 @@
 //! The first event of a frame is waited for (the gap timer bounds the
 //! wait: `timeouts.idle`, `timeouts.total`); the events after it are taken
 //! only while the upstream has them ready now, so nothing is held back
-//! waiting for more. Each event is still checked, stamped, kept for a
-//! continuation and metered one by one, in order: only the framing is
-//! shared. Checked chunks get the stream's stamp spliced in front of their
+//! waiting for more. The stream's first frame is what was read up to the
+//! first token, alone, so the client's first byte does not wait for the
+//! backlog behind it; a frame stops at [`MAX_FRAME`] bytes. Each event is
+//! still checked, stamped, kept for a continuation and metered one by one,
+//! in order: only the framing is shared. Checked chunks get the stream's stamp spliced in front of their
 //! own bytes ([`chunk_prefix`], made once a stream); the general path
 //! (translated chunks, continued streams) builds its JSON as before.
 
@@ -27,8 +29,9 @@ use std::task::Poll;
 use tokio::time::Instant;
 
 /// A frame stops gathering past this many bytes (a backlog is sent in
-/// pieces of about this size, not as one).
-pub(super) const MAX_FRAME: usize = 64 * 1024;
+/// pieces of about this size, not as one, so its first events need not
+/// wait for the rest to be checked).
+pub(super) const MAX_FRAME: usize = 16 * 1024;
 
 /// What one item did to the frame being gathered.
 enum Step {
@@ -45,6 +48,9 @@ enum Step {
 /// settles the stream when it ends.
 pub(super) async fn next_frame(st: &mut State) -> Bytes {
     let mut out = Vec::new();
+    // The first frame is what was read up to the first token, alone: the
+    // client's first byte does not wait for the events read after it.
+    let head_only = !st.head.is_empty();
     loop {
         if let Some(failure) = st.broke.take() {
             if st.try_continue(&failure).await {
@@ -57,6 +63,7 @@ pub(super) async fn next_frame(st: &mut State) -> Bytes {
         let next = match st.head.pop_front() {
             Some(item) => Some(Ok(item)),
             None if out.is_empty() => wait(st).await,
+            None if head_only => break,
             // Only what the upstream has ready now joins the frame.
             None => match ready_now(&mut st.rest).await {
                 Some(next) => next,

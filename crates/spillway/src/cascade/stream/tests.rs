@@ -12,6 +12,7 @@ use crate::api::sse::SseParser;
 use crate::api::wire::Stamp;
 use crate::cascade::gap::Gap;
 use crate::providers::openai_compat::sse_chunks;
+use crate::providers::StreamItem;
 use bytes::Bytes;
 use proptest::prelude::*;
 use serde_json::{json, Value};
@@ -274,4 +275,30 @@ fn idle_still_bounds_the_silence_between_frames() {
     assert_eq!(times, vec![1, 5, 10], "the error comes idle after the last read");
     let last = String::from_utf8_lossy(&got[2].1);
     assert!(last.contains("\"code\":\"timeout\"") && last.contains("timeouts.idle"), "{last}");
+}
+
+#[test]
+fn the_first_frame_is_the_head_alone() {
+    let texts: Vec<String> = (0..50).map(|i| format!("t{i}")).collect();
+    let chunks = upstream_chunks(&texts, false);
+    // What the peek read up to the first token: the role chunk and "t0";
+    // everything after it came in the same read and is ready now.
+    let head: VecDeque<StreamItem> = chunks[..2]
+        .iter()
+        .map(|c| StreamItem::Raw(crate::api::completion::RawChunk::check(&c.to_string()).unwrap()))
+        .collect();
+    let rest = body(&chunks[2..]);
+    let rt = tokio::runtime::Builder::new_current_thread().enable_time().start_paused(true).build().unwrap();
+    let frames = rt.block_on(async move {
+        let mut st = state(reads(vec![Bytes::from(rest)], false), true, Duration::from_secs(30));
+        st.head = head;
+        let mut frames = Vec::new();
+        while !st.done {
+            frames.push((Duration::ZERO, next_frame(&mut st).await));
+        }
+        frames
+    });
+    assert_eq!(events(&frames[..1]).len(), 2, "the head goes out before the backlog is read");
+    assert_eq!(frames.len(), 2, "the backlog in one frame after it");
+    assert_eq!(events(&frames).len(), chunks.len() + 1);
 }
