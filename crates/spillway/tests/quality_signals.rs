@@ -116,18 +116,62 @@ async fn json_signals_are_counted_whole_and_streamed() {
     }
 }
 
+fn weather_ask(stream: bool) -> Value {
+    let mut body = ask("What's the weather in Paris?", stream);
+    body["tools"] = json!([{"type": "function", "function": {"name": "weather",
+        "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}}]);
+    body
+}
+
+/// A streamed tool call, its arguments in two pieces.
+fn streamed_call(name: &str, args: [&str; 2]) -> Reply {
+    let call = |first: bool, piece: &str| {
+        let mut tc = json!({"index": 0, "function": {"arguments": piece}});
+        if first {
+            tc = json!({"index": 0, "id": "c1", "type": "function", "function": {"name": name, "arguments": piece}});
+        }
+        format!("data: {}\n\n", chunk(json!({"tool_calls": [tc]}), None))
+    };
+    let events = [
+        format!("data: {}\n\n", chunk(json!({"role": "assistant", "content": null}), None)),
+        call(true, args[0]),
+        call(false, args[1]),
+        format!("data: {}\n\n", chunk(json!({}), Some("tool_calls"))),
+        "data: [DONE]\n\n".to_string(),
+    ];
+    let events: Vec<&str> = events.iter().map(String::as_str).collect();
+    Reply::sse_raw(&events)
+}
+
 #[tokio::test]
 async fn invalid_tool_arguments_are_counted() {
     let (a, b, gw) = setup().await;
-    let mut body = ask("What's the weather in Paris?", false);
-    body["tools"] = json!([{"type": "function", "function": {"name": "weather",
-        "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}}]);
     let mut call = completion("");
     call["choices"][0]["message"] = json!({"role": "assistant", "content": null,
         "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "weather", "arguments": "not json"}}]});
     call["choices"][0]["finish_reason"] = json!("tool_calls");
     b.push(Reply::text("It is sunny."));
-    expect(&gw, &a, body, Reply::json(call), "tool_args_invalid").await;
+    expect(&gw, &a, weather_ask(false), Reply::json(call), "tool_args_invalid").await;
+}
+
+/// A stream without `response_format` is forwarded, not buffered: its tool
+/// calls reach the client unchecked, and are judged at its end against the
+/// tool's schema — the answer stands, the model's window counts it.
+#[tokio::test]
+async fn streamed_tool_arguments_are_judged_at_the_end_without_a_json_check() {
+    let (a, _b, gw) = setup().await;
+    // Arguments that miss the required `city`, sent in two pieces.
+    expect(&gw, &a, weather_ask(true), streamed_call("weather", [r#"{"town""#, r#": "Paris"}"#]), "tool_args_invalid")
+        .await;
+    // Not JSON at all; and a tool the request did not offer.
+    expect(&gw, &a, weather_ask(true), streamed_call("weather", ["{city: ", "Paris"]), "tool_args_invalid").await;
+    expect(&gw, &a, weather_ask(true), streamed_call("news", [r#"{"city""#, r#": "Paris"}"#]), "tool_args_invalid")
+        .await;
+    // Valid as sent: `ok`.
+    expect(&gw, &a, weather_ask(true), streamed_call("weather", [r#"{"city""#, r#": "Paris"}"#]), "ok").await;
+    assert_eq!(count(&gw, "tool_args_invalid").await, 3.0);
+    // The stream was served by `a` as it came: nothing moved on.
+    assert_eq!(a.calls(), 4);
 }
 
 #[tokio::test]
