@@ -87,6 +87,11 @@ async fn text_signals_are_counted_whole_and_streamed() {
 #[tokio::test]
 async fn a_refusal_is_counted_whole_and_streamed() {
     let (a, _b, gw) = setup().await;
+    // A refusal counts where the request's shape is usually answered: ten
+    // answers of this shape first (see tests/quality_refusals.rs).
+    for _ in 0..10 {
+        expect(&gw, &a, ask("Hi there", false), Reply::text("Hello! How can I help you today?"), "ok").await;
+    }
     let mut refused = completion("");
     refused["choices"][0]["message"]["refusal"] = json!("I can't help with that.");
     expect(&gw, &a, ask("Hi there", false), Reply::json(refused), "refusal").await;

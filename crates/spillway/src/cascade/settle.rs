@@ -87,6 +87,9 @@ pub struct Asked {
     /// The tools' schemas, for a stream whose tool calls are forwarded
     /// unchecked: judged at its end.
     pub tools: Option<Arc<std::collections::HashMap<String, crate::normalize::Expected>>>,
+    /// The request's shape: a refusal counts only where the cascade
+    /// usually answers it (`health::refusals`).
+    pub shape: crate::quality::shape::Shape,
 }
 
 /// What a ticket knows for the quality judge (`cascades.*.quality`).
@@ -251,7 +254,13 @@ impl Ticket {
     /// Runs the text judge over the answer's final text (once, at its
     /// end); returns every signal noted so far.
     pub fn judge_text(&mut self, content: &str, tool_called: bool, refusal: bool) -> Signals {
-        let text = self.target().quality.map(|q| q.text).unwrap_or_default();
+        let (Some(rule), Some(shape)) = (self.target().quality, self.judging.as_ref().map(|j| j.asked.shape)) else {
+            return Signals::NONE;
+        };
+        let text = rule.text;
+        // Every judged answer adds to its shape's base rate; a refusal is
+        // a signal only where the shape was usually answered before it.
+        let refusal = self.health.refusals.record(&self.plan.name, shape, refusal, rule.window);
         let Some(j) = self.judging.as_mut() else { return Signals::NONE };
         let answer = crate::quality::text::Answer { content, tool_called, refusal, json: j.asked.json };
         j.signals.extend(crate::quality::text::judge(&answer, j.asked.prompt, text));

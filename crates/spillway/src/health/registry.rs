@@ -480,6 +480,8 @@ pub struct HealthRegistry {
     pub events: broadcast::Sender<HealthEvent>,
     /// Judged answers a client may rate (`POST /v1/feedback`).
     pub recent: super::feedback::Recent<Judged>,
+    /// Refusal base rates per cascade and request shape.
+    pub refusals: super::refusals::RefusalRates,
     observer: Arc<Observer>,
 }
 
@@ -499,6 +501,7 @@ impl HealthRegistry {
             providers: Mutex::new(HashMap::new()),
             events,
             recent: super::feedback::Recent::default(),
+            refusals: super::refusals::RefusalRates::default(),
             observer: Arc::default(),
         }
     }
