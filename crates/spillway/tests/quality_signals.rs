@@ -231,3 +231,58 @@ async fn feedback_on_an_answer_feeds_its_models_window() {
     assert_eq!(feedback(json!({"request_id": "nope", "rating": "good"})).await.status(), 404);
     assert_eq!(feedback(json!({"request_id": "fb-1", "rating": "meh"})).await.status(), 400);
 }
+
+/// With client keys, an answer is rated only by the caller that asked for
+/// it: the virtual key that made the request (another key gets the 404 of
+/// an unknown id, in OpenAI's error shape, and the answer stays rateable),
+/// the `server.api_keys` key, or the admin token; no key is a 401.
+#[tokio::test]
+async fn feedback_is_accepted_only_from_the_key_that_made_the_request() {
+    let a = FakeUpstream::start().await;
+    a.set_default(Reply::text("Paris is the capital of France."));
+    let yaml = format!(
+        "server:\n  admin_token: adm\n  api_keys: [plain-key-1]\nproviders:\n{}{FAST_HEALTH}cascades:\n  chat:\n    models: [a/m]\n    quality: {{ window: 100, min_answers: 100 }}\nkeys:\n  - {{ id: team-a, key: sk-team-a-secret }}\n  - {{ id: team-b, key: sk-team-b-secret }}\n",
+        openai_provider("a", &a)
+    );
+    let gw = start(&yaml).await;
+    let asked = |key: &'static str, id: &'static str| {
+        let url = format!("{}/v1/chat/completions", gw.url);
+        async move {
+            let body = ask("What is the capital of France?", false);
+            let r = client().post(url).bearer_auth(key).header("x-request-id", id).json(&body).send().await.unwrap();
+            assert_eq!(r.status(), 200, "{key}");
+        }
+    };
+    let rate = |key: Option<&'static str>, id: &'static str| {
+        let url = format!("{}/v1/feedback", gw.url);
+        async move {
+            let mut r = client().post(url).json(&json!({"request_id": id, "rating": "bad"}));
+            if let Some(k) = key {
+                r = r.bearer_auth(k);
+            }
+            let r = r.send().await.unwrap();
+            let status = r.status().as_u16();
+            (status, r.json::<Value>().await.unwrap_or_default())
+        }
+    };
+    asked("sk-team-a-secret", "fb-team-a").await;
+    asked("plain-key-1", "fb-plain").await;
+    asked("sk-team-a-secret", "fb-admin").await;
+    // Another virtual key, or a plain key: the 404 of an unknown id.
+    let (status, body) = rate(Some("sk-team-b-secret"), "fb-team-a").await;
+    assert_eq!(status, 404, "{body}");
+    assert!(body["error"]["message"].is_string() && body["error"]["type"].is_string(), "OpenAI's error shape: {body}");
+    assert_eq!(rate(Some("plain-key-1"), "fb-team-a").await.0, 404);
+    assert_eq!(rate(None, "fb-team-a").await.0, 401);
+    assert_eq!(rate(Some("sk-unknown"), "fb-team-a").await.0, 401);
+    // The key that made it may, once.
+    let (status, body) = rate(Some("sk-team-a-secret"), "fb-team-a").await;
+    assert_eq!((status, body["model"].as_str()), (200, Some("a/m")), "{body}");
+    assert_eq!(rate(Some("sk-team-a-secret"), "fb-team-a").await.0, 404);
+    // A plain key's request: not a virtual key's to rate; the plain key's.
+    assert_eq!(rate(Some("sk-team-a-secret"), "fb-plain").await.0, 404);
+    assert_eq!(rate(Some("plain-key-1"), "fb-plain").await.0, 200);
+    // The admin token may rate any answer.
+    assert_eq!(rate(Some("adm"), "fb-admin").await.0, 200);
+    assert_eq!(count(&gw, "feedback").await, 3.0);
+}

@@ -180,6 +180,11 @@ pub async fn once(
             // A buffered (JSON) stream's calls are checked before they are sent.
             tools: walk.json.as_ref().filter(|p| !p.buffers_streams() && offers_tools).map(|p| p.tools.clone()),
             shape: crate::quality::shape::Shape::of(walk.req.prompt, json, offers_tools),
+            owner: match (&walk.req.key_id, &walk.req.caller) {
+                (Some(id), _) => crate::health::feedback::Owner::Key(id.clone()),
+                (None, Some(plain)) => crate::health::feedback::Owner::Plain(plain.clone()),
+                (None, None) => crate::health::feedback::Owner::Anyone,
+            },
         }
     });
     let token_deadline = walk.deadline.min(started + first_token(walk, target));

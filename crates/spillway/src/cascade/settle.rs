@@ -90,6 +90,8 @@ pub struct Asked {
     /// The request's shape: a refusal counts only where the cascade
     /// usually answers it (`health::refusals`).
     pub shape: crate::quality::shape::Shape,
+    /// Who made the request: the only caller that may rate its answer.
+    pub owner: crate::health::feedback::Owner,
 }
 
 /// What a ticket knows for the quality judge (`cascades.*.quality`).
@@ -361,6 +363,7 @@ impl Ticket {
                 model: target.health.clone(),
                 rule: *rule,
                 metrics: target.metrics.clone(),
+                owner: j.asked.owner.clone(),
             };
             self.health.recent.keep(id.shared(), judged);
         }

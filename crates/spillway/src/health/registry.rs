@@ -466,6 +466,8 @@ pub struct Judged {
     pub rule: crate::config::QualityConfig,
     /// Its metric handles.
     pub metrics: Arc<crate::metrics::TargetMetrics>,
+    /// Who made the request: the only caller that may rate it.
+    pub owner: super::feedback::Owner,
 }
 
 /// Every model's and provider's health.
