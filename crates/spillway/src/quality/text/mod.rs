@@ -4,9 +4,9 @@
 //!
 //! It runs once per answer when the answer ends (whole, or a stream at its
 //! end), only for cascades with `quality:` configured, and only over
-//! bounded text: the pass ([`scan`]) reads a long answer's first and last
-//! 512 bytes (a typical answer's verdict is settled by then; see
-//! [`scan`] for why the sample holds). The guards keep false positives out: code (fenced, inline, or
+//! bounded text: the pass ([`scan`]) reads an answer's first 256 and
+//! last 512 bytes when it is longer (see [`scan`] for why the sample
+//! holds). The guards keep false positives out: code (fenced, inline, or
 //! text that looks like code) is never judged for its script or its
 //! repetition, JSON answers are not judged for their script, a short
 //! answer to a short question is not near-empty, and a script is only

@@ -11,15 +11,17 @@
 //! Repetition needs no list of words: each word is hashed as it is read
 //! and compared with the last [`MAX_NGRAM`] words' hashes (a ring), one
 //! run counter per n-gram length; once a run is long enough the rest of
-//! the words are not compared. A long answer is sampled: its first
-//! [`HEAD`] and last [`TAIL`] bytes are read and the middle is skipped —
-//! a drift of script shows in both, and a model stuck in a loop keeps
-//! looping to its last token, so the tail holds the loop.
+//! the words are not compared. An answer longer than 768 bytes is
+//! sampled: its first [`HEAD`] and last [`TAIL`] bytes are read and the
+//! middle is skipped — a drift of script shows in both (together some
+//! 350 letters of Russian), and a model stuck in a loop keeps looping to
+//! its last token, so the tail holds the loop (8 words 4 times over need
+//! about 400 bytes of Russian).
 
 use super::Letters;
 
 /// Bytes read from the start of a long answer.
-pub const HEAD: usize = 512;
+pub const HEAD: usize = 256;
 /// Bytes read from the end of a long answer.
 pub const TAIL: usize = 512;
 /// The longest run of words (an n-gram) checked for repetition.
