@@ -81,6 +81,7 @@ struct Noted {
 pub struct Asked {
     /// The request's id: its answer can be rated (`POST /v1/feedback`).
     pub request_id: Option<crate::telemetry::RequestId>,
+    /// What the judge needs of the prompt.
     pub prompt: PromptFacts,
     /// The content must be JSON (not judged for its script).
     pub json: bool,
