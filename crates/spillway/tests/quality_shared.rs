@@ -52,3 +52,37 @@ async fn a_demotion_made_by_one_instance_moves_the_other_too() {
     assert!(resp.status().is_success(), "{}", resp.status());
     assert!(eventually(Duration::from_secs(2), || !demoted(&a)).await, "A heard of the revive");
 }
+
+/// Whether `/readyz` says the state store is degraded.
+async fn degraded(gw: &TestGateway) -> bool {
+    let v: serde_json::Value = client().get(format!("{}/readyz", gw.url)).send().await.unwrap().json().await.unwrap();
+    v["state"]["degraded"] == true
+}
+
+/// A demotion made while Redis is unreachable is kept and shared once it
+/// is back, like a dead mark: the other instance, which judged none of
+/// those answers, moves the model too.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_demotion_made_during_a_redis_outage_is_shared_when_it_returns() {
+    let Some(mut server) = redis_support::own_redis("a_demotion_made_during_a_redis_outage").await else { return };
+    let prefix = unique_prefix("quality-outage");
+    let a = start(&yaml(&server.url(), &prefix, "outage-a")).await;
+    let b = start(&yaml(&server.url(), &prefix, "outage-b")).await;
+    server.stop();
+    for gw in [&a, &b] {
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+        while !degraded(gw).await {
+            assert!(tokio::time::Instant::now() < deadline, "the outage is noticed");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+    for _ in 0..3 {
+        assert_eq!(ask(&a).await, "bad/m");
+    }
+    assert!(demoted(&a), "A demotes the model from its own answers");
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert!(!demoted(&b), "B cannot hear of it while Redis is down");
+    assert!(server.restart().await);
+    assert!(eventually(Duration::from_secs(10), || demoted(&b)).await, "B hears of A's demotion once Redis is back");
+    assert_eq!(ask(&b).await, "good/m", "B puts the demoted model behind the healthy one");
+}

@@ -87,6 +87,11 @@ async fn text_signals_are_counted_whole_and_streamed() {
 #[tokio::test]
 async fn a_refusal_is_counted_whole_and_streamed() {
     let (a, _b, gw) = setup().await;
+    // A refusal counts where the request's shape is usually answered: ten
+    // answers of this shape first (see tests/quality_refusals.rs).
+    for _ in 0..10 {
+        expect(&gw, &a, ask("Hi there", false), Reply::text("Hello! How can I help you today?"), "ok").await;
+    }
     let mut refused = completion("");
     refused["choices"][0]["message"]["refusal"] = json!("I can't help with that.");
     expect(&gw, &a, ask("Hi there", false), Reply::json(refused), "refusal").await;
@@ -116,18 +121,62 @@ async fn json_signals_are_counted_whole_and_streamed() {
     }
 }
 
+fn weather_ask(stream: bool) -> Value {
+    let mut body = ask("What's the weather in Paris?", stream);
+    body["tools"] = json!([{"type": "function", "function": {"name": "weather",
+        "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}}]);
+    body
+}
+
+/// A streamed tool call, its arguments in two pieces.
+fn streamed_call(name: &str, args: [&str; 2]) -> Reply {
+    let call = |first: bool, piece: &str| {
+        let mut tc = json!({"index": 0, "function": {"arguments": piece}});
+        if first {
+            tc = json!({"index": 0, "id": "c1", "type": "function", "function": {"name": name, "arguments": piece}});
+        }
+        format!("data: {}\n\n", chunk(json!({"tool_calls": [tc]}), None))
+    };
+    let events = [
+        format!("data: {}\n\n", chunk(json!({"role": "assistant", "content": null}), None)),
+        call(true, args[0]),
+        call(false, args[1]),
+        format!("data: {}\n\n", chunk(json!({}), Some("tool_calls"))),
+        "data: [DONE]\n\n".to_string(),
+    ];
+    let events: Vec<&str> = events.iter().map(String::as_str).collect();
+    Reply::sse_raw(&events)
+}
+
 #[tokio::test]
 async fn invalid_tool_arguments_are_counted() {
     let (a, b, gw) = setup().await;
-    let mut body = ask("What's the weather in Paris?", false);
-    body["tools"] = json!([{"type": "function", "function": {"name": "weather",
-        "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}}]);
     let mut call = completion("");
     call["choices"][0]["message"] = json!({"role": "assistant", "content": null,
         "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "weather", "arguments": "not json"}}]});
     call["choices"][0]["finish_reason"] = json!("tool_calls");
     b.push(Reply::text("It is sunny."));
-    expect(&gw, &a, body, Reply::json(call), "tool_args_invalid").await;
+    expect(&gw, &a, weather_ask(false), Reply::json(call), "tool_args_invalid").await;
+}
+
+/// A stream without `response_format` is forwarded, not buffered: its tool
+/// calls reach the client unchecked, and are judged at its end against the
+/// tool's schema — the answer stands, the model's window counts it.
+#[tokio::test]
+async fn streamed_tool_arguments_are_judged_at_the_end_without_a_json_check() {
+    let (a, _b, gw) = setup().await;
+    // Arguments that miss the required `city`, sent in two pieces.
+    expect(&gw, &a, weather_ask(true), streamed_call("weather", [r#"{"town""#, r#": "Paris"}"#]), "tool_args_invalid")
+        .await;
+    // Not JSON at all; and a tool the request did not offer.
+    expect(&gw, &a, weather_ask(true), streamed_call("weather", ["{city: ", "Paris"]), "tool_args_invalid").await;
+    expect(&gw, &a, weather_ask(true), streamed_call("news", [r#"{"city""#, r#": "Paris"}"#]), "tool_args_invalid")
+        .await;
+    // Valid as sent: `ok`.
+    expect(&gw, &a, weather_ask(true), streamed_call("weather", [r#"{"city""#, r#": "Paris"}"#]), "ok").await;
+    assert_eq!(count(&gw, "tool_args_invalid").await, 3.0);
+    // The stream was served by `a` as it came: nothing moved on.
+    assert_eq!(a.calls(), 4);
 }
 
 #[tokio::test]
@@ -181,4 +230,59 @@ async fn feedback_on_an_answer_feeds_its_models_window() {
     assert_eq!(feedback(json!({"request_id": "fb-1", "rating": "bad"})).await.status(), 404);
     assert_eq!(feedback(json!({"request_id": "nope", "rating": "good"})).await.status(), 404);
     assert_eq!(feedback(json!({"request_id": "fb-1", "rating": "meh"})).await.status(), 400);
+}
+
+/// With client keys, an answer is rated only by the caller that asked for
+/// it: the virtual key that made the request (another key gets the 404 of
+/// an unknown id, in OpenAI's error shape, and the answer stays rateable),
+/// the `server.api_keys` key, or the admin token; no key is a 401.
+#[tokio::test]
+async fn feedback_is_accepted_only_from_the_key_that_made_the_request() {
+    let a = FakeUpstream::start().await;
+    a.set_default(Reply::text("Paris is the capital of France."));
+    let yaml = format!(
+        "server:\n  admin_token: adm\n  api_keys: [plain-key-1]\nproviders:\n{}{FAST_HEALTH}cascades:\n  chat:\n    models: [a/m]\n    quality: {{ window: 100, min_answers: 100 }}\nkeys:\n  - {{ id: team-a, key: sk-team-a-secret }}\n  - {{ id: team-b, key: sk-team-b-secret }}\n",
+        openai_provider("a", &a)
+    );
+    let gw = start(&yaml).await;
+    let asked = |key: &'static str, id: &'static str| {
+        let url = format!("{}/v1/chat/completions", gw.url);
+        async move {
+            let body = ask("What is the capital of France?", false);
+            let r = client().post(url).bearer_auth(key).header("x-request-id", id).json(&body).send().await.unwrap();
+            assert_eq!(r.status(), 200, "{key}");
+        }
+    };
+    let rate = |key: Option<&'static str>, id: &'static str| {
+        let url = format!("{}/v1/feedback", gw.url);
+        async move {
+            let mut r = client().post(url).json(&json!({"request_id": id, "rating": "bad"}));
+            if let Some(k) = key {
+                r = r.bearer_auth(k);
+            }
+            let r = r.send().await.unwrap();
+            let status = r.status().as_u16();
+            (status, r.json::<Value>().await.unwrap_or_default())
+        }
+    };
+    asked("sk-team-a-secret", "fb-team-a").await;
+    asked("plain-key-1", "fb-plain").await;
+    asked("sk-team-a-secret", "fb-admin").await;
+    // Another virtual key, or a plain key: the 404 of an unknown id.
+    let (status, body) = rate(Some("sk-team-b-secret"), "fb-team-a").await;
+    assert_eq!(status, 404, "{body}");
+    assert!(body["error"]["message"].is_string() && body["error"]["type"].is_string(), "OpenAI's error shape: {body}");
+    assert_eq!(rate(Some("plain-key-1"), "fb-team-a").await.0, 404);
+    assert_eq!(rate(None, "fb-team-a").await.0, 401);
+    assert_eq!(rate(Some("sk-unknown"), "fb-team-a").await.0, 401);
+    // The key that made it may, once.
+    let (status, body) = rate(Some("sk-team-a-secret"), "fb-team-a").await;
+    assert_eq!((status, body["model"].as_str()), (200, Some("a/m")), "{body}");
+    assert_eq!(rate(Some("sk-team-a-secret"), "fb-team-a").await.0, 404);
+    // A plain key's request: not a virtual key's to rate; the plain key's.
+    assert_eq!(rate(Some("sk-team-a-secret"), "fb-plain").await.0, 404);
+    assert_eq!(rate(Some("plain-key-1"), "fb-plain").await.0, 200);
+    // The admin token may rate any answer.
+    assert_eq!(rate(Some("adm"), "fb-admin").await.0, 200);
+    assert_eq!(count(&gw, "feedback").await, 3.0);
 }

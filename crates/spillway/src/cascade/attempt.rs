@@ -170,8 +170,23 @@ pub async fn once(
     continuing: Option<(&str, Mode)>,
 ) -> Result<(Answer, Learned), AttemptError> {
     let started = Instant::now();
-    let json = walk.json.as_ref().is_some_and(|p| p.content.is_some());
-    ticket.judge_for(walk.req.prompt, json, walk.req.request_id.as_ref());
+    ticket.judge_for(|| {
+        let json = walk.json.as_ref().is_some_and(|p| p.content.is_some());
+        let offers_tools = walk.json.as_ref().is_some_and(|p| !p.tools.is_empty());
+        super::settle::Asked {
+            request_id: walk.req.request_id.clone(),
+            prompt: walk.req.prompt,
+            json,
+            // A buffered (JSON) stream's calls are checked before they are sent.
+            tools: walk.json.as_ref().filter(|p| !p.buffers_streams() && offers_tools).map(|p| p.tools.clone()),
+            shape: crate::quality::shape::Shape::of(walk.req.prompt, json, offers_tools),
+            owner: match (&walk.req.key_id, &walk.req.caller) {
+                (Some(id), _) => crate::health::feedback::Owner::Key(id.clone()),
+                (None, Some(plain)) => crate::health::feedback::Owner::Plain(plain.clone()),
+                (None, None) => crate::health::feedback::Owner::Anyone,
+            },
+        }
+    });
     let token_deadline = walk.deadline.min(started + first_token(walk, target));
     let mut prepared = prepare::prepare(&walk.ctx, target, walk.req);
     ticket.load_profile(prepared.load_profile.as_deref());

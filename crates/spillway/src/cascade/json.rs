@@ -22,6 +22,7 @@ use crate::quality::{Signal, Signals};
 use futures_util::StreamExt;
 use serde_json::{json, Map, Value};
 use std::collections::HashMap;
+use std::sync::Arc;
 use tokio::time::{timeout_at, Instant};
 
 /// What a request expects of its answers' JSON.
@@ -29,8 +30,9 @@ use tokio::time::{timeout_at, Instant};
 pub struct JsonPlan {
     /// The content must be JSON (`response_format`).
     pub content: Option<Expected>,
-    /// Tool name → what its arguments must be.
-    pub tools: HashMap<String, Expected>,
+    /// Tool name → what its arguments must be (shared with the tickets
+    /// that judge a streamed answer's tool calls at its end).
+    pub tools: Arc<HashMap<String, Expected>>,
     /// The instruction added for models without native `response_format`.
     pub instruction: Option<String>,
     /// The same in Russian, used after a Russian system prompt.
@@ -70,7 +72,7 @@ impl JsonPlan {
         let instruction = content.as_ref().and(rf).and_then(normalize::schema_instruction);
         let instruction_ru =
             content.as_ref().and(rf).and_then(|rf| normalize::schema_instruction_in(rf, normalize::Lang::Ru));
-        Ok(Some(Self { content, tools, instruction, instruction_ru }))
+        Ok(Some(Self { content, tools: Arc::new(tools), instruction, instruction_ru }))
     }
 
     /// Streams must be read whole before they are forwarded.
@@ -184,6 +186,29 @@ fn check_message(
         }
     }
     Ok(())
+}
+
+/// Judges the tool calls a stream sent as they were (name, arguments),
+/// at its end: a stream without JSON content is forwarded, not buffered,
+/// so its calls reached the client unchecked — it cannot be taken back,
+/// but the model's quality window learns of it. A call of an unknown
+/// tool, or arguments that are not valid for the tool's schema as sent
+/// (needing repair counts: the client got them unrepaired), is
+/// `tool_args_invalid`.
+pub fn judge_streamed_calls(calls: &[(String, String)], tools: &HashMap<String, Expected>) -> Signals {
+    let invalid = calls.iter().any(|(name, args)| match tools.get(name) {
+        None => !tools.is_empty(),
+        Some(expected) => {
+            // A tool without parameters may be called with no arguments at all.
+            let args = if args.trim().is_empty() { "{}" } else { args };
+            !matches!(normalize::normalize(args, expected), Ok(n) if n.result == NormalizeResult::Valid)
+        }
+    });
+    if invalid {
+        Signals::NONE.with(Signal::ToolArgsInvalid)
+    } else {
+        Signals::NONE
+    }
 }
 
 /// A streamed answer put back together.

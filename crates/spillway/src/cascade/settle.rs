@@ -76,14 +76,29 @@ struct Noted {
     events: Vec<crate::journal::Event>,
 }
 
+/// What the quality judge is told of a request (`Ticket::judge_for`).
+#[derive(Debug, Clone, Default)]
+pub struct Asked {
+    /// The request's id: its answer can be rated (`POST /v1/feedback`).
+    pub request_id: Option<crate::telemetry::RequestId>,
+    /// What the judge needs of the prompt.
+    pub prompt: PromptFacts,
+    /// The content must be JSON (not judged for its script).
+    pub json: bool,
+    /// The tools' schemas, for a stream whose tool calls are forwarded
+    /// unchecked: judged at its end.
+    pub tools: Option<Arc<std::collections::HashMap<String, crate::normalize::Expected>>>,
+    /// The request's shape: a refusal counts only where the cascade
+    /// usually answers it (`health::refusals`).
+    pub shape: crate::quality::shape::Shape,
+    /// Who made the request: the only caller that may rate its answer.
+    pub owner: crate::health::feedback::Owner,
+}
+
 /// What a ticket knows for the quality judge (`cascades.*.quality`).
 #[derive(Debug, Clone)]
 struct Judging {
-    /// The request's id: its answer can be rated (`POST /v1/feedback`).
-    request_id: Option<crate::telemetry::RequestId>,
-    prompt: PromptFacts,
-    /// The content must be JSON (not judged for its script).
-    json: bool,
+    asked: Asked,
     signals: Signals,
 }
 
@@ -206,10 +221,24 @@ impl Ticket {
     }
 
     /// Judges this attempt's answer for quality when its cascade asks for
-    /// it (`prompt`: the request's; `json`: the content must be JSON).
-    pub fn judge_for(&mut self, prompt: PromptFacts, json: bool, request_id: Option<&crate::telemetry::RequestId>) {
+    /// it; `asked` is called only then.
+    pub fn judge_for(&mut self, asked: impl FnOnce() -> Asked) {
         if self.target().quality.is_some() {
-            self.judging = Some(Judging { request_id: request_id.cloned(), prompt, json, signals: Signals::NONE });
+            self.judging = Some(Judging { asked: asked(), signals: Signals::NONE });
+        }
+    }
+
+    /// Whether the answer's streamed tool calls are to be judged (the
+    /// request offered tools and the stream forwards them unchecked).
+    pub fn judges_calls(&self) -> bool {
+        self.judging.as_ref().is_some_and(|j| j.asked.tools.is_some())
+    }
+
+    /// Judges a stream's tool calls (name, arguments) at its end.
+    pub fn judge_calls(&mut self, calls: &[(String, String)]) {
+        let Some(j) = self.judging.as_mut() else { return };
+        if let Some(tools) = &j.asked.tools {
+            j.signals.extend(super::json::judge_streamed_calls(calls, tools));
         }
     }
 
@@ -228,10 +257,16 @@ impl Ticket {
     /// Runs the text judge over the answer's final text (once, at its
     /// end); returns every signal noted so far.
     pub fn judge_text(&mut self, content: &str, tool_called: bool, refusal: bool) -> Signals {
-        let text = self.target().quality.map(|q| q.text).unwrap_or_default();
+        let (Some(rule), Some(shape)) = (self.target().quality, self.judging.as_ref().map(|j| j.asked.shape)) else {
+            return Signals::NONE;
+        };
+        let text = rule.text;
+        // Every judged answer adds to its shape's base rate; a refusal is
+        // a signal only where the shape was usually answered before it.
+        let refusal = self.health.refusals.record(&self.plan.name, shape, refusal, rule.window);
         let Some(j) = self.judging.as_mut() else { return Signals::NONE };
-        let answer = crate::quality::text::Answer { content, tool_called, refusal, json: j.json };
-        j.signals.extend(crate::quality::text::judge(&answer, j.prompt, text));
+        let answer = crate::quality::text::Answer { content, tool_called, refusal, json: j.asked.json };
+        j.signals.extend(crate::quality::text::judge(&answer, j.asked.prompt, text));
         j.signals
     }
 
@@ -324,11 +359,12 @@ impl Ticket {
         let (Some(j), Some(rule)) = (self.judging.as_ref(), target.quality.as_ref()) else { return };
         target.metrics.quality(j.signals);
         target.health.record_quality(j.signals, rule, &self.health.events);
-        if let Some(id) = &j.request_id {
+        if let Some(id) = &j.asked.request_id {
             let judged = crate::health::registry::Judged {
                 model: target.health.clone(),
                 rule: *rule,
                 metrics: target.metrics.clone(),
+                owner: j.asked.owner.clone(),
             };
             self.health.recent.keep(id.shared(), judged);
         }

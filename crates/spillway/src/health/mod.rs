@@ -9,6 +9,8 @@
 //!   reloads; what the request path reads without I/O.
 //! - [`quality`]: one model's answer-quality window and its demotion.
 //! - [`feedback`]: the recent judged answers a client may rate.
+//! - [`refusals`]: how often each cascade's request shapes are refused,
+//!   so that a refusal counts only where the shape is usually answered.
 //! - [`clock`]: wall-clock milliseconds that follow tokio's (pausable) clock.
 
 pub mod breaker;
@@ -16,6 +18,7 @@ pub mod clock;
 pub mod feedback;
 pub mod quality;
 pub mod ratelimit;
+pub mod refusals;
 pub mod registry;
 pub mod stats;
 

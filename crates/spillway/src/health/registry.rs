@@ -466,6 +466,8 @@ pub struct Judged {
     pub rule: crate::config::QualityConfig,
     /// Its metric handles.
     pub metrics: Arc<crate::metrics::TargetMetrics>,
+    /// Who made the request: the only caller that may rate it.
+    pub owner: super::feedback::Owner,
 }
 
 /// Every model's and provider's health.
@@ -480,6 +482,8 @@ pub struct HealthRegistry {
     pub events: broadcast::Sender<HealthEvent>,
     /// Judged answers a client may rate (`POST /v1/feedback`).
     pub recent: super::feedback::Recent<Judged>,
+    /// Refusal base rates per cascade and request shape.
+    pub refusals: super::refusals::RefusalRates,
     observer: Arc<Observer>,
 }
 
@@ -499,6 +503,7 @@ impl HealthRegistry {
             providers: Mutex::new(HashMap::new()),
             events,
             recent: super::feedback::Recent::default(),
+            refusals: super::refusals::RefusalRates::default(),
             observer: Arc::default(),
         }
     }

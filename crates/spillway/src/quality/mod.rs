@@ -2,7 +2,8 @@
 //! [`crate::outcome`]: what can make a 200 answer bad ([`Signal`]), a set
 //! of them ([`Signals`]), and the one-pass text judge ([`text`]) that finds
 //! the signals an answer's final text shows (near-empty, wrong script,
-//! degenerate repetition).
+//! degenerate repetition), and a request's [`shape`] (for the refusal
+//! signal's base rates).
 //!
 //! Signals are settled with the attempt (`cascade::settle`): the JSON
 //! checks note theirs while they run, a stream notes a continuation when
@@ -11,6 +12,7 @@
 //! rolling window per model and demotes a model whose bad share crosses
 //! its cascade's rule.
 
+pub mod shape;
 pub mod text;
 
 /// One thing that can make an answer bad although it came with a 200.

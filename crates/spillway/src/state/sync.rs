@@ -18,9 +18,9 @@
 //! Outage: while the store's link is not `Up`, [`StateStatus`] says
 //! degraded (`/readyz` stays 200 and says so), an alert goes out, and
 //! local changes are not sent: outcomes and TTFT samples are dropped
-//! (their windows would be stale by the time Redis returns), dead marks
-//! and revives are kept, the latest per key, bounded, and replayed on
-//! reconnect before the snapshot is read. Each instance serves from its
+//! (their windows would be stale by the time Redis returns), dead marks,
+//! revives, quality demotions and restorations are kept, the latest per
+//! key, bounded, and replayed on reconnect before the snapshot is read. Each instance serves from its
 //! own local state meanwhile. Requests never wait on any of this: the
 //! registry's channel is unbounded and this job always drains it.
 
@@ -97,6 +97,10 @@ enum Run {
 enum Pending {
     Dead(u64, DeadReason),
     Revived,
+    /// A quality demotion (kept under `quality:MODEL`).
+    Demoted(u64, crate::quality::Signal),
+    /// The end of one (kept under `quality:MODEL`).
+    Restored,
 }
 
 fn to_rules(c: &BreakerConfig) -> BreakerRules {
@@ -283,15 +287,18 @@ impl StateSync {
                 if was && !kept.is_empty() {
                     tracing::info!(
                         changes = kept.len(),
-                        "Sharing dead marks and revives made while Redis was unreachable."
+                        "Sharing dead marks, revives and quality demotions made while Redis was unreachable."
                     );
                 }
                 let now = now_ms();
                 for (key, p) in kept {
+                    let model = || key.strip_prefix(QUALITY_PREFIX).unwrap_or(&key).to_string();
                     let change = match p {
-                        Pending::Dead(until_ms, _) if until_ms <= now => continue,
+                        Pending::Dead(until_ms, _) | Pending::Demoted(until_ms, _) if until_ms <= now => continue,
                         Pending::Dead(until_ms, reason) => LocalChange::Dead { key, until_ms, reason },
                         Pending::Revived => LocalChange::Revived { key },
+                        Pending::Demoted(until_ms, reason) => LocalChange::Demoted { key: model(), until_ms, reason },
+                        Pending::Restored => LocalChange::Restored { key: model() },
                     };
                     if let Some((k, p)) = self.share(change, rules).await {
                         pending.insert(k, p);
@@ -375,13 +382,14 @@ fn keep(change: LocalChange) -> Option<(String, Pending)> {
     match change {
         LocalChange::Dead { key, until_ms, reason } => Some((key, Pending::Dead(until_ms, reason))),
         LocalChange::Revived { key } => Some((key, Pending::Revived)),
-        // Quality demotions are not replayed after an outage: each
-        // instance judges its own answers meanwhile.
-        LocalChange::Outcome { .. }
-        | LocalChange::Ttft { .. }
-        | LocalChange::BreakerClosed { .. }
-        | LocalChange::Demoted { .. }
-        | LocalChange::Restored { .. } => None,
+        // Quality demotions and their ends are kept like dead marks (the
+        // other instances have not judged these answers), under the key
+        // the store keeps them at.
+        LocalChange::Demoted { key, until_ms, reason } => {
+            Some((format!("{QUALITY_PREFIX}{key}"), Pending::Demoted(until_ms, reason)))
+        }
+        LocalChange::Restored { key } => Some((format!("{QUALITY_PREFIX}{key}"), Pending::Restored)),
+        LocalChange::Outcome { .. } | LocalChange::Ttft { .. } | LocalChange::BreakerClosed { .. } => None,
     }
 }
 
@@ -393,6 +401,7 @@ fn remember(pending: &mut HashMap<String, Pending>, key: String, p: Pending) {
     }
     match (pending.get(&key), p) {
         (Some(Pending::Dead(old, _)), Pending::Dead(new, _)) if *old >= new => {}
+        (Some(Pending::Demoted(old, _)), Pending::Demoted(new, _)) if *old >= new => {}
         _ => {
             pending.insert(key, p);
         }
@@ -465,17 +474,5 @@ impl BackgroundJob for StateSync {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn kept_changes_keep_the_longest_mark_and_the_latest_revive() {
-        let mut pending = HashMap::new();
-        remember(&mut pending, "a".into(), Pending::Dead(10, DeadReason::Empty));
-        remember(&mut pending, "a".into(), Pending::Dead(5, DeadReason::NotFound));
-        assert!(matches!(pending.get("a"), Some(Pending::Dead(10, DeadReason::Empty))));
-        remember(&mut pending, "a".into(), Pending::Revived);
-        assert!(matches!(pending.get("a"), Some(Pending::Revived)));
-        assert!(keep(LocalChange::Outcome { key: "a".into(), failed: true }).is_none());
-    }
-}
+#[path = "sync_tests.rs"]
+mod tests;

@@ -171,6 +171,9 @@ fn chunk_event(st: &mut State, mut v: Value, out: &mut Vec<u8>) {
     }
     let sent = content_of(&v).to_string();
     st.refused |= refuses(&v);
+    if tool {
+        st.keep_calls(&v);
+    }
     st.keep(&sent, other, tool);
     if let Some(j) = &st.journal {
         j.answer(&sent);

@@ -101,6 +101,7 @@ impl Forward {
             partial: String::new(),
             continuable: true,
             tool_called: false,
+            calls: Vec::new(),
             refused: false,
             continuation: None,
             continued: None,

@@ -54,6 +54,10 @@ pub(super) struct State {
     pub(super) continuable: bool,
     /// It called a tool, or declared a refusal (for the quality judge).
     pub(super) tool_called: bool,
+    /// Choice 0's tool calls (name, arguments) by index, kept only when
+    /// the judge checks them at the end ([`Ticket::judges_calls`]);
+    /// bounded like the partial answer.
+    pub(super) calls: Vec<(String, String)>,
     pub(super) refused: bool,
     pub(super) continuation: Option<Continuation>,
     /// Continued at least once: chunks take the general path from then on.
@@ -151,6 +155,9 @@ impl State {
         if !ticket.judging() {
             return;
         }
+        if self.tool_called {
+            ticket.judge_calls(&self.calls);
+        }
         let whole_text = self.continued.is_none() && (self.continuable || self.tool_called);
         let signals = if whole_text {
             ticket.judge_text(&self.partial, self.tool_called, self.refused)
@@ -170,6 +177,30 @@ impl State {
         }
         if self.continuable {
             self.partial.push_str(text);
+        }
+    }
+
+    /// Keeps choice 0's tool-call deltas of `v` for the judge.
+    pub(super) fn keep_calls(&mut self, v: &serde_json::Value) {
+        if !self.ticket.as_ref().is_some_and(Ticket::judges_calls) {
+            return;
+        }
+        let Some(calls) = v.pointer("/choices/0/delta/tool_calls").and_then(serde_json::Value::as_array) else {
+            return;
+        };
+        for tc in calls {
+            let i = tc.get("index").and_then(serde_json::Value::as_u64).unwrap_or(0).min(64) as usize;
+            if self.calls.len() <= i {
+                self.calls.resize(i + 1, Default::default());
+            }
+            let kept: usize = self.calls.iter().map(|(n, a)| n.len() + a.len()).sum();
+            let Some(f) = tc.get("function") else { continue };
+            let text = |k: &str| f.get(k).and_then(serde_json::Value::as_str).unwrap_or_default();
+            if kept + text("name").len() + text("arguments").len() > MAX_PARTIAL {
+                continue;
+            }
+            self.calls[i].0.push_str(text("name"));
+            self.calls[i].1.push_str(text("arguments"));
         }
     }
 

@@ -83,6 +83,7 @@ fn state(reads: Reads, include_usage: bool, idle: Duration) -> State {
         partial: String::new(),
         continuable: true,
         tool_called: false,
+        calls: Vec::new(),
         refused: false,
         journal: None,
         continuation: None,
