@@ -7,6 +7,7 @@
 #
 #   bench/instructions.sh                 # prints instructions per request
 #   KEEP=1 bench/instructions.sh          # keeps the callgrind profile for callgrind_annotate
+#   BIN=/tmp/bins GW_BIN=/tmp/old/spillway bench/instructions.sh  # binaries built already
 #   BARE=1 bench/instructions.sh          # the same for bare-proxy (the floor, see overhead.sh)
 #   WHOLE_AS_STREAM=false bench/instructions.sh  # whole answers passed through, not read as a stream
 #   STREAM=1 bench/instructions.sh        # streamed requests (the upstream's 8-event stream forwarded)
@@ -28,8 +29,9 @@ cd "$(dirname "$0")/.."
 source bench/common.sh
 SECONDS_MEASURED=${SECONDS_MEASURED:-10}
 install_tools valgrind wrk
-cargo build --release -q -p spillway -p test-upstreams --bins
-BIN=${CARGO_TARGET_DIR:-target}/release
+[ -n "${BIN:-}" ] || cargo build --release -q -p spillway -p test-upstreams --bins
+BIN=${BIN:-${CARGO_TARGET_DIR:-target}/release}
+GW_BIN=${GW_BIN:-$BIN/spillway}
 
 UP=$(free_port)
 UP_ARGS=()
@@ -69,7 +71,7 @@ if [ -n "${BARE:-}" ]; then
     "$BIN/bare-proxy" --port "$GW" --upstream "$UP" >"$work/gw.log" 2>&1 &
 else
   SPILLWAY_LOG=error valgrind --tool=callgrind --instr-atstart=no --callgrind-out-file="$work/cg.out" \
-    "$BIN/spillway" serve --config "$work/gw.yaml" >"$work/gw.log" 2>&1 &
+    "$GW_BIN" serve --config "$work/gw.yaml" >"$work/gw.log" 2>&1 &
 fi
 GW_PID=$!
 pids+=($GW_PID)

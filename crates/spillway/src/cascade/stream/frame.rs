@@ -63,7 +63,10 @@ pub(super) async fn next_frame(st: &mut State) -> Bytes {
         let next = match st.head.pop_front() {
             Some(item) => Some(Ok(item)),
             None if out.is_empty() => wait(st).await,
-            None if head_only => break,
+            None if head_only => {
+                st.cut_short = true;
+                break;
+            }
             // Only what the upstream has ready now joins the frame.
             None => match ready_now(&mut st.rest).await {
                 Some(next) => next,
@@ -72,7 +75,11 @@ pub(super) async fn next_frame(st: &mut State) -> Bytes {
         };
         match step(st, next, &mut out) {
             Step::More if out.len() < MAX_FRAME => {}
-            Step::More | Step::End => break,
+            Step::More => {
+                st.cut_short = true;
+                break;
+            }
+            Step::End => break,
             Step::Broke(failure) => {
                 st.broke = Some(failure);
                 if !out.is_empty() {

@@ -109,6 +109,7 @@ impl Forward {
             link: None,
             prefix: None,
             broke: None,
+            cut_short: false,
         };
         Self { state }
     }
@@ -143,6 +144,13 @@ impl Forward {
         futures_util::stream::unfold(Box::new(self.state), |mut st| async move {
             if st.done {
                 return None;
+            }
+            // hyper's connection writes a response's chunks out when the
+            // body has nothing ready: after a frame cut short (events still
+            // ready behind it), one turn lets it send the frame now — the
+            // first byte does not wait for the backlog to be gathered.
+            if std::mem::take(&mut st.cut_short) {
+                tokio::task::yield_now().await;
             }
             let bytes = frame::next_frame(&mut st).await;
             Some((Ok(bytes), st))

@@ -74,6 +74,10 @@ pub(super) struct State {
     /// The attempt failed after some events of the last frame: handled
     /// first thing in the next one (continued or ended).
     pub(super) broke: Option<AttemptError>,
+    /// The last frame stopped with events maybe still ready (the head
+    /// alone, or [`super::frame::MAX_FRAME`] reached): the client's writer
+    /// gets a turn to send it before the next is gathered.
+    pub(super) cut_short: bool,
 }
 
 /// What a continued stream keeps.

@@ -91,6 +91,7 @@ fn state(reads: Reads, include_usage: bool, idle: Duration) -> State {
         link: None,
         prefix: None,
         broke: None,
+        cut_short: false,
     }
 }
 

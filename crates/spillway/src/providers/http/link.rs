@@ -38,8 +38,10 @@ pub(super) type Conn = Connection<TokioIo<Box<dyn Io>>, Full<Bytes>>;
 /// A request sender and the connection it sends on; see the module docs.
 pub(super) struct Link {
     pub(super) sender: SendRequest<Full<Bytes>>,
-    /// `None` once the connection has ended.
-    conn: Option<Conn>,
+    /// `None` once the connection has ended. Boxed: hyper's connection
+    /// state is kilobytes, and a link is moved with every request future
+    /// and body that holds it (inline, it multiplied the request's copies).
+    conn: Option<Box<Conn>>,
 }
 
 impl std::fmt::Debug for Link {
@@ -50,14 +52,14 @@ impl std::fmt::Debug for Link {
 
 impl Link {
     pub(super) fn new(sender: SendRequest<Full<Bytes>>, conn: Conn) -> Self {
-        Self { sender, conn: Some(conn) }
+        Self { sender, conn: Some(Box::new(conn)) }
     }
 
     /// Lets the connection read, write and hand over what it can now;
     /// false once it has ended (closed by either side, or broken).
     pub(super) fn drive(&mut self, cx: &mut Context<'_>) -> bool {
         let Some(conn) = self.conn.as_mut() else { return false };
-        match Pin::new(conn).poll(cx) {
+        match Pin::new(&mut **conn).poll(cx) {
             Poll::Pending => true,
             Poll::Ready(ended) => {
                 if let Err(e) = ended {
