@@ -39,3 +39,40 @@ wrk.headers["Content-Type"] = "application/json"
 wrk.body = '$2'
 LUA
 }
+
+# The pids' user+system ticks from /proc.
+ticks() {
+  local sum=0 p
+  for p in "$@"; do sum=$((sum + $(awk '{print $14+$15}' "/proc/$p/stat"))); done
+  echo "$sum"
+}
+
+# One wrk run and what it cost: name conns script port per(events|requests)
+# pids... — `script` is $work/SCRIPT.lua, the URL `url PORT`; prints req/s,
+# p50, p99 and the pids' CPU per request (or per event: EVENTS a request).
+run() {
+  local name=$1 c=$2 script=$3 port=$4 per=$5; shift 5
+  local threads=1 t0 t1 out
+  [ "$c" -gt 1 ] && threads=2
+  t0=$(ticks "$@")
+  out=$(wrk -t"$threads" -c"$c" -d"${SECS}s" --timeout 60s --latency -s "$work/$script.lua" "$(url "$port")")
+  t1=$(ticks "$@")
+  WRK_OUT="$out" python3 - "$name" "$c" "$per" "$EVENTS" "$((t1 - t0))" <<'PY'
+import os, re, sys
+name, c, per, events, ticks = sys.argv[1], int(sys.argv[2]), sys.argv[3], int(sys.argv[4]), int(sys.argv[5])
+out = os.environ["WRK_OUT"]
+n = int(re.search(r"(\d+) requests in", out).group(1))
+rps = float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1))
+bad = re.search(r"Non-2xx or 3xx responses: (\d+)", out)
+errors = re.search(r"Socket errors: (.*)", out)
+pct = dict(re.findall(r"\n\s+(50|99)%\s+(\S+)", out))
+cpu_us = ticks / os.sysconf("SC_CLK_TCK") * 1e6
+unit = n * events if per == "events" else n
+print(f"{name:<14} {c:>4} conns  req/s {rps:>9.1f}  p50 {pct.get('50','-'):>8}  p99 {pct.get('99','-'):>8}  "
+      f"CPU/{'event' if per == 'events' else 'request'} {cpu_us / max(unit, 1):8.3f} us"
+      + (f"  NON-2XX {bad.group(1)}" if bad else "") + (f"  ERRORS {errors.group(1)}" if errors else ""))
+PY
+}
+
+# The chat completions URL of a local port.
+url() { echo "http://127.0.0.1:$1/v1/chat/completions"; }

@@ -136,7 +136,6 @@ lua() { # name model stream(true|false)
 }
 lua stream bench true; lua whole bench false; lua pass pass false
 lua slowstream slow true; lua slowwhole slow false
-url() { echo "http://127.0.0.1:$1/v1/chat/completions"; }
 
 # Both proxies deliver every event: count them once.
 for p in "$NGX" "${GWS[@]}"; do
@@ -145,37 +144,9 @@ for p in "$NGX" "${GWS[@]}"; do
   [ "$got" = "$EVENTS" ] || { echo "port $p delivered $got events, not $EVENTS" >&2; exit 1; }
 done
 
-ticks() { # pids... -> their user+system ticks
-  local sum=0 p
-  for p in "$@"; do sum=$((sum + $(awk '{print $14+$15}' "/proc/$p/stat"))); done
-  echo "$sum"
-}
-nginx_pids() { echo "$NGX_PID $(pgrep -P "$NGX_PID" | tr '\n' ' ')"; }
 
-# name conns script port per(events|requests) pids...
-run() {
-  local name=$1 c=$2 script=$3 port=$4 per=$5; shift 5
-  local threads=1 t0 t1 out
-  [ "$c" -gt 1 ] && threads=2
-  t0=$(ticks "$@")
-  out=$(wrk -t"$threads" -c"$c" -d"${SECS}s" --timeout 60s --latency -s "$work/$script.lua" "$(url "$port")")
-  t1=$(ticks "$@")
-  WRK_OUT="$out" python3 - "$name" "$c" "$per" "$EVENTS" "$((t1 - t0))" <<'PY'
-import os, re, sys
-name, c, per, events, ticks = sys.argv[1], int(sys.argv[2]), sys.argv[3], int(sys.argv[4]), int(sys.argv[5])
-out = os.environ["WRK_OUT"]
-n = int(re.search(r"(\d+) requests in", out).group(1))
-rps = float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1))
-bad = re.search(r"Non-2xx or 3xx responses: (\d+)", out)
-errors = re.search(r"Socket errors: (.*)", out)
-pct = dict(re.findall(r"\n\s+(50|99)%\s+(\S+)", out))
-cpu_us = ticks / os.sysconf("SC_CLK_TCK") * 1e6
-unit = n * events if per == "events" else n
-print(f"{name:<14} {c:>4} conns  req/s {rps:>9.1f}  p50 {pct.get('50','-'):>8}  p99 {pct.get('99','-'):>8}  "
-      f"CPU/{'event' if per == 'events' else 'request'} {cpu_us / max(unit, 1):8.3f} us"
-      + (f"  NON-2XX {bad.group(1)}" if bad else "") + (f"  ERRORS {errors.group(1)}" if errors else ""))
-PY
-}
+# nginx's master and worker.
+nginx_pids() { echo "$NGX_PID $(pgrep -P "$NGX_PID" | tr '\n' ' ')"; }
 
 # Warm both (connection pools, page cache) at the largest count.
 for c in $CONNS; do max=$c; done

@@ -273,7 +273,7 @@ where
 }
 
 fn decode_event(data: &str) -> Result<StreamItem, AttemptError> {
-    let data = data.trim();
+    let data = data.trim_ascii();
     if data == "[DONE]" {
         return Ok(StreamItem::Done);
     }

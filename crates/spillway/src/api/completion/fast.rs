@@ -92,15 +92,17 @@ impl<'a> Lex<'a> {
         let at = self.i - 1;
         let mut escaped = false;
         loop {
-            match self.b.get(self.i) {
-                Some(b'"') => break,
-                Some(b'\\') => {
+            // The run of plain bytes up to a quote, an escape or a control.
+            let rest = self.b.get(self.i..).unwrap_or_default();
+            let stop = rest.iter().position(|&c| c == b'"' || c == b'\\' || c < 0x20).ok_or(Stop::Unsure)?;
+            self.i += stop;
+            match rest[stop] {
+                b'"' => break,
+                b'\\' => {
                     escaped = true;
                     self.i += 2;
                 }
-                Some(c) if *c < 0x20 => return Err(Stop::Unsure),
-                Some(_) => self.i += 1,
-                None => return Err(Stop::Unsure),
+                _ => return Err(Stop::Unsure),
             }
         }
         let end = self.i;

@@ -379,19 +379,19 @@ pub(super) fn split(text: &str, chunk: bool) -> Option<(Top, Vec<u8>)> {
 pub(super) fn tail(text: &str, top: &mut Top) -> Option<Vec<u8>> {
     // Each entry runs from its key's quote to the next key's quote (or the
     // closing brace); written out without its separating comma.
-    let close = text.trim_end().len().checked_sub(1)?;
+    let close = text.trim_ascii_end().len().checked_sub(1)?;
     let mut tail = Vec::with_capacity(text.len());
     for (i, &(start, _, keep)) in top.keys.iter().enumerate() {
         if !keep {
             continue;
         }
         let end = top.keys.get(i + 1).map_or(close, |&(next, _, _)| next);
-        let entry = text.get(start..end)?.trim_end();
-        let entry = entry.strip_suffix(',').unwrap_or(entry).trim_end();
+        let entry = text.get(start..end)?.trim_ascii_end();
+        let entry = entry.strip_suffix(',').unwrap_or(entry).trim_ascii_end();
         tail.push(b',');
         if top.usage_key == Some(i) {
             // `"usage"`, maybe blanks, `:`, maybe blanks, the value.
-            let value = entry.split_once(':').map(|(_, v)| v.trim_start())?;
+            let value = entry.split_once(':').map(|(_, v)| v.trim_ascii_start())?;
             let at = tail.len() + (entry.len() - value.len());
             top.usage_in_tail = Some(at..at + value.len());
         }
