@@ -7,15 +7,12 @@
 //! per stream event) reads the body once without building a JSON tree
 //! (borrowed strings, untouched values kept as their bytes: `scan.rs`) and
 //! the answer is written out as the upstream's bytes behind the gateway's
-//! own stamp ([`raw`]). Stream chunks, the gateway's most frequent
-//! input, are read first by a hand-written scanner (`fast.rs`) that
-//! decides the common shape without serde and leaves the rest to it. Anything else — a field to fill in, tool calls,
+//! own stamp ([`raw`]). Anything else — a field to fill in, tool calls,
 //! escaped or repeated keys, an in-band error — takes the general path: a
 //! [`serde_json::Value`] completed by [`super::wire`]. A [`Completion`]
 //! ([`types`]) is either, and both give the client the same fields and
 //! values.
 
-mod fast;
 pub mod raw;
 mod scan;
 #[cfg(test)]
@@ -23,7 +20,5 @@ mod tests;
 pub mod types;
 
 pub use super::tokens::Tokens;
-#[cfg(test)]
-pub(crate) use fast::{agrees_with_serde as fast_agrees_with_serde, takes as fast_takes};
 pub use raw::{chunk_prefix, RawChunk, RawCompletion};
 pub use types::Completion;

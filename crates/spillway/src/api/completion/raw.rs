@@ -8,7 +8,6 @@
 //! needs of it (an answer at all, a first token, usage) from what the check
 //! found.
 
-use super::fast::{self, Verdict};
 use super::scan::{split, FINISH_REASONS};
 use crate::api::tokens::{estimate_tokens, Tokens};
 use crate::api::wire::{self, Stamp};
@@ -187,12 +186,7 @@ impl RawChunk {
     /// Checks one event's data; `None` when it needs the general path (the
     /// same rules as [`RawCompletion::check`], for deltas).
     pub fn check(data: &str) -> Option<Self> {
-        // The hand-written scan first; the serde pass when it is unsure.
-        let (top, tail) = match fast::chunk(data) {
-            Verdict::Take(top, tail) => (top, tail),
-            Verdict::General => return None,
-            Verdict::Unsure => split(data, true)?,
-        };
+        let (top, tail) = split(data, true)?;
         let checked = top.chunk?;
         Some(Self {
             tail,

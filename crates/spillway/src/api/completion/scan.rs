@@ -27,7 +27,7 @@ pub(super) struct Checked {
 /// neighbours and not kept (strings borrowed unless they have escapes).
 /// `Absent` when the field is missing — distinct from `null`.
 #[derive(Default)]
-pub(super) enum Shape<'a> {
+enum Shape<'a> {
     #[default]
     Absent,
     Null,
@@ -80,13 +80,13 @@ impl<'de: 'a, 'a> Deserialize<'de> for Shape<'a> {
 }
 
 impl Shape<'_> {
-    pub(super) fn is_string_or_null(&self) -> bool {
+    fn is_string_or_null(&self) -> bool {
         matches!(self, Self::Str(_) | Self::Null)
     }
     fn is_object_or_null(&self) -> bool {
         matches!(self, Self::Object | Self::Null)
     }
-    pub(super) fn as_str(&self) -> Option<&str> {
+    fn as_str(&self) -> Option<&str> {
         match self {
             Self::Str(s) => Some(s),
             _ => None,
@@ -97,45 +97,45 @@ impl Shape<'_> {
 /// What the check reads of one choice — `message` in a completion,
 /// `delta` in a stream chunk; other fields pass through as bytes. (A field
 /// given twice fails the read: the general path decides.)
-#[derive(Deserialize, Default)]
-pub(super) struct ChoiceCheck<'a> {
+#[derive(Deserialize)]
+struct ChoiceCheck<'a> {
     #[serde(default, borrow)]
-    pub(super) index: Shape<'a>,
+    index: Shape<'a>,
     #[serde(default, borrow)]
-    pub(super) finish_reason: Shape<'a>,
+    finish_reason: Shape<'a>,
     #[serde(default, borrow)]
-    pub(super) logprobs: Shape<'a>,
+    logprobs: Shape<'a>,
     #[serde(default, borrow)]
-    pub(super) message: Option<MessageCheck<'a>>,
+    message: Option<MessageCheck<'a>>,
     #[serde(default, borrow)]
-    pub(super) delta: Option<MessageCheck<'a>>,
+    delta: Option<MessageCheck<'a>>,
 }
 
 /// A message or a delta.
-#[derive(Deserialize, Default)]
-pub(super) struct MessageCheck<'a> {
+#[derive(Deserialize)]
+struct MessageCheck<'a> {
     #[serde(default, borrow)]
-    pub(super) role: Shape<'a>,
+    role: Shape<'a>,
     #[serde(default, borrow)]
-    pub(super) content: Shape<'a>,
+    content: Shape<'a>,
     #[serde(default, borrow)]
-    pub(super) refusal: Shape<'a>,
+    refusal: Shape<'a>,
     #[serde(default, borrow)]
-    pub(super) tool_calls: Shape<'a>,
+    tool_calls: Shape<'a>,
 }
 
-#[derive(Deserialize, Default)]
-pub(super) struct UsageCheck<'a> {
+#[derive(Deserialize)]
+struct UsageCheck<'a> {
     #[serde(default, borrow)]
-    pub(super) prompt_tokens: Shape<'a>,
+    prompt_tokens: Shape<'a>,
     #[serde(default, borrow)]
-    pub(super) completion_tokens: Shape<'a>,
+    completion_tokens: Shape<'a>,
     #[serde(default, borrow)]
-    pub(super) total_tokens: Shape<'a>,
+    total_tokens: Shape<'a>,
     #[serde(default, borrow)]
-    pub(super) prompt_tokens_details: Shape<'a>,
+    prompt_tokens_details: Shape<'a>,
     #[serde(default, borrow)]
-    pub(super) completion_tokens_details: Shape<'a>,
+    completion_tokens_details: Shape<'a>,
 }
 
 #[derive(Deserialize)]
@@ -169,7 +169,7 @@ fn check_choices(choices: &[ChoiceCheck<'_>]) -> Option<Checked> {
     Some(out)
 }
 
-pub(super) fn check_usage(u: &UsageCheck<'_>) -> Option<Tokens> {
+fn check_usage(u: &UsageCheck<'_>) -> Option<Tokens> {
     let details_ok = |d: &Shape<'_>| matches!(d, Shape::Absent | Shape::Object);
     match (&u.prompt_tokens, &u.completion_tokens, &u.total_tokens) {
         (Shape::Int(input), Shape::Int(output), Shape::Int(_))
@@ -201,7 +201,7 @@ pub(super) struct ChunkChecked {
     pub(super) refusal: bool,
 }
 
-pub(super) fn check_deltas(choices: &[ChoiceCheck<'_>]) -> Option<ChunkChecked> {
+fn check_deltas(choices: &[ChoiceCheck<'_>]) -> Option<ChunkChecked> {
     let mut out = ChunkChecked { empty: choices.is_empty(), ..ChunkChecked::default() };
     for c in choices {
         if !matches!(c.index, Shape::Int(_)) || !matches!(c.logprobs, Shape::Absent | Shape::Null) {
@@ -248,7 +248,7 @@ pub(super) struct Top {
     /// compares lengths before bytes: most keys differ in length, and a
     /// byte comparison with each earlier key was a `memcmp` call), and
     /// whether its entry is kept.
-    pub(super) keys: Vec<(usize, usize, bool)>,
+    keys: Vec<(usize, usize, bool)>,
     /// A completion's choices, when they passed.
     pub(super) checked: Option<Checked>,
     /// A chunk's choices, when they passed.
@@ -257,7 +257,7 @@ pub(super) struct Top {
     /// `usage` was an object (not `null`): its `completion_tokens` counts.
     pub(super) usage_counted: bool,
     /// Which of `keys` is `usage`.
-    pub(super) usage_key: Option<usize>,
+    usage_key: Option<usize>,
     /// Where `usage`'s value is in the tail `split` returns.
     pub(super) usage_in_tail: Option<Range<usize>>,
 }
@@ -369,14 +369,6 @@ pub(super) fn split(text: &str, chunk: bool) -> Option<(Top, Vec<u8>)> {
     let mut de = serde_json::Deserializer::from_str(text);
     let mut top = TopSeed { text, chunk }.deserialize(&mut de).ok()?;
     de.end().ok()?;
-    let tail = tail(text, &mut top)?;
-    Some((top, tail))
-}
-
-/// The entries of `top.keys` that are kept, cut from `text` as
-/// `,"key":value` runs ready to be written after the gateway's stamp (and
-/// where `usage`'s value is among them).
-pub(super) fn tail(text: &str, top: &mut Top) -> Option<Vec<u8>> {
     // Each entry runs from its key's quote to the next key's quote (or the
     // closing brace); written out without its separating comma.
     let close = text.trim_ascii_end().len().checked_sub(1)?;
@@ -397,5 +389,5 @@ pub(super) fn tail(text: &str, top: &mut Top) -> Option<Vec<u8>> {
         }
         tail.extend_from_slice(entry.as_bytes());
     }
-    Some(tail)
+    Some((top, tail))
 }
