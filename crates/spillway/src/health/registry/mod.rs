@@ -6,11 +6,10 @@
 //! load, a breaker admission one short uncontended lock. Changes worth an
 //! operator's attention go out as [`HealthEvent`]s on a broadcast channel
 //! (logs now, alert sinks later).
-
 //!
-//! - [`dead`]: dead reasons, marks and the atomic slot that holds them.
-//! - [`events`]: local changes for the state store, operator events.
-//! - [`model`]: one model ref's health ([`ModelHealth`]).
+//! - `dead`: dead reasons, marks and the atomic slot that holds them.
+//! - `events`: local changes for the state store, operator events.
+//! - `model`: one model ref's health ([`ModelHealth`]).
 //! - this file: provider health, the registry itself and the gauges.
 
 mod dead;
