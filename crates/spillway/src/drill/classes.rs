@@ -6,7 +6,7 @@
 //! the class that sends little per caller keeps longer answers than the
 //! class that sends much.
 
-use super::engine::{Outcome, Sample};
+use super::engine::sample::{Outcome, Sample};
 use super::scenario::Traffic;
 use indexmap::IndexMap;
 use serde::Serialize;
