@@ -13,6 +13,7 @@
 #   STREAM=1 bench/instructions.sh        # streamed requests (the upstream's 8-event stream forwarded)
 #   STREAM=1 CHUNKS=512 bench/instructions.sh  # a 515-event stream (512 events of 16 bytes of
 #                                         # content, as bench/events.sh): also prints instructions per event
+#   QUALITY=1 bench/instructions.sh       # the cascade judges its answers' quality (`quality: {}`)
 #   TELEMETRY=traces100 bench/instructions.sh  # with telemetry: traces10, traces100 (spans to a local
 #                                         # collector, bench/otlp_sink.py), log (request log to a file)
 #
@@ -56,7 +57,7 @@ server: { listen: 127.0.0.1:$GW, max_concurrent_requests: 100000, workers: 1 }
 providers:
   fast: { kind: openai, base_url: "http://127.0.0.1:$UP/v1", whole_as_stream: ${WHOLE_AS_STREAM:-true} }
 cascades:
-  fast: { models: [fast/bench] }
+  fast: { models: [fast/bench]$([ -n "${QUALITY:-}" ] && echo ", quality: {}") }
 $TELEMETRY_YAML
 YAML
 STREAM_FIELD=""

@@ -31,6 +31,10 @@ pub struct RawCompletion {
     usage_counted: bool,
     /// Characters of the choices' text.
     content_chars: usize,
+    /// An assembled answer's text and whether it refused, as the quality
+    /// judge reads them ([`super::Completion::first_choice`]): kept from
+    /// assembly rather than parsed back out of the bytes.
+    assembled: Option<(String, bool)>,
 }
 
 impl fmt::Debug for RawCompletion {
@@ -43,20 +47,21 @@ impl RawCompletion {
     /// A completion put together from a stream's parts (one choice, no tool
     /// calls; `cascade::whole`): `content`, `refusal`, `finish_reason` (one
     /// of the schema's) and `usage` (a checked object's JSON).
-    /// `None` for a finish reason the schema does not know.
+    /// `Err` with `content` back for a finish reason the schema does not
+    /// know.
     pub fn assembled(
-        content: &str,
+        content: String,
         refusal: Option<&str>,
         finish_reason: &str,
         usage: Option<(&[u8], Tokens)>,
-    ) -> Option<Self> {
+    ) -> Result<Self, String> {
         if !FINISH_REASONS.contains(&finish_reason) {
-            return None;
+            return Err(content);
         }
         let mut tail = Vec::with_capacity(content.len() + 192);
         tail.extend_from_slice(br#","choices":[{"index":0,"message":{"role":"assistant","content":"#);
         // Strings always serialize.
-        let _ = serde_json::to_writer(&mut tail, content);
+        let _ = serde_json::to_writer(&mut tail, &content);
         tail.extend_from_slice(br#","refusal":"#);
         let _ = serde_json::to_writer(&mut tail, &refusal);
         tail.extend_from_slice(br#"},"logprobs":null,"finish_reason":"#);
@@ -70,7 +75,8 @@ impl RawCompletion {
         bytes.extend_from_slice(br#"{"object":"chat.completion""#);
         bytes.extend_from_slice(&tail);
         bytes.push(b'}');
-        Some(Self {
+        let refused = refusal.is_some_and(|r| !r.is_empty()) || finish_reason == "content_filter";
+        Ok(Self {
             bytes: Bytes::from(bytes),
             tail,
             stamp: None,
@@ -78,6 +84,7 @@ impl RawCompletion {
             usage: usage.map(|(_, t)| t),
             usage_counted: usage.is_some(),
             content_chars: content.chars().count(),
+            assembled: Some((content, refused)),
         })
     }
 
@@ -96,6 +103,7 @@ impl RawCompletion {
             usage_counted: top.usage_counted,
             content_chars: checked.content_chars,
             bytes,
+            assembled: None,
         })
     }
 
@@ -108,6 +116,12 @@ impl RawCompletion {
     /// The upstream's body as it came (or as it was assembled).
     pub fn body(&self) -> &[u8] {
         &self.bytes
+    }
+
+    /// An assembled answer's text and whether it refused; `None` for an
+    /// upstream's own body.
+    pub fn assembled_text(&self) -> Option<(&str, bool)> {
+        self.assembled.as_ref().map(|(text, refused)| (text.as_str(), *refused))
     }
 
     /// It carries some content or a refusal (tool calls take the general

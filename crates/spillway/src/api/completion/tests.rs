@@ -204,3 +204,17 @@ fn whole_answers_use_usage_or_an_estimate() {
     assert_eq!(tokens(json!({"choices":[{"message":{"content":"abcdefghi"}}]})), 3);
     assert_eq!(tokens(json!({})), 0);
 }
+
+#[test]
+fn an_assembled_answer_gives_the_judge_its_text_as_its_bytes_would() {
+    for (content, refusal, finish) in
+        [("Привет, \"мир\"\n", None, "stop"), ("", Some("no"), "stop"), ("partial", None, "content_filter")]
+    {
+        let raw = RawCompletion::assembled(content.to_string(), refusal, finish, None).unwrap();
+        let parsed = Completion::Raw(RawCompletion::check(Bytes::copy_from_slice(raw.body())).unwrap());
+        let kept = Completion::Raw(raw);
+        assert_eq!(kept.first_choice(), parsed.first_choice(), "{content:?} {refusal:?} {finish}");
+    }
+    // An unknown finish reason hands the text back for the tree.
+    assert_eq!(RawCompletion::assembled("x".into(), None, "eos", None).err().as_deref(), Some("x"));
+}

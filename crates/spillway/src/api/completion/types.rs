@@ -7,6 +7,7 @@ use super::raw::RawCompletion;
 use crate::api::tokens::{estimate_tokens, Tokens};
 use crate::api::wire::{self, Stamp};
 use serde_json::Value;
+use std::borrow::Cow;
 
 /// A whole answer: checked upstream bytes, or a parsed tree.
 #[derive(Debug, Clone)]
@@ -73,14 +74,14 @@ impl Completion {
     /// What the quality judge reads of choice 0: its content, whether it
     /// called a tool, whether it refused. A checked body is read with a
     /// borrowing parse of the fields it needs (once, at the answer's end).
-    pub fn first_choice(&self) -> FirstChoice {
+    pub fn first_choice(&self) -> FirstChoice<'_> {
         match self {
             Self::Value(v) => {
                 let choice = v.pointer("/choices/0");
                 let message = choice.and_then(|c| c.get("message"));
                 let field = |k: &str| message.and_then(|m| m.get(k));
                 FirstChoice {
-                    content: field("content").and_then(Value::as_str).unwrap_or_default().to_string(),
+                    content: Cow::Borrowed(field("content").and_then(Value::as_str).unwrap_or_default()),
                     tool_called: field("tool_calls").and_then(Value::as_array).is_some_and(|c| !c.is_empty()),
                     refusal: field("refusal").and_then(Value::as_str).is_some_and(|r| !r.is_empty())
                         || choice.and_then(|c| c.get("finish_reason")).and_then(Value::as_str)
@@ -88,13 +89,16 @@ impl Completion {
                 }
             }
             Self::Raw(r) => {
+                if let Some((content, refusal)) = r.assembled_text() {
+                    return FirstChoice { content: Cow::Borrowed(content), tool_called: false, refusal };
+                }
                 let Ok(lite) = serde_json::from_slice::<lite::Body<'_>>(r.body()) else {
                     return FirstChoice::default();
                 };
                 let Some(choice) = lite.choices.into_iter().next() else { return FirstChoice::default() };
                 let message = choice.message.unwrap_or_default();
                 FirstChoice {
-                    content: message.content.map(std::borrow::Cow::into_owned).unwrap_or_default(),
+                    content: message.content.unwrap_or_default(),
                     tool_called: message.tool_calls.is_some_and(|c| !c.is_empty()),
                     refusal: message.refusal.is_some_and(|r| !r.is_empty())
                         || choice.finish_reason.as_deref() == Some("content_filter"),
@@ -130,9 +134,9 @@ fn completion_tokens(v: &Value) -> u64 {
 
 /// Choice 0 as the quality judge reads it ([`Completion::first_choice`]).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct FirstChoice {
+pub struct FirstChoice<'a> {
     /// Its content (empty when it has none).
-    pub content: String,
+    pub content: Cow<'a, str>,
     /// It called a tool.
     pub tool_called: bool,
     /// It refused (`refusal`, or a `content_filter` finish).

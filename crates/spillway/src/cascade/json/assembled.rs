@@ -10,6 +10,7 @@ use crate::providers::{ChunkStream, StreamItem};
 use crate::quality::Signals;
 use futures_util::StreamExt;
 use serde_json::{json, Value};
+use std::borrow::Cow;
 use tokio::time::{timeout_at, Instant};
 
 /// A streamed answer put back together.
@@ -46,24 +47,30 @@ impl Assembled {
     /// know (the stamp completes and fixes those).
     pub(in crate::cascade) fn into_completion(self) -> Completion {
         let finish = match &self.finish {
-            None => Some("stop"),
-            Some(f) => f.as_str(),
+            None => Some("stop".to_owned()),
+            Some(f) => f.as_str().map(str::to_owned),
         };
-        if let Some(finish) = finish.filter(|_| self.calls.is_empty()) {
-            // The checked chunk's usage bytes as they are; a translated
-            // chunk's tree written out.
-            let usage = match &self.usage {
-                Some(Usage::Raw(json, tokens)) => Some((std::borrow::Cow::Borrowed(json.as_slice()), *tokens)),
-                Some(Usage::Tree(v)) if v.is_object() => {
-                    serde_json::to_vec(v).ok().map(|json| (std::borrow::Cow::Owned(json), Tokens::of(v)))
-                }
-                Some(Usage::Tree(_)) | None => None,
-            };
-            let usage = usage.as_ref().map(|(json, tokens)| (json.as_ref(), *tokens));
-            if let Some(raw) = RawCompletion::assembled(&self.content, self.refusal.as_deref(), finish, usage) {
-                return Completion::Raw(raw);
+        let Some(finish) = finish.filter(|_| self.calls.is_empty()) else { return self.into_tree() };
+        let Self { content, refusal, calls, finish: f, usage: u } = self;
+        // The checked chunk's usage bytes as they are; a translated chunk's
+        // tree written out.
+        let usage = match &u {
+            Some(Usage::Raw(json, tokens)) => Some((Cow::Borrowed(json.as_slice()), *tokens)),
+            Some(Usage::Tree(v)) if v.is_object() => {
+                serde_json::to_vec(v).ok().map(|json| (Cow::Owned(json), Tokens::of(v)))
             }
+            Some(Usage::Tree(_)) | None => None,
+        };
+        let written = usage.as_ref().map(|(json, tokens)| (json.as_ref(), *tokens));
+        match RawCompletion::assembled(content, refusal.as_deref(), &finish, written) {
+            Ok(raw) => Completion::Raw(raw),
+            // A finish reason the schema does not know: the tree fixes it.
+            Err(content) => Self { content, refusal, calls, finish: f, usage: u }.into_tree(),
         }
+    }
+
+    /// The answer as a tree (tool calls, or a finish reason to fix).
+    fn into_tree(self) -> Completion {
         let Self { content, refusal, calls, finish, usage } = self;
         let tool_calls: Vec<Value> = calls
             .into_iter()
