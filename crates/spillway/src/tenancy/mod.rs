@@ -22,6 +22,7 @@
 pub mod admit;
 pub mod fair;
 pub mod kept;
+mod pending;
 pub mod redis;
 pub mod registry;
 pub mod store;
@@ -200,7 +201,26 @@ impl Tenancy {
             Some(r) => {
                 let kr = rules(&key.limits, now);
                 let ur = rules(&key.per_user, now);
-                match r.admit(&key.id, user_sub.map(|u| (u, &ur)), &kr, &ask, &rid).await {
+                let pending = pending::Pending::new(
+                    r.clone(),
+                    Settlement {
+                        key_id: key.id.clone(),
+                        user: user_sub.map(str::to_string),
+                        rid: rid.clone(),
+                        now_ms: now,
+                        periods,
+                        used: Used::default(),
+                    },
+                );
+                let answer = r.admit(&key.id, user_sub.map(|u| (u, &ur)), &kr, &ask, &rid).await;
+                // Not heard back in time: the script may still have run, so
+                // the reservation is released (dropped armed).
+                if answer.is_ok() {
+                    pending.answered();
+                } else {
+                    drop(pending);
+                }
+                match answer {
                     Ok(redis::RedisVerdict::Revoked) => return Err(Denied::Revoked),
                     Ok(redis::RedisVerdict::Verdict(v)) => v,
                     Err(e) => {
