@@ -100,8 +100,8 @@ mod tests {
         assert_eq!(in_flight(&redis, "k", now).await, Some(2));
         Pending::new(redis.clone(), settlement("kept")).answered();
         drop(Pending::new(redis.clone(), settlement("left")));
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
-        while in_flight(&redis, "k", now).await != Some(1) && std::time::Instant::now() < deadline {
+        let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(5);
+        while in_flight(&redis, "k", now).await != Some(1) && tokio::time::Instant::now() < deadline {
             tokio::time::sleep(std::time::Duration::from_millis(20)).await;
         }
         assert_eq!(in_flight(&redis, "k", now).await, Some(1), "the left request's lease is gone, the kept one stays");
