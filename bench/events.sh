@@ -182,17 +182,13 @@ done
 if [ "$SLOW_MS" != 0 ]; then
   echo "# an upstream taking ${SLOW_MS} ms an answer (20-event streams), 256 connections"
   for r in $(seq "$ROUNDS"); do
-    run direct-stream 256 stream "$SLOW" requests "$SLOW_PID"
-    for p in "${GWS[@]}"; do
-      name=gw; [ "$p" = "${GW0:-}" ] && name=gw0
-      pid=$GW_PID; [ "$p" = "${GW0:-}" ] && pid=$GW0_PID
-      run "$name-slowstream" 256 slowstream "$p" requests "$pid"
-    done
-    run direct-whole 256 whole "$SLOW" requests "$SLOW_PID"
-    for p in "${GWS[@]}"; do
-      name=gw; [ "$p" = "${GW0:-}" ] && name=gw0
-      pid=$GW_PID; [ "$p" = "${GW0:-}" ] && pid=$GW0_PID
-      run "$name-slowwhole" 256 slowwhole "$p" requests "$pid"
+    for kind in stream whole; do
+      run "direct-$kind" 256 "$kind" "$SLOW" requests "$SLOW_PID"
+      for p in "${GWS[@]}"; do
+        name=gw; pid=$GW_PID
+        [ "$p" = "${GW0:-}" ] && { name=gw0; pid=$GW0_PID; }
+        run "$name-slow$kind" 256 "slow$kind" "$p" requests "$pid"
+      done
     done
   done
 fi

@@ -8,30 +8,18 @@
 #![allow(clippy::disallowed_methods)] // a benchmark times itself with std's clock
 #![allow(clippy::unwrap_used)]
 
+#[path = "support/timing.rs"]
+mod timing;
+
 use spillway::api::completion::RawChunk;
 use std::hint::black_box;
-use std::time::Instant;
-
-fn median_ns(mut f: impl FnMut()) -> (f64, f64) {
-    let batch = 20_000u32;
-    let mut samples = Vec::new();
-    for _ in 0..100 {
-        let started = Instant::now();
-        for _ in 0..batch {
-            f();
-        }
-        samples.push(started.elapsed().as_nanos() as f64 / f64::from(batch));
-    }
-    samples.sort_by(f64::total_cmp);
-    (samples[samples.len() / 2], samples[0])
-}
 
 fn main() {
     let typical = r#"{"id":"chatcmpl-9x2","object":"chat.completion.chunk","created":1733000000,"model":"gpt-4o-mini","system_fingerprint":"fp_1","choices":[{"index":0,"delta":{"content":" word1.........."},"logprobs":null,"finish_reason":null}]}"#;
     let groq = r#"{"id":"chatcmpl-1","object":"chat.completion.chunk","created":1733000000,"model":"llama-3.1-8b-instant","system_fingerprint":"fp_1","choices":[{"index":0,"delta":{"role":"assistant","content":""},"logprobs":null,"finish_reason":null}],"x_groq":{"id":"req_01"}}"#;
     for (name, text) in [("typical chunk", typical), ("Groq's first chunk", groq)] {
         assert!(RawChunk::check(text).is_some());
-        let (m, f) = median_ns(|| {
+        let (m, f) = timing::median_ns(20_000, || {
             black_box(RawChunk::check(black_box(text)));
         });
         println!("{name:<20} RawChunk::check median {m:7.1} ns  fastest {f:7.1} ns");

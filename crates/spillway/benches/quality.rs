@@ -11,27 +11,13 @@
 #![allow(clippy::disallowed_methods)] // a benchmark times itself with std's clock
 #![allow(clippy::unwrap_used)]
 
+#[path = "support/timing.rs"]
+mod timing;
+
 use spillway::config::QualityConfig;
 use spillway::health::quality::QualityHealth;
 use spillway::quality::text::{judge, Answer, PromptFacts, TextRules};
 use spillway::quality::Signals;
-use std::time::Instant;
-
-/// The median and the fastest of 100 batches, ns per call. On a shared
-/// machine the fastest batch is the one least disturbed by other work.
-fn median_ns(mut f: impl FnMut()) -> (f64, f64) {
-    let batch = 2_000u32;
-    let mut samples = Vec::new();
-    for _ in 0..100 {
-        let started = Instant::now();
-        for _ in 0..batch {
-            f();
-        }
-        samples.push(started.elapsed().as_nanos() as f64 / f64::from(batch));
-    }
-    samples.sort_by(f64::total_cmp);
-    (samples[samples.len() / 2], samples[0])
-}
 
 fn main() {
     let prompt = "Расскажи, пожалуйста, как работает кэширование в браузере и зачем оно нужно?";
@@ -43,19 +29,19 @@ fn main() {
     let long = typical.repeat(6);
     let rule = QualityConfig::default();
     let window = QualityHealth::default();
-    let facts = median_ns(|| {
+    let facts = timing::median_ns(2_000, || {
         std::hint::black_box(PromptFacts::of(std::hint::black_box(prompt)));
     });
     let p = PromptFacts::of(prompt);
-    let judge_typical = median_ns(|| {
+    let judge_typical = timing::median_ns(2_000, || {
         let a = Answer { content: std::hint::black_box(&typical), ..Answer::default() };
         std::hint::black_box(judge(&a, p, TextRules::default()));
     });
-    let judge_long = median_ns(|| {
+    let judge_long = timing::median_ns(2_000, || {
         let a = Answer { content: std::hint::black_box(&long), ..Answer::default() };
         std::hint::black_box(judge(&a, p, TextRules::default()));
     });
-    let record = median_ns(|| {
+    let record = timing::median_ns(2_000, || {
         std::hint::black_box(window.record(Signals::NONE, &rule, 0));
     });
     let show =
