@@ -6,7 +6,8 @@
 //! `spillway canary` runs them once, exit 1 on a failure.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::disallowed_methods)]
 
-use spillway::app::App;
+mod common;
+
 use spillway::gateway::canary::{run_all, Outcome};
 use spillway::server::AppState;
 use std::sync::Arc;
@@ -37,11 +38,7 @@ canaries:
 ";
 
 fn start(yaml: &str) -> Arc<AppState> {
-    let config = spillway::config::load_str(yaml, None, &|_| None).unwrap_or_else(|e| panic!("{e}"));
-    let app = App::start(config).unwrap();
-    let state = app.state.clone();
-    std::mem::forget(app); // its jobs live as long as the test's runtime
-    state
+    common::app_state(yaml)
 }
 
 fn demoted(state: &Arc<AppState>) -> bool {

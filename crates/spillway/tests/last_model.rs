@@ -6,10 +6,11 @@
 //! `first_token` bounds a hang (incident 001's probe). Whole and streamed.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::disallowed_methods)]
 
+mod common;
+
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
 use serde_json::json;
-use spillway::app::App;
 use spillway::server::AppState;
 use std::sync::Arc;
 use tokio::time::Instant;
@@ -34,11 +35,7 @@ cascades:
 }
 
 fn start(yaml: &str) -> Arc<AppState> {
-    let config = spillway::config::load_str(yaml, None, &|_| None).unwrap_or_else(|e| panic!("{e}"));
-    let app = App::start(config).unwrap();
-    let state = app.state.clone();
-    std::mem::forget(app); // its jobs live as long as the test's runtime
-    state
+    common::app_state(yaml)
 }
 
 /// One request, read to its end: status, answering model, seconds taken.

@@ -6,10 +6,11 @@
 //! streamed (a stream is judged at its end: the next requests move).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::disallowed_methods)]
 
+mod common;
+
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
 use serde_json::json;
-use spillway::app::App;
 use spillway::server::AppState;
 use std::sync::Arc;
 use std::time::Duration;
@@ -34,11 +35,7 @@ cascades:
 ";
 
 fn start(yaml: &str) -> Arc<AppState> {
-    let config = spillway::config::load_str(yaml, None, &|_| None).unwrap_or_else(|e| panic!("{e}"));
-    let app = App::start(config).unwrap();
-    let state = app.state.clone();
-    std::mem::forget(app); // its jobs live as long as the test's runtime
-    state
+    common::app_state(yaml)
 }
 
 /// One Russian question, read to its end: status and answering model.

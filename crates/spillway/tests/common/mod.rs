@@ -40,6 +40,17 @@ health:
   timeouts: { connect: 1s, first_token: 3s, idle: 3s, total: 10s }
 ";
 
+/// The composition root's state for `yaml`, with its jobs running but no
+/// listener: for tests that call the request path in process (paused time
+/// drives it). The app lives as long as the test's runtime.
+pub fn app_state(yaml: &str) -> Arc<AppState> {
+    let config = spillway::config::load_str(yaml, None, &|_| None).unwrap_or_else(|e| panic!("{e}"));
+    let app = App::start(config).unwrap();
+    let state = app.state.clone();
+    std::mem::forget(app); // its jobs live as long as the test's runtime
+    state
+}
+
 /// Starts a gateway from YAML through the composition root, serving on
 /// this test's event loop.
 pub async fn start(yaml: &str) -> TestGateway {

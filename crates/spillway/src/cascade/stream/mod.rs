@@ -47,7 +47,6 @@ pub use frame::error_event;
 pub use state::Meter;
 
 use super::continuation::Continuation;
-use super::gap::Gap;
 use super::settle::{Finish, Ticket};
 use crate::api::wire::Stamp;
 use crate::client_link::ClientLink;
@@ -81,36 +80,11 @@ impl Forward {
         ticket: Ticket,
         finish: Finish,
     ) -> Self {
-        let journal = ticket.journal().cloned();
-        let state = State {
-            journal,
-            head: head.into(),
-            rest,
-            stamp,
-            idle,
-            deadline,
-            include_usage,
-            saw_finish: false,
-            done: false,
-            ticket: Some(ticket),
-            finish: Some(finish),
-            meter: None,
-            metered: false,
-            prompt_tokens,
-            out_chars: 0,
-            partial: String::new(),
-            continuable: true,
-            tool_called: false,
-            calls: Vec::new(),
-            refused: false,
-            continuation: None,
-            continued: None,
-            gap: Gap::new(),
-            link: None,
-            prefix: None,
-            broke: None,
-            cut_short: false,
-        };
+        let mut state = State::new(head.into(), rest, stamp, idle, deadline, include_usage);
+        state.journal = ticket.journal().cloned();
+        state.prompt_tokens = prompt_tokens;
+        state.ticket = Some(ticket);
+        state.finish = Some(finish);
         Self { state }
     }
 

@@ -98,6 +98,48 @@ pub(super) struct Continued {
 }
 
 impl State {
+    /// A stream that has forwarded nothing yet: `head` (read up to the first
+    /// token) then `rest`; no ticket, finish, meter, journal or
+    /// continuation until the caller attaches them.
+    pub(super) fn new(
+        head: VecDeque<StreamItem>,
+        rest: ChunkStream,
+        stamp: Stamp,
+        idle: Duration,
+        deadline: Instant,
+        include_usage: bool,
+    ) -> Self {
+        Self {
+            head,
+            rest,
+            gap: Gap::new(),
+            stamp,
+            idle,
+            deadline,
+            include_usage,
+            saw_finish: false,
+            done: false,
+            ticket: None,
+            finish: None,
+            meter: None,
+            metered: false,
+            prompt_tokens: 0,
+            out_chars: 0,
+            partial: String::new(),
+            continuable: true,
+            tool_called: false,
+            calls: Vec::new(),
+            refused: false,
+            journal: None,
+            continuation: None,
+            continued: None,
+            link: None,
+            prefix: None,
+            broke: None,
+            cut_short: false,
+        }
+    }
+
     /// Settles the attempt and the request: answered, or failed with `e`.
     pub(super) fn end(&mut self, failed: Option<&AttemptError>) {
         self.done = true;

@@ -10,7 +10,6 @@ use super::frame::{next_frame, MAX_FRAME};
 use super::state::State;
 use crate::api::sse::SseParser;
 use crate::api::wire::Stamp;
-use crate::cascade::gap::Gap;
 use crate::providers::openai_compat::sse_chunks;
 use crate::providers::StreamItem;
 use bytes::Bytes;
@@ -64,35 +63,8 @@ fn stamp() -> Stamp {
 }
 
 fn state(reads: Reads, include_usage: bool, idle: Duration) -> State {
-    State {
-        head: VecDeque::new(),
-        rest: sse_chunks(reads),
-        gap: Gap::new(),
-        stamp: stamp(),
-        idle,
-        deadline: Instant::now() + Duration::from_secs(3600),
-        include_usage,
-        saw_finish: false,
-        done: false,
-        ticket: None,
-        finish: None,
-        meter: None,
-        metered: false,
-        prompt_tokens: 0,
-        out_chars: 0,
-        partial: String::new(),
-        continuable: true,
-        tool_called: false,
-        calls: Vec::new(),
-        refused: false,
-        journal: None,
-        continuation: None,
-        continued: None,
-        link: None,
-        prefix: None,
-        broke: None,
-        cut_short: false,
-    }
+    let deadline = Instant::now() + Duration::from_secs(3600);
+    State::new(VecDeque::new(), sse_chunks(reads), stamp(), idle, deadline, include_usage)
 }
 
 /// What the client got: every frame until the stream ended, with the
