@@ -4,7 +4,7 @@
 //! accepts a body, the client gets what the `Value` path would give and the
 //! runner reads the same facts; and the check never panics.
 
-use super::completion::{Completion, RawChunk, RawCompletion, Tokens};
+use super::completion::{ChunkShape, Completion, RawChunk, RawCompletion, Tokens};
 use super::wire::{self, Stamp};
 use bytes::Bytes;
 use proptest::prelude::*;
@@ -171,6 +171,39 @@ proptest! {
         let mut general = body.clone();
         wire::chunk(&mut general, &stamp());
         prop_assert_eq!(event(&raw.encode(&stamp())), event(&super::sse::encode_json(&general)), "{}", body);
+    }
+
+    /// The shape a stream's chunks are compared with gives, event after
+    /// event, exactly what the whole check gives: events equal to the last
+    /// checked one but for their content string's raw bytes — plain text,
+    /// escapes, escapes cut at the string's end, bare quotes and control
+    /// characters (which change the structure or break it) — and whole
+    /// new chunks in between.
+    #[test]
+    fn a_chunk_checked_against_the_streams_shape_is_what_the_whole_check_gives(
+        bases in prop::collection::vec(chunk(), 1..4),
+        raws in prop::collection::vec(prop_oneof![
+            "[a-z \u{e9}\u{1F600}]{0,10}",
+            "[a-z\\\\\"nu0-9{},:\\[\\]\u{1} ]{0,10}",
+            Just("\\u00e9\\n\\\"".to_string()),
+            Just("a\\".to_string()),
+            Just("\\u12".to_string()),
+        ], 1..12),
+    ) {
+        let mut shape = ChunkShape::default();
+        for (i, raw) in raws.iter().enumerate() {
+            let base = &bases[i % bases.len()];
+            let mut events = vec![base.to_string()];
+            let mut marked = base.clone();
+            if let Some(delta) = marked.pointer_mut("/choices/0/delta").and_then(Value::as_object_mut) {
+                delta.insert("content".into(), json!("@@content@@"));
+                events.push(marked.to_string().replace("@@content@@", raw));
+            }
+            for data in events {
+                let like = RawChunk::check_like(&data, &mut shape);
+                prop_assert_eq!(like, RawChunk::check(&data), "{}", data);
+            }
+        }
     }
 
     #[test]

@@ -83,6 +83,13 @@ impl SseParser {
             let Some(end) = memchr::memchr2(b'\n', b'\r', &chunk[start..]).map(|off| start + off) else {
                 break;
             };
+            // The usual event, one `data:` line and its blank line whole in
+            // this chunk: handed over in place, without a copy to the
+            // event's buffer.
+            if let Some(next) = self.whole_event(chunk, start, end, on_event) {
+                start = next;
+                continue;
+            }
             if self.line.is_empty() {
                 // The whole line is in this chunk: read in place.
                 self.take_line(&chunk[start..end], on_event);
@@ -99,6 +106,34 @@ impl SseParser {
         }
         self.line.extend_from_slice(chunk.get(start..).unwrap_or_default());
         self.bounded()
+    }
+
+    /// When the line `chunk[start..end]` is a `data:` line that begins an
+    /// event and a blank line follows it in `chunk`, hands the event over
+    /// and returns where the input goes on; otherwise `None` and nothing
+    /// is taken.
+    fn whole_event(
+        &mut self,
+        chunk: &[u8],
+        start: usize,
+        end: usize,
+        on_event: &mut dyn FnMut(Option<&str>, &str),
+    ) -> Option<usize> {
+        if !self.line.is_empty() || self.has_data || self.event.is_some() || end - start > MAX_EVENT_BYTES {
+            return None;
+        }
+        let value = chunk.get(start..end)?.strip_prefix(b"data:")?;
+        let after = chunk.get(end..)?;
+        let next = if after.starts_with(b"\n\n") {
+            end + 2
+        } else if after.starts_with(b"\r\n\r\n") {
+            end + 4
+        } else {
+            return None;
+        };
+        let text = std::str::from_utf8(value).ok()?;
+        on_event(None, text.strip_prefix(' ').unwrap_or(text));
+        Some(next)
     }
 
     /// Checks the event being read against [`MAX_EVENT_BYTES`], letting go
@@ -217,7 +252,7 @@ mod tests {
     #[test]
     fn parses_every_line_ending_and_split() {
         let input =
-            b": OPENROUTER PROCESSING\n\ndata: {\"a\":1}\r\n\r\nevent: ping\ndata: x\ndata:y\n\ndata: [DONE]\r\r";
+            b": OPENROUTER PROCESSING\n\ndata: {\"a\":1}\r\n\r\nevent: ping\ndata: x\ndata:y\n\ndata:z\n\ndata: \xff\n\ndata: [DONE]\r\r";
         for piece in 1..input.len() {
             let ev = parse_in_pieces(input, piece);
             assert_eq!(
@@ -225,6 +260,8 @@ mod tests {
                 vec![
                     SseEvent { event: None, data: "{\"a\":1}".into() },
                     SseEvent { event: Some("ping".into()), data: "x\ny".into() },
+                    SseEvent { event: None, data: "z".into() },
+                    SseEvent { event: None, data: "\u{fffd}".into() },
                     SseEvent { event: None, data: "[DONE]".into() },
                 ],
                 "piece size {piece}"

@@ -13,12 +13,16 @@ use crate::api::continuation::Mode;
 use crate::api::wire::Stamp;
 use crate::metrics::SkippedLabels;
 use crate::outcome::{AttemptError, Failure};
-use crate::providers::{AttemptRequest, ChunkStream, Reply, StreamItem, UpstreamHints};
+use crate::providers::{AttemptRequest, ChunkStream, Provider, Reply, StreamItem, UpstreamHints};
 use crate::quality::Signals;
 use futures_util::StreamExt;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
 use std::future::Future;
+use std::pin::Pin;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
+use std::task::{Context, Poll};
 use tokio::time::{timeout_at, Duration, Instant};
 
 /// What a successful attempt produced, before it becomes a response.
@@ -308,32 +312,53 @@ fn first_token(walk: &Walk<'_>, target: &Target) -> Duration {
 /// ([`StreamItem::Skipped`]), counting each in
 /// `spillway_stream_events_skipped_total{cascade, provider}`; one more than
 /// `health.streams.max_skipped_events` fails the stream as a broken body.
-/// What healthy streams pay: one extra poll layer and three `Arc` clones.
+/// What healthy streams pay: one extra poll layer (a plain struct: no
+/// future per item) and three `Arc` clones.
 fn skipping(s: ChunkStream, walk: &Walk<'_>, target: &Target) -> ChunkStream {
-    let max = walk.ctx.rules.streams.max_skipped_events;
-    let family = walk.ctx.metrics.stream_events_skipped.clone();
-    let (plan, provider) = (Arc::clone(walk.plan), Arc::clone(&target.provider));
-    let mut skipped = 0u32;
-    s.filter_map(move |item| {
-        let out = match item {
-            Ok(StreamItem::Skipped) => {
-                skipped += 1;
-                let labels = SkippedLabels { cascade: plan.name.clone(), provider: provider.config.name.clone() };
-                family.get_or_create(&labels).inc();
-                (skipped > max).then(|| {
-                    Err(AttemptError::new(
-                        Failure::BrokenBody,
-                        format!(
-                            "{skipped} stream events could not be read (more than health.streams.max_skipped_events)"
-                        ),
-                    ))
-                })
-            }
-            other => Some(other),
-        };
-        std::future::ready(out)
+    Box::pin(Skipping {
+        inner: s,
+        max: walk.ctx.rules.streams.max_skipped_events,
+        family: walk.ctx.metrics.stream_events_skipped.clone(),
+        plan: Arc::clone(walk.plan),
+        provider: Arc::clone(&target.provider),
+        skipped: 0,
     })
-    .boxed()
+}
+
+/// The stream [`skipping`] returns.
+struct Skipping {
+    inner: ChunkStream,
+    max: u32,
+    family: Family<SkippedLabels, Counter>,
+    plan: Arc<CascadePlan>,
+    provider: Arc<Provider>,
+    skipped: u32,
+}
+
+impl futures_util::Stream for Skipping {
+    type Item = Result<StreamItem, AttemptError>;
+
+    fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        let st = self.get_mut();
+        loop {
+            match std::task::ready!(st.inner.as_mut().poll_next(cx)) {
+                Some(Ok(StreamItem::Skipped)) => {
+                    st.skipped += 1;
+                    let labels =
+                        SkippedLabels { cascade: st.plan.name.clone(), provider: st.provider.config.name.clone() };
+                    st.family.get_or_create(&labels).inc();
+                    if st.skipped > st.max {
+                        let why = format!(
+                            "{} stream events could not be read (more than health.streams.max_skipped_events)",
+                            st.skipped
+                        );
+                        return Poll::Ready(Some(Err(AttemptError::new(Failure::BrokenBody, why))));
+                    }
+                }
+                other => return Poll::Ready(other),
+            }
+        }
+    }
 }
 
 /// Reads a stream until its first real token; everything before it (role

@@ -159,6 +159,13 @@ impl From<hyper::Error> for AttemptErrorSource {
     }
 }
 
+impl From<super::http::WireError> for AttemptErrorSource {
+    fn from(e: super::http::WireError) -> Self {
+        // Mid-body: the connection broke or the framing was invalid.
+        Self(AttemptError::new(Failure::BrokenBody, format!("response body: {e}")))
+    }
+}
+
 impl From<std::convert::Infallible> for AttemptErrorSource {
     fn from(e: std::convert::Infallible) -> Self {
         match e {}

@@ -13,7 +13,7 @@ use super::headers::{base_headers, secret_header};
 use super::http::{proxy, BodyError, Endpoint, HttpError};
 use super::translate::StreamItem;
 use super::types::{AttemptRequest, BuildError, ChunkStream, Reply};
-use crate::api::completion::{Completion, RawChunk, RawCompletion};
+use crate::api::completion::{ChunkShape, Completion, RawChunk, RawCompletion};
 use crate::api::sse::SseParser;
 use crate::config::{HealthConfig, ProviderConfig};
 use crate::outcome::{AttemptError, Failure};
@@ -196,6 +196,7 @@ where
         bytes: Box::pin(bytes),
         on_done: Some(on_done),
         parser: SseParser::new(),
+        shape: ChunkShape::default(),
         pending: VecDeque::new(),
         eof: false,
         finished: false,
@@ -210,6 +211,9 @@ struct SseChunks<S, F> {
     bytes: std::pin::Pin<Box<S>>,
     on_done: Option<F>,
     parser: SseParser,
+    /// The stream's last fully checked chunk, which the next are compared
+    /// with.
+    shape: ChunkShape,
     pending: VecDeque<Result<StreamItem, AttemptError>>,
     /// The byte stream ended.
     eof: bool,
@@ -251,8 +255,8 @@ where
             }
             // Each event is decoded from the parser's buffer as it
             // completes (no string per event).
-            let pending = &mut st.pending;
-            let mut decode = |_: Option<&str>, data: &str| pending.push_back(decode_event(data));
+            let (pending, shape) = (&mut st.pending, &mut st.shape);
+            let mut decode = |_: Option<&str>, data: &str| pending.push_back(decode_event(data, shape));
             match std::task::ready!(st.bytes.as_mut().poll_next(cx)) {
                 Some(Ok(chunk)) => {
                     if st.parser.feed_with(&chunk, &mut decode).is_err() {
@@ -272,13 +276,13 @@ where
     }
 }
 
-fn decode_event(data: &str) -> Result<StreamItem, AttemptError> {
+fn decode_event(data: &str, shape: &mut ChunkShape) -> Result<StreamItem, AttemptError> {
     let data = data.trim_ascii();
     if data == "[DONE]" {
         return Ok(StreamItem::Done);
     }
     // Most chunks need only the gateway's stamp: kept as bytes.
-    if let Some(raw) = RawChunk::check(data) {
+    if let Some(raw) = RawChunk::check_like(data, shape) {
         return Ok(StreamItem::Raw(raw));
     }
     // An event that is not a JSON object is skipped (the runner counts it

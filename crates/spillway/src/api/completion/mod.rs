@@ -20,5 +20,5 @@ mod tests;
 pub mod types;
 
 pub use super::tokens::Tokens;
-pub use raw::{chunk_prefix, RawChunk, RawCompletion};
+pub use raw::{chunk_prefix, ChunkShape, RawChunk, RawCompletion};
 pub use types::Completion;

@@ -13,6 +13,7 @@ use crate::api::tokens::{estimate_tokens, Tokens};
 use crate::api::wire::{self, Stamp};
 use bytes::Bytes;
 use serde_json::Value;
+use std::borrow::Cow;
 use std::fmt;
 use std::ops::Range;
 
@@ -96,7 +97,7 @@ impl RawCompletion {
         let (top, tail) = split(text, false)?;
         let checked = top.checked?;
         Some(Self {
-            tail,
+            tail: tail.into_bytes(),
             stamp: None,
             has_answer: checked.has_answer,
             usage: top.usage,
@@ -176,13 +177,13 @@ impl RawCompletion {
 /// bytes to write after it.
 #[derive(Clone, PartialEq, Eq)]
 pub struct RawChunk {
-    tail: Vec<u8>,
+    tail: String,
     has_token: bool,
     finishes: bool,
     usage_only: bool,
     usage: Option<Tokens>,
     content_chars: usize,
-    content: Box<str>,
+    content: Text,
     other_choice: bool,
     finish_reason: Option<&'static str>,
     refusal: bool,
@@ -192,7 +193,7 @@ pub struct RawChunk {
 
 impl fmt::Debug for RawChunk {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("RawChunk").field("tail", &String::from_utf8_lossy(&self.tail)).finish_non_exhaustive()
+        f.debug_struct("RawChunk").field("tail", &self.tail).finish_non_exhaustive()
     }
 }
 
@@ -200,21 +201,48 @@ impl RawChunk {
     /// Checks one event's data; `None` when it needs the general path (the
     /// same rules as [`RawCompletion::check`], for deltas).
     pub fn check(data: &str) -> Option<Self> {
+        Self::check_at(data).map(|(chunk, _)| chunk)
+    }
+
+    /// [`Self::check`] for the next event of a stream whose earlier events
+    /// are summed up in `shape`: an event equal to the last fully checked
+    /// one everywhere but inside its content string has the same structure
+    /// (JSON's structure lies outside its strings), so only the new string
+    /// is read. Anything else takes the whole check, and a chunk that
+    /// passes it with one plain content string becomes the new shape.
+    pub fn check_like(data: &str, shape: &mut ChunkShape) -> Option<Self> {
+        if let Some(chunk) = shape.fill(data) {
+            return Some(chunk);
+        }
+        let (chunk, content_at) = Self::check_at(data)?;
+        shape.keep(data, &chunk, content_at);
+        Some(chunk)
+    }
+
+    /// The whole check, and where the content string is in `data` and in
+    /// the chunk's tail when a shape can be made of it.
+    fn check_at(data: &str) -> Option<(Self, Option<(usize, usize)>)> {
         let (top, tail) = split(data, true)?;
         let checked = top.chunk?;
-        Some(Self {
+        let at = checked.content_at.zip(top.content_in_tail);
+        let content = match at {
+            Some((_, in_tail)) => Text::InTail(in_tail..in_tail + checked.content.len()),
+            None => Text::Own(checked.content),
+        };
+        let chunk = Self {
             tail,
             has_token: checked.has_token,
             finishes: checked.finishes,
             usage_only: checked.empty && top.usage_counted,
             usage: top.usage.filter(|_| top.usage_counted),
             content_chars: checked.content_chars,
-            content: checked.content,
+            content,
             other_choice: checked.other_choice,
             finish_reason: checked.finish_reason,
             refusal: checked.refusal,
             usage_at: top.usage_in_tail.filter(|_| top.usage_counted),
-        })
+        };
+        Some((chunk, at))
     }
 
     /// Choice 0's `finish_reason`, when this chunk sets it.
@@ -229,12 +257,15 @@ impl RawChunk {
 
     /// The `usage` object as the upstream wrote it, when it has one.
     pub fn usage_json(&self) -> Option<&[u8]> {
-        self.usage_at.clone().and_then(|at| self.tail.get(at))
+        self.usage_at.clone().and_then(|at| self.tail.as_bytes().get(at))
     }
 
     /// The content of choice 0's delta ("" when none).
     pub fn content(&self) -> &str {
-        &self.content
+        match &self.content {
+            Text::InTail(at) => self.tail.get(at.clone()).unwrap_or_default(),
+            Text::Own(text) => text,
+        }
     }
 
     /// It has a choice other than 0 (an `n > 1` stream).
@@ -281,7 +312,7 @@ impl RawChunk {
     pub fn encode_into(&self, prefix: &[u8], out: &mut Vec<u8>) {
         out.reserve(prefix.len() + self.tail.len() + 3);
         out.extend_from_slice(prefix);
-        out.extend_from_slice(&self.tail);
+        out.extend_from_slice(self.tail.as_bytes());
         out.extend_from_slice(b"}\n\n");
     }
 
@@ -289,11 +320,119 @@ impl RawChunk {
     pub fn into_value(self) -> Value {
         let mut text = Vec::with_capacity(self.tail.len() + 2);
         text.push(b'{');
-        text.extend_from_slice(self.tail.get(1..).unwrap_or_default());
+        text.extend_from_slice(self.tail.as_bytes().get(1..).unwrap_or_default());
         text.push(b'}');
         // Checked JSON, reassembled from whole entries: it parses.
         serde_json::from_slice(&text).unwrap_or(Value::Null)
     }
+}
+
+/// A stream's last chunk that took the whole check and has one choice
+/// with a plain content string: the template [`RawChunk::check_like`]
+/// compares the next events with. Upstreams write every event of a stream
+/// alike (the same id, `created`, model and field order), so most events
+/// differ from it only inside that string.
+#[derive(Default)]
+pub struct ChunkShape {
+    /// The event's data up to its content string's opening quote
+    /// (included).
+    head: String,
+    /// The event's data from its content string's closing quote on.
+    foot: String,
+    /// The checked chunk.
+    chunk: Option<RawChunk>,
+    /// Where its content string is in its tail.
+    in_tail: Range<usize>,
+}
+
+impl ChunkShape {
+    fn keep(&mut self, data: &str, chunk: &RawChunk, at: Option<(usize, usize)>) {
+        let Some((at, at_tail)) = at else { return };
+        let len = chunk.content().len();
+        let (Some(head), Some(foot)) = (data.get(..at), data.get(at + len..)) else { return };
+        self.head.clear();
+        self.head.push_str(head);
+        self.foot.clear();
+        self.foot.push_str(foot);
+        self.in_tail = at_tail..at_tail + len;
+        self.chunk = Some(chunk.clone());
+    }
+
+    /// `data` checked against the shape: `None` when it differs from it
+    /// outside the content string, or the new string is not one plain JSON
+    /// string (a quote, a control character, an escape cut at its end).
+    pub(super) fn fill(&self, data: &str) -> Option<RawChunk> {
+        let like = self.chunk.as_ref()?;
+        let end = data.len().checked_sub(self.foot.len())?;
+        if end < self.head.len() || !data.starts_with(&self.head) || !data.ends_with(&self.foot) {
+            return None;
+        }
+        let raw = data.get(self.head.len()..end)?;
+        let content = string_body(raw, || data.get(self.head.len() - 1..end + 1))?;
+        let mut tail = String::with_capacity(like.tail.len() + raw.len() - self.in_tail.len());
+        tail.push_str(like.tail.get(..self.in_tail.start)?);
+        tail.push_str(raw);
+        tail.push_str(like.tail.get(self.in_tail.end..)?);
+        let moved = |at: usize| if at >= self.in_tail.end { at + raw.len() - self.in_tail.len() } else { at };
+        Some(RawChunk {
+            tail,
+            has_token: !content.is_empty() || like.refusal,
+            content_chars: chars(&content),
+            usage_at: like.usage_at.clone().map(|r| moved(r.start)..moved(r.end)),
+            content: match content {
+                Cow::Borrowed(_) => Text::InTail(self.in_tail.start..self.in_tail.start + raw.len()),
+                Cow::Owned(text) => Text::Own(text.into()),
+            },
+            ..*like
+        })
+    }
+}
+
+/// The text of a JSON string's body `raw` (between its quotes), `None`
+/// unless it is one whole string; `quoted` gives it with its quotes for
+/// decoding escapes.
+fn string_body<'a>(raw: &'a str, quoted: impl FnOnce() -> Option<&'a str>) -> Option<Cow<'a, str>> {
+    let bytes = raw.as_bytes();
+    // Most text has nothing to look at twice.
+    // (A fold without early exit: it vectorizes.)
+    if !bytes.iter().fold(false, |seen, &b| seen | (b == b'"') | (b == b'\\') | (b < 0x20)) {
+        return Some(Cow::Borrowed(raw));
+    }
+    let mut escaped = false;
+    let mut i = 0;
+    while let Some(&b) = bytes.get(i) {
+        match b {
+            b'"' | 0..=0x1f => return None,
+            b'\\' => {
+                escaped = true;
+                // The escape must end inside the string: `\u` and 4 digits,
+                // or one character (checked when decoded).
+                i += if bytes.get(i + 1) == Some(&b'u') { 6 } else { 2 };
+                if i > bytes.len() {
+                    return None;
+                }
+            }
+            _ => i += 1,
+        }
+    }
+    if !escaped {
+        return Some(Cow::Borrowed(raw));
+    }
+    serde_json::from_str::<String>(quoted()?).ok().map(Cow::Owned)
+}
+
+/// The characters of `text`: its bytes that do not continue a character
+/// (one pass the compiler can vectorize).
+fn chars(text: &str) -> usize {
+    text.bytes().filter(|&b| b & 0xC0 != 0x80).count()
+}
+
+/// A chunk's content: where it is in the tail when the upstream wrote it
+/// without escapes (nothing to copy out), or its decoded text.
+#[derive(Clone, PartialEq, Eq)]
+enum Text {
+    InTail(Range<usize>),
+    Own(Box<str>),
 }
 
 /// What every checked chunk of a stream stamped with `stamp` starts with:

@@ -199,9 +199,13 @@ pub(super) struct ChunkChecked {
     pub(super) finish_reason: Option<&'static str>,
     /// Some choice's delta carries refusal text.
     pub(super) refusal: bool,
+    /// Where the content string of a chunk's one choice starts in its text
+    /// (after the opening quote), when the text holds it as it is (no
+    /// escapes): what a [`super::raw::ChunkShape`] is made of.
+    pub(super) content_at: Option<usize>,
 }
 
-fn check_deltas(choices: &[ChoiceCheck<'_>]) -> Option<ChunkChecked> {
+fn check_deltas(choices: &[ChoiceCheck<'_>], text: &str) -> Option<ChunkChecked> {
     let mut out = ChunkChecked { empty: choices.is_empty(), ..ChunkChecked::default() };
     for c in choices {
         if !matches!(c.index, Shape::Int(_)) || !matches!(c.logprobs, Shape::Absent | Shape::Null) {
@@ -237,8 +241,20 @@ fn check_deltas(choices: &[ChoiceCheck<'_>]) -> Option<ChunkChecked> {
         let refusal = d.refusal.as_str().is_some_and(|t| !t.is_empty());
         out.has_token |= refusal;
         out.refusal |= refusal;
+        if let (Shape::Int(0), Shape::Str(Cow::Borrowed(content)), 1) = (&c.index, &d.content, choices.len()) {
+            out.content_at = offset_in(text, content);
+        }
     }
     Some(out)
+}
+
+/// Where `part`, a string borrowed from `text` between quotes, starts in
+/// it.
+fn offset_in(text: &str, part: &str) -> Option<usize> {
+    let at = (part.as_ptr() as usize).checked_sub(text.as_ptr() as usize)?;
+    let quoted = text.as_bytes().get(at.checked_sub(1)?..=at + part.len())?;
+    let inside = quoted.get(1..quoted.len() - 1);
+    (quoted.first() == Some(&b'"') && quoted.last() == Some(&b'"') && inside == Some(part.as_bytes())).then_some(at)
 }
 
 /// What one pass over the top level of a body finds.
@@ -260,6 +276,9 @@ pub(super) struct Top {
     usage_key: Option<usize>,
     /// Where `usage`'s value is in the tail `split` returns.
     pub(super) usage_in_tail: Option<Range<usize>>,
+    /// Where a chunk's content string ([`ChunkChecked::content_at`]) is in
+    /// the tail.
+    pub(super) content_in_tail: Option<usize>,
 }
 
 /// Reads the top level of `text` in one pass: the fields the check needs
@@ -325,7 +344,7 @@ impl<'de> Visitor<'de> for TopSeed<'de> {
                 }
                 "choices" if self.chunk => {
                     let choices: Vec<ChoiceCheck<'_>> = map.next_value()?;
-                    top.chunk = Some(check_deltas(&choices).ok_or_else(general)?);
+                    top.chunk = Some(check_deltas(&choices, self.text).ok_or_else(general)?);
                     true
                 }
                 "choices" => {
@@ -365,14 +384,14 @@ impl<'de> Visitor<'de> for TopSeed<'de> {
 /// Reads a body's top level in one pass and cuts out `id`, `object`,
 /// `created` and `model`: what remains, as `,"key":value` runs ready to be
 /// written after the gateway's stamp.
-pub(super) fn split(text: &str, chunk: bool) -> Option<(Top, Vec<u8>)> {
+pub(super) fn split(text: &str, chunk: bool) -> Option<(Top, String)> {
     let mut de = serde_json::Deserializer::from_str(text);
     let mut top = TopSeed { text, chunk }.deserialize(&mut de).ok()?;
     de.end().ok()?;
     // Each entry runs from its key's quote to the next key's quote (or the
     // closing brace); written out without its separating comma.
     let close = text.trim_ascii_end().len().checked_sub(1)?;
-    let mut tail = Vec::with_capacity(text.len());
+    let mut tail = String::with_capacity(text.len());
     for (i, &(start, _, keep)) in top.keys.iter().enumerate() {
         if !keep {
             continue;
@@ -380,14 +399,19 @@ pub(super) fn split(text: &str, chunk: bool) -> Option<(Top, Vec<u8>)> {
         let end = top.keys.get(i + 1).map_or(close, |&(next, _, _)| next);
         let entry = text.get(start..end)?.trim_ascii_end();
         let entry = entry.strip_suffix(',').unwrap_or(entry).trim_ascii_end();
-        tail.push(b',');
+        tail.push(',');
         if top.usage_key == Some(i) {
             // `"usage"`, maybe blanks, `:`, maybe blanks, the value.
             let value = entry.split_once(':').map(|(_, v)| v.trim_ascii_start())?;
             let at = tail.len() + (entry.len() - value.len());
             top.usage_in_tail = Some(at..at + value.len());
         }
-        tail.extend_from_slice(entry.as_bytes());
+        if let Some(at) =
+            top.chunk.as_ref().and_then(|c| c.content_at).filter(|at| (start..start + entry.len()).contains(at))
+        {
+            top.content_in_tail = Some(tail.len() + at - start);
+        }
+        tail.push_str(entry);
     }
     Some((top, tail))
 }

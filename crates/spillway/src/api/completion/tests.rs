@@ -218,3 +218,34 @@ fn an_assembled_answer_gives_the_judge_its_text_as_its_bytes_would() {
     // An unknown finish reason hands the text back for the tree.
     assert_eq!(RawCompletion::assembled("x".into(), None, "eos", None).err().as_deref(), Some("x"));
 }
+
+/// The events of a real stream after its first two (the role, then the
+/// first text) differ only in their content string: each fits the shape
+/// the one before left, including text with escapes, and gives what the
+/// whole check gives; a chunk that differs elsewhere does not fit.
+#[test]
+fn a_streams_events_fit_the_shape_of_the_one_before() {
+    use super::ChunkShape;
+    let event = |content: &str| {
+        json!({"id": "chatcmpl-9", "object": "chat.completion.chunk", "created": 5, "model": "m",
+            "system_fingerprint": "fp", "choices": [{"index": 0, "delta": {"content": content},
+            "logprobs": null, "finish_reason": null}]})
+        .to_string()
+    };
+    let mut shape = ChunkShape::default();
+    let first = event("Hello");
+    assert!(shape.fill(&first).is_none(), "no shape before the first chunk");
+    assert_eq!(RawChunk::check_like(&first, &mut shape), RawChunk::check(&first));
+    for text in [" world", "", "line\none \"quoted\" \u{e9}\u{1F600}", "\\"] {
+        let next = event(text);
+        let filled = shape.fill(&next).unwrap_or_else(|| panic!("{next} fits"));
+        assert_eq!(filled.content(), text);
+        assert_eq!(Some(filled), RawChunk::check(&next));
+    }
+    let last = json!({"id": "chatcmpl-9", "object": "chat.completion.chunk", "created": 5, "model": "m",
+        "system_fingerprint": "fp", "choices": [{"index": 0, "delta": {}, "logprobs": null, "finish_reason": "stop"}],
+        "usage": {"prompt_tokens": 3, "completion_tokens": 4, "total_tokens": 7}})
+    .to_string();
+    assert!(shape.fill(&last).is_none());
+    assert_eq!(RawChunk::check_like(&last, &mut shape), RawChunk::check(&last));
+}

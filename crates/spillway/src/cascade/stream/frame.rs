@@ -47,7 +47,7 @@ enum Step {
 /// The next frame for the client: every event ready now, at least one;
 /// settles the stream when it ends.
 pub(super) async fn next_frame(st: &mut State) -> Bytes {
-    let mut out = Vec::new();
+    let mut out = Vec::with_capacity(st.frame_len.min(MAX_FRAME) + 512);
     // The first frame is what was read up to the first token, alone: the
     // client's first byte does not wait for the events read after it.
     let head_only = !st.head.is_empty();
@@ -88,6 +88,7 @@ pub(super) async fn next_frame(st: &mut State) -> Bytes {
             }
         }
     }
+    st.frame_len = out.len();
     Bytes::from(out)
 }
 

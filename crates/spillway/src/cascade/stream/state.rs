@@ -78,6 +78,9 @@ pub(super) struct State {
     /// alone, or [`super::frame::MAX_FRAME`] reached): the client's writer
     /// gets a turn to send it before the next is gathered.
     pub(super) cut_short: bool,
+    /// The last frame's length: the next frame's buffer starts that large
+    /// (no string of doublings per frame).
+    pub(super) frame_len: usize,
 }
 
 /// What a continued stream keeps.
@@ -137,6 +140,7 @@ impl State {
             prefix: None,
             broke: None,
             cut_short: false,
+            frame_len: 0,
         }
     }
 

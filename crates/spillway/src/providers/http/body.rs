@@ -1,9 +1,7 @@
 //! The response body of the request path's client: read as frames or as
 //! a byte stream, it hands its connection back to the pool when it ends.
-//! While it is read it drives its connection ([`Link`]): when the reader
-//! asks for more and hyper has handed nothing over yet, the connection
-//! decodes what its buffer holds (or reads the socket) in the reader's own
-//! poll, so every event one socket read brought is ready at once.
+//! It is decoded in the reader's own poll ([`Link::poll_body`]): every
+//! event one socket read brought is ready at once, as one piece.
 //!
 //! A body dropped halfway closes its connection — which is what cancels
 //! an upstream's generation when the client leaves — unless the reader
@@ -11,12 +9,11 @@
 //! is drained briefly in the background and the connection kept.
 //! [`read_to_end`] reads any body whole (also the server's client bodies).
 
-use super::link::Link;
+use super::link::{Framing, Link, WireError};
 use super::pool::Pool;
 use bytes::Bytes;
 use futures_util::Stream;
 use http_body_util::BodyExt;
-use hyper::body::Incoming;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
@@ -28,9 +25,9 @@ pub const MAX_BODY: usize = 64 * 1024 * 1024;
 /// Why reading a response body failed.
 #[derive(Debug, thiserror::Error)]
 pub enum BodyError {
-    /// The connection broke mid-body.
+    /// The connection broke mid-body, or its framing was invalid.
     #[error("response body: {0}")]
-    Transport(#[source] hyper::Error),
+    Transport(#[source] WireError),
     /// The body is larger than [`MAX_BODY`].
     #[error("response body larger than {MAX_BODY} bytes")]
     TooLarge,
@@ -39,9 +36,14 @@ pub enum BodyError {
 /// A response body; the connection returns to its pool when it has been
 /// read to the end.
 pub struct Body {
-    /// `None` only while being dropped.
-    incoming: Option<Incoming>,
-    back: Option<Back>,
+    /// `None` once the body has ended or failed (its connection given
+    /// back or closed).
+    link: Option<Link>,
+    framing: Framing,
+    /// The connection can take another request after this body.
+    keep_alive: bool,
+    pool: Arc<Pool>,
+    slot: usize,
     /// Set by the reader when the answer is complete at its own level (an
     /// SSE `[DONE]`) though the body may not have ended yet; made only for
     /// readers that ask ([`Body::completion`]).
@@ -65,13 +67,6 @@ impl Completion {
     }
 }
 
-/// The body's connection, and where it goes back to.
-struct Back {
-    link: Link,
-    pool: Arc<Pool>,
-    slot: usize,
-}
-
 impl std::fmt::Debug for Body {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str("Body(..)")
@@ -86,14 +81,22 @@ impl Drop for Body {
     /// body dropped mid-answer (the client left) is never drained: closing
     /// the connection is what cancels the upstream's generation.
     fn drop(&mut self) {
-        let (Some(back), Some(incoming)) = (self.back.take(), self.incoming.take()) else { return };
-        if !self.complete.as_ref().is_some_and(|c| c.load(std::sync::atomic::Ordering::Acquire)) {
+        let Some(link) = self.link.take() else { return };
+        if !self.keep_alive || !self.complete.as_ref().is_some_and(|c| c.load(std::sync::atomic::Ordering::Acquire)) {
             return;
         }
         let Ok(runtime) = tokio::runtime::Handle::try_current() else { return };
-        // The rest is read through a body of its own, which drives the
-        // connection and gives it back when it reaches the end.
-        let mut rest = Body { incoming: Some(incoming), back: Some(back), complete: None };
+        // The rest is read through a body of its own, which gives the
+        // connection back when it reaches the end.
+        let framing = std::mem::replace(&mut self.framing, Framing::Length(0));
+        let mut rest = Body {
+            link: Some(link),
+            framing,
+            keep_alive: true,
+            pool: self.pool.clone(),
+            slot: self.slot,
+            complete: None,
+        };
         // Detached on purpose: it ends within DRAIN_TIME.
         runtime.spawn(async move {
             let _ = tokio::time::timeout(DRAIN_TIME, async {
@@ -102,7 +105,7 @@ impl Drop for Body {
                     let n = frame.data_ref().map_or(0, Bytes::len);
                     if n > left {
                         // Too much after a complete answer: close it.
-                        rest.back = None;
+                        rest.link = None;
                         return;
                     }
                     left -= n;
@@ -114,10 +117,11 @@ impl Drop for Body {
 }
 
 impl Body {
-    /// A body whose connection (`sender`) goes back to `pool`'s `slot` when
-    /// it ends.
-    pub(super) fn new(incoming: Incoming, link: Link, pool: Arc<Pool>, slot: usize) -> Self {
-        Body { incoming: Some(incoming), back: Some(Back { link, pool, slot }), complete: None }
+    /// The body of a response on `link`, framed by `framing`; the
+    /// connection goes back to `pool`'s `slot` when it ends, if
+    /// `keep_alive`.
+    pub(super) fn new(link: Link, framing: Framing, keep_alive: bool, pool: Arc<Pool>, slot: usize) -> Self {
+        Body { link: Some(link), framing, keep_alive, pool, slot, complete: None }
     }
 
     /// A handle the reader uses to say the answer is complete, so that
@@ -134,10 +138,21 @@ impl Body {
         })
     }
 
-    fn ended(&mut self) {
-        if let Some(Back { link, pool, slot }) = self.back.take() {
-            pool.give_back(slot, link);
+    /// The next piece of the body; the connection goes back at its end
+    /// (when nothing was read past it) and is closed on an error.
+    fn poll_data(&mut self, cx: &mut Context<'_>) -> Poll<Option<Result<Bytes, WireError>>> {
+        let Some(link) = self.link.as_mut() else { return Poll::Ready(None) };
+        let polled = link.poll_body(cx, &mut self.framing);
+        match &polled {
+            Poll::Ready(None) => {
+                if let Some(link) = self.link.take().filter(|l| self.keep_alive && l.drained()) {
+                    self.pool.give_back(self.slot, link);
+                }
+            }
+            Poll::Ready(Some(Err(_))) => self.link = None,
+            _ => {}
         }
+        polled
     }
 }
 
@@ -181,55 +196,25 @@ where
 
 impl hyper::body::Body for Body {
     type Data = Bytes;
-    type Error = hyper::Error;
+    type Error = WireError;
 
     fn poll_frame(
         mut self: Pin<&mut Self>,
         cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<hyper::body::Frame<Bytes>, hyper::Error>>> {
-        let this = &mut *self;
-        let Some(incoming) = this.incoming.as_mut() else { return Poll::Ready(None) };
-        let mut polled = Pin::new(&mut *incoming).poll_frame(cx);
-        // Nothing handed over yet: let the connection decode what it has
-        // (or read the socket) now, in this task, and look again.
-        if let (true, Some(back)) = (polled.is_pending(), this.back.as_mut()) {
-            back.link.drive(cx);
-            polled = Pin::new(incoming).poll_frame(cx);
-        }
-        match &polled {
-            Poll::Ready(None) => this.ended(),
-            Poll::Ready(Some(Err(_))) => this.back = None,
-            _ => {}
-        }
-        polled
+    ) -> Poll<Option<Result<hyper::body::Frame<Bytes>, WireError>>> {
+        self.poll_data(cx).map(|d| d.map(|d| d.map(hyper::body::Frame::data)))
     }
 
     fn is_end_stream(&self) -> bool {
-        self.incoming.as_ref().is_none_or(Incoming::is_end_stream)
-    }
-
-    fn size_hint(&self) -> hyper::body::SizeHint {
-        self.incoming.as_ref().map(Incoming::size_hint).unwrap_or_default()
+        self.link.is_none() || matches!(self.framing, Framing::Length(0))
     }
 }
 
 impl Stream for Body {
-    type Item = Result<Bytes, hyper::Error>;
+    type Item = Result<Bytes, WireError>;
 
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
-        loop {
-            match hyper::body::Body::poll_frame(self.as_mut(), cx) {
-                Poll::Pending => return Poll::Pending,
-                Poll::Ready(None) => return Poll::Ready(None),
-                Poll::Ready(Some(Err(e))) => return Poll::Ready(Some(Err(e))),
-                Poll::Ready(Some(Ok(frame))) => {
-                    // Trailers carry nothing a chat answer needs.
-                    if let Ok(data) = frame.into_data() {
-                        return Poll::Ready(Some(Ok(data)));
-                    }
-                }
-            }
-        }
+        self.poll_data(cx)
     }
 }
 

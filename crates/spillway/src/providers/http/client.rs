@@ -8,15 +8,13 @@
 use super::body::Body;
 use super::connect::{Connector, Origin};
 use super::error::{EndpointError, HttpError};
-use super::link::Link;
+use super::link::{self, Head, Link};
 use super::pool::{self, Pool, SLOTS};
 use super::proxy::Proxy;
 use super::tls::tls_connector;
 use bytes::Bytes;
 use http::header::{HeaderMap, HeaderValue, CONTENT_TYPE, HOST, USER_AGENT};
-use http::{Request, Response, Uri};
-use http_body_util::Full;
-use hyper::body::Incoming;
+use http::{Response, Uri};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio_rustls::rustls;
@@ -135,40 +133,32 @@ impl Endpoint {
         ids: crate::providers::types::CallIds<'_>,
     ) -> Result<Response<Body>, HttpError> {
         let slot = pool::slot() % SLOTS;
+        let request = link::request(
+            "POST",
+            &self.uri.to_string(),
+            &self.headers,
+            crate::providers::headers::call_headers(ids),
+            &body,
+        );
         if let Some(mut link) = self.pool.take(slot) {
-            // Usually ready at once: it came back after its last body ended.
-            if link.ready().await.is_ok() {
-                let sent = link.sender.try_send_request(self.request(body.clone(), ids));
-                match link.wait(sent).await {
-                    Ok(resp) => return Ok(self.wrap(resp, link, slot)),
-                    // Not written at all: the upstream had closed this idle
-                    // connection. Once more on a new one.
-                    Err(e) if e.message().is_some() => {}
-                    Err(e) => return Err(HttpError::Send(e.into_error())),
-                }
+            // A write that fails on a reused connection: the upstream had
+            // closed it while it was idle. Once more on a new one.
+            if link.send(&request).await.is_ok() {
+                let head = link.head().await.map_err(HttpError::Send)?;
+                return Ok(self.wrap(head, link, slot));
             }
         }
         // Boxed: the TCP and TLS handshakes would otherwise make every
         // request's future larger (it is moved whole), pooled or not.
         let mut link = Box::pin(self.connector.connect()).await?;
-        let sent = link.sender.send_request(self.request(body, ids));
-        let resp = link.wait(sent).await.map_err(HttpError::Send)?;
-        Ok(self.wrap(resp, link, slot))
+        link.send(&request).await.map_err(HttpError::Send)?;
+        let head = link.head().await.map_err(HttpError::Send)?;
+        Ok(self.wrap(head, link, slot))
     }
 
-    fn request(&self, body: Bytes, ids: crate::providers::types::CallIds<'_>) -> Request<Full<Bytes>> {
-        let mut req = Request::new(Full::new(body));
-        *req.method_mut() = http::Method::POST;
-        *req.uri_mut() = self.uri.clone();
-        *req.headers_mut() = self.headers.clone();
-        for (name, value) in crate::providers::headers::call_headers(ids) {
-            req.headers_mut().insert(name, value);
-        }
-        req
-    }
-
-    fn wrap(&self, resp: Response<Incoming>, link: Link, slot: usize) -> Response<Body> {
-        resp.map(|incoming| Body::new(incoming, link, self.pool.clone(), slot))
+    fn wrap(&self, head: Head, link: Link, slot: usize) -> Response<Body> {
+        let Head { response, framing, keep_alive } = head;
+        response.map(|()| Body::new(link, framing, keep_alive, self.pool.clone(), slot))
     }
 }
 

@@ -1,17 +1,15 @@
 //! A new upstream connection: TCP (to the proxy, if one applies), the
-//! `CONNECT` tunnel for `https` behind a proxy, TLS, then the HTTP/1.1
-//! handshake, each bounded by `timeouts.connect`.
+//! `CONNECT` tunnel for `https` behind a proxy, then TLS, each bounded by
+//! `timeouts.connect`.
 //!
 //! Used by the endpoint when its pool has no idle connection for the
 //! serving thread; the connection is then driven by whoever holds its
 //! [`Link`].
 
 use super::error::HttpError;
-use super::link::{Io, Link};
+use super::link::Link;
 use super::proxy::Proxy;
 use super::tunnel::tunnel;
-use hyper::client::conn::http1;
-use hyper_util::rt::TokioIo;
 use std::time::Duration;
 use tokio::net::TcpStream;
 use tokio_rustls::rustls;
@@ -77,21 +75,14 @@ impl Connector {
                 .map_err(|_| HttpError::ConnectTimeout(self.connect_timeout))??;
         }
         match &origin.tls {
-            None => handshake(Box::new(tcp)).await,
+            None => Ok(Link::new(Box::new(tcp))),
             Some((connector, name)) => {
                 let tls = tokio::time::timeout(self.connect_timeout, connector.connect(name.clone(), tcp))
                     .await
                     .map_err(|_| HttpError::ConnectTimeout(self.connect_timeout))?
                     .map_err(|e| HttpError::Connect(format!("TLS: {e}")))?;
-                handshake(Box::new(tls)).await
+                Ok(Link::new(Box::new(tls)))
             }
         }
     }
-}
-
-/// Starts HTTP/1.1 on a connected stream; the connection is driven by
-/// whoever holds the [`Link`] (no task of its own: see [`super::link`]).
-async fn handshake(io: Box<dyn Io>) -> Result<Link, HttpError> {
-    let (sender, conn) = http1::handshake(TokioIo::new(io)).await.map_err(|e| HttpError::Connect(e.to_string()))?;
-    Ok(Link::new(sender, conn))
 }

@@ -18,7 +18,7 @@ pub enum HttpError {
     Connect(String),
     /// The connection failed while sending or before the response head.
     #[error("request failed: {0}")]
-    Send(#[source] hyper::Error),
+    Send(#[source] super::link::WireError),
 }
 
 /// Errors building an endpoint (bad URL, unreadable `ca_file`).

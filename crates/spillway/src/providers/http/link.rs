@@ -1,30 +1,32 @@
-//! One upstream connection as the request path holds it: hyper's request
-//! sender together with the connection's own future, which the holder
-//! polls itself instead of leaving it to a task of its own.
+//! One upstream connection and HTTP/1.1 on it, written and read by the
+//! gateway itself: a request out, a response head in, then the body
+//! decoded in the reader's own poll ([`super::Body`]).
 //!
-//! Why: hyper's connection task hands a response body over one HTTP chunk
-//! at a time, through a channel with room for one, and decodes the next
-//! only when its task runs again. With the connection on a task of its
-//! own, a stream's reader found one event ready per wake-up however many
-//! one socket read had brought — so the gateway wrote one frame, made one
-//! `writev` and took two task switches per event (an `strace` of four
-//! 515-event streams: 2,060 writes to the client against 16 upstream
-//! reads). Driven from the reader's task, the connection decodes the next
-//! chunk as soon as the reader asks, and everything one read brought is
-//! taken at once ([`super::Body`]).
+//! Why not hyper's client connection: it hands a response body over one
+//! HTTP chunk at a time, through a channel with room for one, and every
+//! chunk passes its dispatcher, its body channel and a `Bytes` split of
+//! its own. Upstreams write one chunk per stream event, so that was paid
+//! per event: about 1,450 instructions of an event's ~4,400 (callgrind,
+//! `STREAM=1 CHUNKS=512 bench/instructions.sh`). Here the chunked body is
+//! decoded straight out of the read buffer, and everything one socket read
+//! brought goes to the reader as one piece ([`super::chunked`]).
+//!
+//! What a chat call needs, and no more: one request with a whole body,
+//! `Content-Length` or chunked or read-to-close responses, interim `1xx`
+//! heads skipped, keep-alive unless the upstream says `close` (or speaks
+//! HTTP/1.0). No pipelining, no upgrades, no HTTP/2.
 //!
 //! A [`Link`] is driven by whoever holds it: the endpoint while it sends a
-//! request and waits for the response head, the response body while it is
-//! read, nobody while it sits idle in its pool (a closed idle connection
-//! is found when it is next driven: its future ends).
+//! request and reads the head, the response body while it is read, nobody
+//! while it sits idle in its pool (a closed idle connection is found when
+//! it is next looked at: [`Link::is_open`]).
 
-use bytes::Bytes;
-use http_body_util::Full;
-use hyper::client::conn::http1::{Connection, SendRequest};
-use hyper_util::rt::TokioIo;
-use std::future::{poll_fn, Future};
+use super::chunked::Chunked;
+use bytes::{Buf, Bytes, BytesMut};
+use std::future::poll_fn;
 use std::pin::Pin;
 use std::task::{Context, Poll};
+use tokio::io::{AsyncWrite, AsyncWriteExt};
 
 /// What an upstream connection runs over: TCP, TLS over TCP, or either
 /// through a proxy's tunnel.
@@ -32,69 +34,257 @@ pub(super) trait Io: tokio::io::AsyncRead + tokio::io::AsyncWrite + Send + Unpin
 
 impl<T: tokio::io::AsyncRead + tokio::io::AsyncWrite + Send + Unpin> Io for T {}
 
-/// The connection future of one upstream connection.
-pub(super) type Conn = Connection<TokioIo<Box<dyn Io>>, Full<Bytes>>;
+/// The longest response head read (status line and headers).
+const MAX_HEAD: usize = 64 * 1024;
+/// Headers a response head may have.
+const MAX_HEADERS: usize = 128;
+/// What each socket read asks room for.
+const READ_ROOM: usize = 16 * 1024;
 
-/// A request sender and the connection it sends on; see the module docs.
+/// Why an exchange on a connection failed.
+#[derive(Debug, thiserror::Error)]
+pub enum WireError {
+    /// The socket failed.
+    #[error("{0}")]
+    Io(#[from] std::io::Error),
+    /// The upstream closed the connection before the message ended.
+    #[error("the connection closed {0}")]
+    Closed(&'static str),
+    /// What the upstream sent is not HTTP/1.1.
+    #[error("invalid response: {0}")]
+    Invalid(&'static str),
+}
+
+/// How a response body ends.
+#[derive(Debug)]
+pub(super) enum Framing {
+    /// `Content-Length`: this many bytes are left.
+    Length(u64),
+    Chunked(Chunked),
+    /// Neither: the body runs until the upstream closes the connection.
+    Close,
+}
+
+/// A response head, how its body is framed, and whether the connection
+/// can take another request after it.
+pub(super) struct Head {
+    pub(super) response: http::Response<()>,
+    pub(super) framing: Framing,
+    pub(super) keep_alive: bool,
+}
+
+/// One upstream connection: its socket and what has been read from it but
+/// not yet taken.
 pub(super) struct Link {
-    pub(super) sender: SendRequest<Full<Bytes>>,
-    /// `None` once the connection has ended. Boxed: hyper's connection
-    /// state is kilobytes, and a link is moved with every request future
-    /// and body that holds it (inline, it multiplied the request's copies).
-    conn: Option<Box<Conn>>,
+    io: Box<dyn Io>,
+    buf: BytesMut,
 }
 
 impl std::fmt::Debug for Link {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Link").field("open", &self.conn.is_some()).finish()
+        f.debug_struct("Link").field("buffered", &self.buf.len()).finish()
     }
 }
 
 impl Link {
-    pub(super) fn new(sender: SendRequest<Full<Bytes>>, conn: Conn) -> Self {
-        Self { sender, conn: Some(Box::new(conn)) }
+    pub(super) fn new(io: Box<dyn Io>) -> Self {
+        Self { io, buf: BytesMut::new() }
     }
 
-    /// Lets the connection read, write and hand over what it can now;
-    /// false once it has ended (closed by either side, or broken).
-    pub(super) fn drive(&mut self, cx: &mut Context<'_>) -> bool {
-        let Some(conn) = self.conn.as_mut() else { return false };
-        match Pin::new(&mut **conn).poll(cx) {
-            Poll::Pending => true,
-            Poll::Ready(ended) => {
-                if let Err(e) = ended {
-                    tracing::debug!(error = %e, "Upstream connection ended with an error.");
-                }
-                self.conn = None;
-                false
+    /// Whether the connection can take a request: nothing unread on it and
+    /// the upstream has not closed it (looked at without waiting).
+    pub(super) fn is_open(&mut self) -> bool {
+        if !self.buf.is_empty() {
+            return false;
+        }
+        let mut cx = Context::from_waker(futures_util::task::noop_waker_ref());
+        // Anything but "nothing to read yet" — an end, an error, bytes
+        // nobody asked for — means it cannot be used.
+        self.poll_fill(&mut cx).is_pending()
+    }
+
+    /// Writes one request (head and body, already laid out).
+    pub(super) async fn send(&mut self, request: &[u8]) -> Result<(), WireError> {
+        self.io.write_all(request).await?;
+        poll_fn(|cx| Pin::new(&mut self.io).poll_flush(cx)).await?;
+        Ok(())
+    }
+
+    /// Reads the response head (interim `1xx` heads skipped).
+    pub(super) async fn head(&mut self) -> Result<Head, WireError> {
+        loop {
+            if let Some(head) = self.parse_head()? {
+                return Ok(head);
+            }
+            if self.buf.len() > MAX_HEAD {
+                return Err(WireError::Invalid("the response head is too large"));
+            }
+            if poll_fn(|cx| self.poll_fill(cx)).await? == 0 {
+                return Err(WireError::Closed("before the response head"));
             }
         }
     }
 
-    /// Whether the connection can take a request (driving it first, so a
-    /// connection the upstream closed while idle is found closed now).
-    pub(super) fn is_open(&mut self) -> bool {
-        let mut cx = Context::from_waker(futures_util::task::noop_waker_ref());
-        self.drive(&mut cx) && !self.sender.is_closed()
+    /// A whole head from the buffer, taken out of it; `None` when more is
+    /// needed.
+    fn parse_head(&mut self) -> Result<Option<Head>, WireError> {
+        loop {
+            let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
+            let mut parsed = httparse::Response::new(&mut headers);
+            let len = match parsed.parse(&self.buf) {
+                Ok(httparse::Status::Complete(len)) => len,
+                Ok(httparse::Status::Partial) => return Ok(None),
+                Err(httparse::Error::TooManyHeaders) => return Err(WireError::Invalid("too many headers")),
+                Err(_) => return Err(WireError::Invalid("not an HTTP/1.x response head")),
+            };
+            let code = parsed.code.unwrap_or_default();
+            if code == 101 {
+                return Err(WireError::Invalid("an upgrade nobody asked for"));
+            }
+            if (100..200).contains(&code) {
+                self.buf.advance(len);
+                continue;
+            }
+            let status = http::StatusCode::from_u16(code).map_err(|_| WireError::Invalid("status code"))?;
+            let mut response = http::Response::new(());
+            *response.status_mut() = status;
+            let http11 = parsed.version == Some(1);
+            *response.version_mut() = if http11 { http::Version::HTTP_11 } else { http::Version::HTTP_10 };
+            let map = response.headers_mut();
+            map.reserve(parsed.headers.len());
+            for h in parsed.headers.iter() {
+                let name =
+                    http::HeaderName::from_bytes(h.name.as_bytes()).map_err(|_| WireError::Invalid("a header name"))?;
+                let value = http::HeaderValue::from_bytes(h.value).map_err(|_| WireError::Invalid("a header value"))?;
+                map.append(name, value);
+            }
+            self.buf.advance(len);
+            let framing = framing(code, map)?;
+            let closes = map.get_all(http::header::CONNECTION).iter().any(|v| has_token(v.as_bytes(), b"close"));
+            let keep_alive = http11 && !closes && !matches!(framing, Framing::Close);
+            return Ok(Some(Head { response, framing, keep_alive }));
+        }
     }
 
-    /// Waits until the sender can take a request, driving the connection.
-    pub(super) async fn ready(&mut self) -> hyper::Result<()> {
-        poll_fn(|cx| {
-            self.drive(cx);
-            self.sender.poll_ready(cx)
-        })
-        .await
+    /// The next piece of a body framed by `framing`: all of it the buffer
+    /// holds, reading the socket only when the buffer has none; `None` at
+    /// its end.
+    pub(super) fn poll_body(
+        &mut self,
+        cx: &mut Context<'_>,
+        framing: &mut Framing,
+    ) -> Poll<Option<Result<Bytes, WireError>>> {
+        loop {
+            let piece = match framing {
+                Framing::Length(0) => return Poll::Ready(None),
+                Framing::Length(left) => {
+                    let n = usize::try_from(*left).unwrap_or(usize::MAX).min(self.buf.len());
+                    *left -= n as u64;
+                    self.buf.split_to(n).freeze()
+                }
+                Framing::Chunked(c) => match c.decode(&mut self.buf) {
+                    Ok(data) => data,
+                    Err(why) => return Poll::Ready(Some(Err(WireError::Invalid(why)))),
+                },
+                Framing::Close => self.buf.split().freeze(),
+            };
+            if !piece.is_empty() {
+                return Poll::Ready(Some(Ok(piece)));
+            }
+            if matches!(framing, Framing::Chunked(c) if c.is_done()) {
+                return Poll::Ready(None);
+            }
+            match std::task::ready!(self.poll_fill(cx)) {
+                Ok(0) if matches!(framing, Framing::Close) => return Poll::Ready(None),
+                Ok(0) => return Poll::Ready(Some(Err(WireError::Closed("before the body ended")))),
+                Ok(_) => {}
+                Err(e) => return Poll::Ready(Some(Err(e.into()))),
+            }
+        }
     }
 
-    /// Waits for `fut` (a request sent on this link) while driving the
-    /// connection.
-    pub(super) async fn wait<F: Future>(&mut self, fut: F) -> F::Output {
-        let mut fut = std::pin::pin!(fut);
-        poll_fn(|cx| {
-            self.drive(cx);
-            fut.as_mut().poll(cx)
-        })
-        .await
+    /// Whether the buffer is empty (nothing read past the body).
+    pub(super) fn drained(&self) -> bool {
+        self.buf.is_empty()
     }
+
+    /// One socket read into the buffer; `Ok(0)` at the end.
+    fn poll_fill(&mut self, cx: &mut Context<'_>) -> Poll<std::io::Result<usize>> {
+        if self.buf.capacity() - self.buf.len() < READ_ROOM / 4 {
+            self.buf.reserve(READ_ROOM);
+        }
+        tokio_util::io::poll_read_buf(Pin::new(&mut self.io), cx, &mut self.buf)
+    }
+}
+
+/// How a response's body is framed (RFC 9112, section 6.3).
+fn framing(code: u16, headers: &http::HeaderMap) -> Result<Framing, WireError> {
+    if code == 204 || code == 304 {
+        return Ok(Framing::Length(0));
+    }
+    let encodings = headers.get_all(http::header::TRANSFER_ENCODING);
+    if encodings.iter().next().is_some() {
+        // Chunked must be the last coding; anything else runs to the close.
+        let last = encodings.iter().next_back().map(|v| v.as_bytes()).unwrap_or_default();
+        let chunked =
+            last.rsplit(|&b| b == b',').next().is_some_and(|t| t.trim_ascii().eq_ignore_ascii_case(b"chunked"));
+        return Ok(if chunked { Framing::Chunked(Chunked::default()) } else { Framing::Close });
+    }
+    let mut length: Option<u64> = None;
+    for value in headers.get_all(http::header::CONTENT_LENGTH) {
+        for part in value.as_bytes().split(|&b| b == b',') {
+            let n = std::str::from_utf8(part.trim_ascii())
+                .ok()
+                .filter(|t| !t.is_empty() && t.bytes().all(|b| b.is_ascii_digit()))
+                .and_then(|t| t.parse::<u64>().ok())
+                .ok_or(WireError::Invalid("content-length"))?;
+            if length.is_some_and(|l| l != n) {
+                return Err(WireError::Invalid("content-length given twice, differently"));
+            }
+            length = Some(n);
+        }
+    }
+    Ok(length.map_or(Framing::Close, Framing::Length))
+}
+
+/// Whether a comma-separated header value lists `token` (any case).
+fn has_token(value: &[u8], token: &[u8]) -> bool {
+    value.split(|&b| b == b',').any(|t| t.trim_ascii().eq_ignore_ascii_case(token))
+}
+
+/// A request laid out for [`Link::send`]: the request line, the fixed
+/// headers, the call's own, `content-length`, then the body.
+pub(super) fn request(
+    method: &str,
+    target: &str,
+    headers: &http::HeaderMap,
+    extra: impl Iterator<Item = (http::HeaderName, http::HeaderValue)>,
+    body: &[u8],
+) -> Vec<u8> {
+    let mut out = Vec::with_capacity(256 + headers.len() * 48 + body.len());
+    out.extend_from_slice(method.as_bytes());
+    out.push(b' ');
+    out.extend_from_slice(target.as_bytes());
+    out.extend_from_slice(b" HTTP/1.1\r\n");
+    let mut line = |name: &http::HeaderName, value: &http::HeaderValue| {
+        out.extend_from_slice(name.as_str().as_bytes());
+        out.extend_from_slice(b": ");
+        out.extend_from_slice(value.as_bytes());
+        out.extend_from_slice(b"\r\n");
+    };
+    // The call's own headers replace fixed ones of the same name.
+    let extra: Vec<_> = extra.collect();
+    for (name, value) in headers {
+        if !extra.iter().any(|(n, _)| n == name) {
+            line(name, value);
+        }
+    }
+    for (name, value) in &extra {
+        line(name, value);
+    }
+    out.extend_from_slice(b"content-length: ");
+    out.extend_from_slice(body.len().to_string().as_bytes());
+    out.extend_from_slice(b"\r\n\r\n");
+    out.extend_from_slice(body);
+    out
 }

@@ -1,5 +1,6 @@
 //! The HTTP client of the request path: HTTP/1.1 keep-alive connections to
-//! one upstream origin, on hyper's connection API, pooled per provider.
+//! one upstream origin, pooled per provider, with the protocol written and
+//! read here ([`link`], [`chunked`]) rather than by hyper's client.
 //!
 //! Why not reqwest here: under load, profiles of the gateway showed
 //! reqwest's layers (its redirect policy parsing the URL again for every
@@ -11,9 +12,9 @@
 //! `ca_file`). Listings, alerts and the other off-path calls keep reqwest.
 //!
 //! A connection goes back to the pool when its response body has been
-//! read to the end; one dropped halfway is closed (hyper cannot reuse it).
-//! A request that fails on a reused connection before any of it was
-//! written (the upstream closed the idle connection at that moment) is
+//! read to the end; one dropped halfway is closed (the rest of its body
+//! would be read first). A request whose write fails on a reused
+//! connection (the upstream closed the idle connection at that moment) is
 //! sent again once on a fresh connection.
 //!
 //! Behind an outbound proxy (`HTTPS_PROXY`, `HTTP_PROXY`, `NO_PROXY`; see
@@ -26,22 +27,26 @@
 //! order they import each other (each only those before it):
 //!
 //! - [`error`]: why a request got no response, why an endpoint cannot be built;
-//! - [`link`]: a connection's sender and its future, driven by the task
-//!   that uses it (not a task of its own: a stream's events then come out
-//!   as many per wake-up as one socket read brought);
+//! - [`chunked`]: the chunked body decoder, all of a read's chunks as one
+//!   piece;
+//! - [`link`]: one connection: the request written, the response head
+//!   parsed (`httparse`), the body decoded in the reader's own poll (no
+//!   task, no channel: a stream's events come out as many per wake-up as
+//!   one socket read brought);
 //! - [`pool`]: the serving thread's slot and the idle connections per slot;
 //! - [`proxy`]: the proxy environment rules; [`tunnel`]: the `CONNECT` tunnel;
 //! - [`tls`]: rustls with the system's roots plus `ca_file`;
-//! - [`connect`]: a new connection (TCP, tunnel, TLS, HTTP/1.1 handshake);
+//! - [`connect`]: a new connection (TCP, tunnel, TLS);
 //! - [`body`]: the response body that hands its connection back, and
 //!   [`read_to_end`] (also used by the server for client bodies);
 //! - [`client`]: the [`Endpoint`] itself.
 
 pub mod body;
+mod chunked;
 pub mod client;
 pub mod connect;
 pub mod error;
-mod link;
+pub mod link;
 pub mod pool;
 pub mod proxy;
 pub mod tls;
@@ -53,5 +58,6 @@ mod tests;
 pub use body::{read_to_end, Body, BodyError, Completion, ReadError, MAX_BODY};
 pub use client::Endpoint;
 pub use error::{EndpointError, HttpError};
+pub use link::WireError;
 pub(crate) use pool::set_slot;
 pub use pool::slot;

@@ -21,68 +21,81 @@ async fn upstream(close_after_first: bool) -> (String, Arc<std::sync::atomic::At
 }
 
 /// Like [`upstream`]; the last 8 bytes of each body come `split` later.
-#[allow(clippy::disallowed_methods)] // a test server: its tasks end with the test's runtime
 async fn serve(close_after_first: bool, split: Duration) -> (String, Arc<std::sync::atomic::AtomicUsize>) {
+    listen(move |mut sock| async move {
+        let mut buf = Vec::new();
+        while next_request(&mut sock, &mut buf).await.is_some() {
+            let body = "{\"ok\":true}";
+            let resp = format!(
+                "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{body}",
+                body.len()
+            );
+            let cut = resp.len() - if split.is_zero() { 0 } else { 8 };
+            let (now, later) = resp.as_bytes().split_at(cut);
+            if sock.write_all(now).await.is_err() {
+                return;
+            }
+            if !later.is_empty() {
+                tokio::time::sleep(split).await;
+                if sock.write_all(later).await.is_err() {
+                    return;
+                }
+            }
+            if close_after_first {
+                return;
+            }
+        }
+    })
+    .await
+}
+
+/// A raw upstream on a free port: each connection handled by `handle` on
+/// a task of its own; counts its connections.
+#[allow(clippy::disallowed_methods)] // a test server: its tasks end with the test's runtime
+async fn listen<F, Fut>(handle: F) -> (String, Arc<std::sync::atomic::AtomicUsize>)
+where
+    F: Fn(TcpStream) -> Fut + Send + 'static,
+    Fut: std::future::Future<Output = ()> + Send + 'static,
+{
     use std::sync::atomic::{AtomicUsize, Ordering};
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}/v1/chat/completions", listener.local_addr().unwrap());
     let accepted = Arc::new(AtomicUsize::new(0));
     let count = accepted.clone();
     tokio::spawn(async move {
         loop {
-            let (mut sock, _) = listener.accept().await.unwrap();
+            let (sock, _) = listener.accept().await.unwrap();
             count.fetch_add(1, Ordering::SeqCst);
-            tokio::spawn(async move {
-                let mut buf = Vec::new();
-                loop {
-                    // One request: headers, then a body of content-length bytes.
-                    let mut chunk = [0u8; 4096];
-                    let head_end = loop {
-                        if let Some(at) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
-                            break at + 4;
-                        }
-                        match sock.read(&mut chunk).await {
-                            Ok(0) | Err(_) => return,
-                            Ok(n) => buf.extend_from_slice(&chunk[..n]),
-                        }
-                    };
-                    let head = String::from_utf8_lossy(&buf[..head_end]).to_ascii_lowercase();
-                    let len: usize = head
-                        .lines()
-                        .find_map(|l| l.strip_prefix("content-length:"))
-                        .map_or(0, |v| v.trim().parse().unwrap());
-                    while buf.len() < head_end + len {
-                        match sock.read(&mut chunk).await {
-                            Ok(0) | Err(_) => return,
-                            Ok(n) => buf.extend_from_slice(&chunk[..n]),
-                        }
-                    }
-                    buf.drain(..head_end + len);
-                    let body = "{\"ok\":true}";
-                    let resp = format!(
-                        "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{body}",
-                        body.len()
-                    );
-                    let cut = resp.len() - if split.is_zero() { 0 } else { 8 };
-                    let (now, later) = resp.as_bytes().split_at(cut);
-                    if sock.write_all(now).await.is_err() {
-                        return;
-                    }
-                    if !later.is_empty() {
-                        tokio::time::sleep(split).await;
-                        if sock.write_all(later).await.is_err() {
-                            return;
-                        }
-                    }
-                    if close_after_first {
-                        return;
-                    }
-                }
-            });
+            tokio::spawn(handle(sock));
         }
     });
     (url, accepted)
+}
+
+/// Reads one request (its head, then a body of content-length bytes) from
+/// `sock` into `buf` and takes it out; `None` when the connection ends.
+async fn next_request(sock: &mut TcpStream, buf: &mut Vec<u8>) -> Option<()> {
+    let mut chunk = [0u8; 4096];
+    let head_end = loop {
+        if let Some(at) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+            break at + 4;
+        }
+        match sock.read(&mut chunk).await {
+            Ok(0) | Err(_) => return None,
+            Ok(n) => buf.extend_from_slice(&chunk[..n]),
+        }
+    };
+    let head = String::from_utf8_lossy(&buf[..head_end]).to_ascii_lowercase();
+    let len: usize =
+        head.lines().find_map(|l| l.strip_prefix("content-length:")).map_or(0, |v| v.trim().parse().unwrap());
+    while buf.len() < head_end + len {
+        match sock.read(&mut chunk).await {
+            Ok(0) | Err(_) => return None,
+            Ok(n) => buf.extend_from_slice(&chunk[..n]),
+        }
+    }
+    buf.drain(..head_end + len);
+    Some(())
 }
 
 fn endpoint(url: &str) -> Endpoint {
@@ -375,4 +388,116 @@ async fn a_proxy_that_refuses_the_tunnel_is_a_connect_error_without_secrets() {
         assert!(message.contains(&format!("http://127.0.0.1:{proxy}")), "{message}");
         assert!(!message.contains("dXNlcjpzM2NyM3Q") && !message.contains("s3cr3t"), "{message}");
     }
+}
+
+/// A raw upstream that answers every request with `response` as written,
+/// then closes the connection when `close` (else waits for the next
+/// request); counts its connections.
+async fn scripted(response: &'static [u8], close: bool) -> (String, Arc<std::sync::atomic::AtomicUsize>) {
+    listen(move |mut sock| async move {
+        let mut buf = Vec::new();
+        while next_request(&mut sock, &mut buf).await.is_some() {
+            if sock.write_all(response).await.is_err() || close {
+                return;
+            }
+        }
+    })
+    .await
+}
+
+async fn read(e: &Endpoint) -> Result<(u16, Vec<u8>), String> {
+    let resp = e.post(Bytes::from_static(b"{}")).await.map_err(|err| err.to_string())?;
+    let status = resp.status().as_u16();
+    let body = resp.into_body().bytes().await.map_err(|err| err.to_string())?;
+    Ok((status, body.to_vec()))
+}
+
+#[tokio::test]
+async fn interim_heads_are_skipped_and_each_framing_is_read() {
+    use std::sync::atomic::Ordering;
+    let (url, accepted) =
+        scripted(b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 5\r\nX-A: 1\r\n\r\nhello", false)
+            .await;
+    let e = endpoint(&url);
+    for _ in 0..2 {
+        assert_eq!(read(&e).await.unwrap(), (200, b"hello".to_vec()));
+    }
+    assert_eq!(accepted.load(Ordering::SeqCst), 1, "a content-length body ends where it says: reused");
+    let (url, accepted) = scripted(
+        b"HTTP/1.1 429 Too Many\r\ntransfer-encoding: chunked\r\n\r\n3\r\nabc\r\n2;x=y\r\nde\r\n0\r\n\r\n",
+        false,
+    )
+    .await;
+    let e = endpoint(&url);
+    for _ in 0..2 {
+        assert_eq!(read(&e).await.unwrap(), (429, b"abcde".to_vec()));
+    }
+    assert_eq!(accepted.load(Ordering::SeqCst), 1, "a chunked body ends at its last chunk: reused");
+    let (url, accepted) = scripted(b"HTTP/1.1 200 OK\r\ncontent-type: text/plain\r\n\r\nuntil the close", true).await;
+    let e = endpoint(&url);
+    for _ in 0..2 {
+        assert_eq!(read(&e).await.unwrap(), (200, b"until the close".to_vec()));
+    }
+    assert_eq!(accepted.load(Ordering::SeqCst), 2, "a body read to the close cannot be reused");
+}
+
+#[tokio::test]
+async fn a_response_that_says_close_or_speaks_http_1_0_is_not_reused() {
+    use std::sync::atomic::Ordering;
+    for response in [
+        &b"HTTP/1.1 200 OK\r\nConnection: keep-alive, Close\r\ncontent-length: 2\r\n\r\nok"[..],
+        b"HTTP/1.0 200 OK\r\ncontent-length: 2\r\n\r\nok",
+    ] {
+        let (url, accepted) = scripted(response, false).await;
+        let e = endpoint(&url);
+        for _ in 0..2 {
+            assert_eq!(read(&e).await.unwrap(), (200, b"ok".to_vec()));
+        }
+        assert_eq!(accepted.load(Ordering::SeqCst), 2, "{}", String::from_utf8_lossy(response));
+    }
+}
+
+#[tokio::test]
+async fn a_body_cut_short_or_framed_wrongly_is_an_error_and_a_head_of_garbage_too() {
+    for (response, says) in [
+        (&b"HTTP/1.1 200 OK\r\ncontent-length: 10\r\n\r\nabc"[..], "before the body ended"),
+        (b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n5\r\nab", "before the body ended"),
+        (b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\nzz\r\n", "chunk size"),
+        (b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\ncontent-length: 3\r\n\r\nok", "content-length"),
+        (b"SSH-2.0-OpenSSH\r\n\r\n", "not an HTTP/1.x response head"),
+        (b"", "before the response head"),
+    ] {
+        let (url, _) = scripted(response, true).await;
+        let err = read(&endpoint(&url)).await.unwrap_err();
+        assert!(err.contains(says), "{}: {err}", String::from_utf8_lossy(response));
+    }
+}
+
+#[tokio::test]
+async fn the_request_carries_the_fixed_headers_the_call_ids_and_its_length() {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/v1/chat/completions?x=1", listener.local_addr().unwrap());
+    let mut extra = HeaderMap::new();
+    extra.insert("x-request-id", HeaderValue::from_static("fixed"));
+    extra.insert("authorization", HeaderValue::from_static("Bearer k"));
+    let e = Endpoint::new(&url, &extra, None, Duration::from_secs(2), None).unwrap();
+    let ids = crate::providers::types::CallIds { request_id: Some("req-7"), ..Default::default() };
+    let sent = async move { e.post_as(Bytes::from_static(b"{\"a\":1}"), ids).await.map(|_| ()) };
+    let got = async move {
+        let (mut sock, _) = listener.accept().await.unwrap();
+        let mut buf = vec![0u8; 4096];
+        let mut n = 0;
+        while !String::from_utf8_lossy(&buf[..n]).ends_with("{\"a\":1}") {
+            n += sock.read(&mut buf[n..]).await.unwrap();
+        }
+        sock.write_all(b"HTTP/1.1 204 No Content\r\n\r\n").await.unwrap();
+        String::from_utf8_lossy(&buf[..n]).into_owned()
+    };
+    let (sent, request) = tokio::join!(sent, got);
+    sent.unwrap();
+    assert!(request.starts_with("POST /v1/chat/completions?x=1 HTTP/1.1\r\n"), "{request}");
+    for line in ["authorization: Bearer k\r\n", "x-request-id: req-7\r\n", "content-length: 7\r\n\r\n{\"a\":1}"] {
+        assert!(request.contains(line), "{line:?} in {request}");
+    }
+    assert!(!request.contains("fixed"), "the call's id replaces a fixed one: {request}");
 }
