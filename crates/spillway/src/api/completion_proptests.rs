@@ -177,8 +177,8 @@ proptest! {
     /// event, exactly what the whole check gives: events equal to the last
     /// checked one but for their content string's raw bytes — plain text,
     /// escapes, escapes cut at the string's end, bare quotes and control
-    /// characters (which change the structure or break it) — and whole
-    /// new chunks in between.
+    /// characters (which change the structure or break it), bytes that are
+    /// not UTF-8 — and whole new chunks in between.
     #[test]
     fn a_chunk_checked_against_the_streams_shape_is_what_the_whole_check_gives(
         bases in prop::collection::vec(chunk(), 1..4),
@@ -193,15 +193,20 @@ proptest! {
         let mut shape = ChunkShape::default();
         for (i, raw) in raws.iter().enumerate() {
             let base = &bases[i % bases.len()];
-            let mut events = vec![base.to_string()];
+            let mut events = vec![base.to_string().into_bytes()];
             let mut marked = base.clone();
             if let Some(delta) = marked.pointer_mut("/choices/0/delta").and_then(Value::as_object_mut) {
                 delta.insert("content".into(), json!("@@content@@"));
-                events.push(marked.to_string().replace("@@content@@", raw));
+                let text = marked.to_string();
+                let (before, after) = text.split_once("@@content@@").unwrap();
+                events.push([before, raw, after].concat().into_bytes());
+                // Bytes that are not UTF-8 in the new string.
+                events.push([before.as_bytes(), raw.as_bytes(), &[0xff], after.as_bytes()].concat());
             }
             for data in events {
                 let like = RawChunk::check_like(&data, &mut shape);
-                prop_assert_eq!(like, RawChunk::check(&data), "{}", data);
+                let whole = std::str::from_utf8(&data).ok().and_then(RawChunk::check);
+                prop_assert_eq!(like, whole, "{}", String::from_utf8_lossy(&data));
             }
         }
     }

@@ -58,17 +58,21 @@ impl SseParser {
     /// error the parser has dropped what it held; the stream is broken.
     pub fn feed(&mut self, chunk: &[u8], out: &mut Vec<SseEvent>) -> Result<(), EventTooLarge> {
         self.feed_with(chunk, &mut |event, data| {
-            out.push(SseEvent { event: event.map(str::to_string), data: data.to_string() })
+            out.push(SseEvent { event: event.map(str::to_string), data: String::from_utf8_lossy(data).into_owned() })
         })
     }
 
     /// Feeds one chunk, calling `on_event` with each completed event's name
     /// and data, borrowed: nothing is allocated per event (the buffers are
-    /// reused), for the decoders on the hot path.
+    /// reused), for the decoders on the hot path. The data is UTF-8 unless
+    /// the upstream sent otherwise: an event read in place is handed over
+    /// unchecked (the reader checks what it reads, often less than the
+    /// whole: [`crate::api::completion::RawChunk::check_like`]); one put
+    /// together from lines was made valid line by line.
     pub fn feed_with(
         &mut self,
         chunk: &[u8],
-        on_event: &mut dyn FnMut(Option<&str>, &str),
+        on_event: &mut dyn FnMut(Option<&str>, &[u8]),
     ) -> Result<(), EventTooLarge> {
         let mut start = 0;
         while start < chunk.len() {
@@ -117,7 +121,7 @@ impl SseParser {
         chunk: &[u8],
         start: usize,
         end: usize,
-        on_event: &mut dyn FnMut(Option<&str>, &str),
+        on_event: &mut dyn FnMut(Option<&str>, &[u8]),
     ) -> Option<usize> {
         if !self.line.is_empty() || self.has_data || self.event.is_some() || end - start > MAX_EVENT_BYTES {
             return None;
@@ -131,8 +135,7 @@ impl SseParser {
         } else {
             return None;
         };
-        let text = std::str::from_utf8(value).ok()?;
-        on_event(None, text.strip_prefix(' ').unwrap_or(text));
+        on_event(None, value.strip_prefix(b" ").unwrap_or(value));
         Some(next)
     }
 
@@ -149,12 +152,12 @@ impl SseParser {
     /// The stream ended: a final event without its blank line still counts.
     pub fn finish(&mut self, out: &mut Vec<SseEvent>) {
         self.finish_with(&mut |event, data| {
-            out.push(SseEvent { event: event.map(str::to_string), data: data.to_string() })
+            out.push(SseEvent { event: event.map(str::to_string), data: String::from_utf8_lossy(data).into_owned() })
         });
     }
 
     /// [`Self::finish`], calling `on_event` as [`Self::feed_with`] does.
-    pub fn finish_with(&mut self, on_event: &mut dyn FnMut(Option<&str>, &str)) {
+    pub fn finish_with(&mut self, on_event: &mut dyn FnMut(Option<&str>, &[u8])) {
         let line = std::mem::take(&mut self.line);
         if !line.is_empty() {
             self.take_line(&line, on_event);
@@ -162,7 +165,7 @@ impl SseParser {
         self.dispatch(on_event);
     }
 
-    fn take_line(&mut self, line: &[u8], on_event: &mut dyn FnMut(Option<&str>, &str)) {
+    fn take_line(&mut self, line: &[u8], on_event: &mut dyn FnMut(Option<&str>, &[u8])) {
         if line.is_empty() {
             self.dispatch(on_event);
             return;
@@ -198,9 +201,9 @@ impl SseParser {
 
     /// The blank line: the event is complete. Its buffer is cleared, not
     /// given away, so the next event reuses it.
-    fn dispatch(&mut self, on_event: &mut dyn FnMut(Option<&str>, &str)) {
+    fn dispatch(&mut self, on_event: &mut dyn FnMut(Option<&str>, &[u8])) {
         if self.has_data {
-            on_event(self.event.as_deref(), &self.data);
+            on_event(self.event.as_deref(), self.data.as_bytes());
             self.data.clear();
             if self.data.capacity() > KEPT_BUFFER {
                 self.data = String::new();

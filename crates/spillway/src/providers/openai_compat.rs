@@ -256,7 +256,7 @@ where
             // Each event is decoded from the parser's buffer as it
             // completes (no string per event).
             let (pending, shape) = (&mut st.pending, &mut st.shape);
-            let mut decode = |_: Option<&str>, data: &str| pending.push_back(decode_event(data, shape));
+            let mut decode = |_: Option<&str>, data: &[u8]| pending.push_back(decode_event(data, shape));
             match std::task::ready!(st.bytes.as_mut().poll_next(cx)) {
                 Some(Ok(chunk)) => {
                     if st.parser.feed_with(&chunk, &mut decode).is_err() {
@@ -276,15 +276,18 @@ where
     }
 }
 
-fn decode_event(data: &str, shape: &mut ChunkShape) -> Result<StreamItem, AttemptError> {
+fn decode_event(data: &[u8], shape: &mut ChunkShape) -> Result<StreamItem, AttemptError> {
     let data = data.trim_ascii();
-    if data == "[DONE]" {
+    if data == b"[DONE]" {
         return Ok(StreamItem::Done);
     }
     // Most chunks need only the gateway's stamp: kept as bytes.
     if let Some(raw) = RawChunk::check_like(data, shape) {
         return Ok(StreamItem::Raw(raw));
     }
+    // (Bytes that are not UTF-8 are read as the replacement character.)
+    let data = String::from_utf8_lossy(data);
+    let data = data.as_ref();
     // An event that is not a JSON object is skipped (the runner counts it
     // and fails the attempt only when there are too many).
     let Ok(v) = serde_json::from_str::<Value>(data) else {

@@ -210,10 +210,15 @@ impl RawChunk {
     /// (JSON's structure lies outside its strings), so only the new string
     /// is read. Anything else takes the whole check, and a chunk that
     /// passes it with one plain content string becomes the new shape.
-    pub fn check_like(data: &str, shape: &mut ChunkShape) -> Option<Self> {
+    ///
+    /// `data` as the upstream sent it: only what is read is checked to be
+    /// UTF-8 (the new string, or the whole event when it takes the whole
+    /// check; not UTF-8 is a `None`).
+    pub fn check_like(data: &[u8], shape: &mut ChunkShape) -> Option<Self> {
         if let Some(chunk) = shape.fill(data) {
             return Some(chunk);
         }
+        let data = std::str::from_utf8(data).ok()?;
         let (chunk, content_at) = Self::check_at(data)?;
         shape.keep(data, &chunk, content_at);
         Some(chunk)
@@ -361,14 +366,20 @@ impl ChunkShape {
     /// `data` checked against the shape: `None` when it differs from it
     /// outside the content string, or the new string is not one plain JSON
     /// string (a quote, a control character, an escape cut at its end).
-    pub(super) fn fill(&self, data: &str) -> Option<RawChunk> {
+    pub(super) fn fill(&self, data: &[u8]) -> Option<RawChunk> {
         let like = self.chunk.as_ref()?;
         let end = data.len().checked_sub(self.foot.len())?;
-        if end < self.head.len() || !data.starts_with(&self.head) || !data.ends_with(&self.foot) {
+        if end < self.head.len() || !data.starts_with(self.head.as_bytes()) || !data.ends_with(self.foot.as_bytes()) {
             return None;
         }
+        // The head and foot are the shape's own (UTF-8) text: only the
+        // string between them is new.
         let raw = data.get(self.head.len()..end)?;
         let content = string_body(raw, || data.get(self.head.len() - 1..end + 1))?;
+        let raw = match &content {
+            Cow::Borrowed(text) => *text,
+            Cow::Owned(_) => std::str::from_utf8(raw).ok()?,
+        };
         let mut tail = String::with_capacity(like.tail.len() + raw.len() - self.in_tail.len());
         tail.push_str(like.tail.get(..self.in_tail.start)?);
         tail.push_str(raw);
@@ -388,15 +399,14 @@ impl ChunkShape {
     }
 }
 
-/// The text of a JSON string's body `raw` (between its quotes), `None`
+/// The text of a JSON string's body `bytes` (between its quotes), `None`
 /// unless it is one whole string; `quoted` gives it with its quotes for
 /// decoding escapes.
-fn string_body<'a>(raw: &'a str, quoted: impl FnOnce() -> Option<&'a str>) -> Option<Cow<'a, str>> {
-    let bytes = raw.as_bytes();
+fn string_body<'a>(bytes: &'a [u8], quoted: impl FnOnce() -> Option<&'a [u8]>) -> Option<Cow<'a, str>> {
     // Most text has nothing to look at twice.
     // (A fold without early exit: it vectorizes.)
     if !bytes.iter().fold(false, |seen, &b| seen | (b == b'"') | (b == b'\\') | (b < 0x20)) {
-        return Some(Cow::Borrowed(raw));
+        return std::str::from_utf8(bytes).ok().map(Cow::Borrowed);
     }
     let mut escaped = false;
     let mut i = 0;
@@ -416,9 +426,9 @@ fn string_body<'a>(raw: &'a str, quoted: impl FnOnce() -> Option<&'a str>) -> Op
         }
     }
     if !escaped {
-        return Some(Cow::Borrowed(raw));
+        return std::str::from_utf8(bytes).ok().map(Cow::Borrowed);
     }
-    serde_json::from_str::<String>(quoted()?).ok().map(Cow::Owned)
+    serde_json::from_slice::<String>(quoted()?).ok().map(Cow::Owned)
 }
 
 /// The characters of `text`: its bytes that do not continue a character
