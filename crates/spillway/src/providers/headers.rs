@@ -28,6 +28,10 @@ pub(crate) fn request_id_value(id: Option<&str>) -> Option<HeaderValue> {
     id.and_then(|id| HeaderValue::from_str(id).ok())
 }
 
+/// The names [`call_headers`] sets: a call's own value replaces a fixed
+/// header of the same name.
+pub(crate) const CALL_HEADERS: [&str; 3] = ["x-request-id", "traceparent", "tracestate"];
+
 /// The headers of a call's ids, each when its value is a valid header value.
 pub(crate) fn call_headers(ids: CallIds<'_>) -> impl Iterator<Item = (HeaderName, HeaderValue)> + '_ {
     [

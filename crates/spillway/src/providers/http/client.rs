@@ -27,6 +27,9 @@ pub struct Endpoint {
     pub(super) pool: Arc<Pool>,
     uri: Uri,
     headers: HeaderMap,
+    /// The request line and the fixed headers, laid out once
+    /// ([`link::Prefix`]).
+    prefix: Arc<link::Prefix>,
 }
 
 impl Endpoint {
@@ -87,7 +90,8 @@ impl Endpoint {
             fixed.insert(http::header::PROXY_AUTHORIZATION, auth);
         }
         let connector = Connector { origin: Origin { host, port, tls, proxy }, connect_timeout };
-        Ok(Self { connector: Arc::new(connector), pool: Arc::new(Pool::new()), uri, headers: fixed })
+        let prefix = Arc::new(link::Prefix::new("POST", &uri, &fixed));
+        Ok(Self { connector: Arc::new(connector), pool: Arc::new(Pool::new()), uri, headers: fixed, prefix })
     }
 
     /// Another endpoint of the same origin, sharing this one's connections,
@@ -104,7 +108,8 @@ impl Endpoint {
             next.push_str(q);
         }
         let uri: Uri = next.parse().map_err(|e| EndpointError(format!("invalid URL path: {e}")))?;
-        Ok(Self { uri, ..self.clone() })
+        let prefix = Arc::new(link::Prefix::new("POST", &uri, &self.headers));
+        Ok(Self { uri, prefix, ..self.clone() })
     }
 
     /// Another endpoint of the same origin at `path_and_query` (from the
@@ -117,7 +122,8 @@ impl Endpoint {
             _ => path_and_query.to_owned(),
         };
         let uri: Uri = text.parse().map_err(|e| EndpointError(format!("invalid URL path: {e}")))?;
-        Ok(Self { uri, ..self.clone() })
+        let prefix = Arc::new(link::Prefix::new("POST", &uri, &self.headers));
+        Ok(Self { uri, prefix, ..self.clone() })
     }
 
     /// Posts `body` and returns the response head with its body to read.
@@ -133,13 +139,7 @@ impl Endpoint {
         ids: crate::providers::types::CallIds<'_>,
     ) -> Result<Response<Body>, HttpError> {
         let slot = pool::slot() % SLOTS;
-        let request = link::request(
-            "POST",
-            &self.uri.to_string(),
-            &self.headers,
-            crate::providers::headers::call_headers(ids),
-            &body,
-        );
+        let request = self.prefix.request(crate::providers::headers::call_headers(ids), &body);
         if let Some(mut link) = self.pool.take(slot) {
             // A write that fails on a reused connection: the upstream had
             // closed it while it was idle. Once more on a new one.

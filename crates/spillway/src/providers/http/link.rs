@@ -129,9 +129,12 @@ impl Link {
     /// needed.
     fn parse_head(&mut self) -> Result<Option<Head>, WireError> {
         loop {
-            let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
-            let mut parsed = httparse::Response::new(&mut headers);
-            let len = match parsed.parse(&self.buf) {
+            // Left uninitialized: zeroing room for every header a head may
+            // have cost more than parsing the few it has.
+            let mut headers = [const { std::mem::MaybeUninit::<httparse::Header<'_>>::uninit() }; MAX_HEADERS];
+            let mut parsed = httparse::Response::new(&mut []);
+            let config = httparse::ParserConfig::default();
+            let len = match config.parse_response_with_uninit_headers(&mut parsed, &self.buf, &mut headers) {
                 Ok(httparse::Status::Complete(len)) => len,
                 Ok(httparse::Status::Partial) => return Ok(None),
                 Err(httparse::Error::TooManyHeaders) => return Err(WireError::Invalid("too many headers")),
@@ -252,39 +255,67 @@ fn has_token(value: &[u8], token: &[u8]) -> bool {
     value.split(|&b| b == b',').any(|t| t.trim_ascii().eq_ignore_ascii_case(token))
 }
 
-/// A request laid out for [`Link::send`]: the request line, the fixed
-/// headers, the call's own, `content-length`, then the body.
-pub(super) fn request(
-    method: &str,
-    target: &str,
-    headers: &http::HeaderMap,
-    extra: impl Iterator<Item = (http::HeaderName, http::HeaderValue)>,
-    body: &[u8],
-) -> Vec<u8> {
-    let mut out = Vec::with_capacity(256 + headers.len() * 48 + body.len());
-    out.extend_from_slice(method.as_bytes());
-    out.push(b' ');
-    out.extend_from_slice(target.as_bytes());
-    out.extend_from_slice(b" HTTP/1.1\r\n");
-    let mut line = |name: &http::HeaderName, value: &http::HeaderValue| {
-        out.extend_from_slice(name.as_str().as_bytes());
-        out.extend_from_slice(b": ");
-        out.extend_from_slice(value.as_bytes());
-        out.extend_from_slice(b"\r\n");
-    };
-    // The call's own headers replace fixed ones of the same name.
-    let extra: Vec<_> = extra.collect();
-    for (name, value) in headers {
-        if !extra.iter().any(|(n, _)| n == name) {
-            line(name, value);
+/// What every request of one endpoint starts with, laid out once: the
+/// request line and the fixed headers. The headers a call sets itself
+/// (its id, its trace) are kept apart: the call's own value replaces the
+/// fixed one.
+#[derive(Debug)]
+pub(super) struct Prefix {
+    head: Vec<u8>,
+    /// Fixed headers a call may replace, written only when it does not.
+    replaceable: Vec<(http::HeaderName, http::HeaderValue)>,
+}
+
+impl Prefix {
+    pub(super) fn new(method: &str, uri: &http::Uri, headers: &http::HeaderMap) -> Self {
+        let mut head = Vec::with_capacity(128 + headers.len() * 48);
+        head.extend_from_slice(method.as_bytes());
+        head.push(b' ');
+        head.extend_from_slice(uri.to_string().as_bytes());
+        head.extend_from_slice(b" HTTP/1.1\r\n");
+        let mut replaceable = Vec::new();
+        for (name, value) in headers {
+            if crate::providers::headers::CALL_HEADERS.contains(&name.as_str()) {
+                replaceable.push((name.clone(), value.clone()));
+            } else {
+                header_line(&mut head, name, value);
+            }
         }
+        Self { head, replaceable }
     }
-    for (name, value) in &extra {
-        line(name, value);
+
+    /// A request laid out for [`Link::send`]: the prefix, the call's own
+    /// headers, `content-length`, then the body.
+    pub(super) fn request(
+        &self,
+        call: impl Iterator<Item = (http::HeaderName, http::HeaderValue)>,
+        body: &[u8],
+    ) -> Vec<u8> {
+        let mut out = Vec::with_capacity(self.head.len() + 192 + body.len());
+        out.extend_from_slice(&self.head);
+        let mut set: [Option<http::HeaderName>; 3] = Default::default();
+        for (i, (name, value)) in call.enumerate() {
+            header_line(&mut out, &name, &value);
+            if let Some(slot) = set.get_mut(i) {
+                *slot = Some(name);
+            }
+        }
+        for (name, value) in &self.replaceable {
+            if !set.iter().flatten().any(|n| n == name) {
+                header_line(&mut out, name, value);
+            }
+        }
+        out.extend_from_slice(b"content-length: ");
+        out.extend_from_slice(body.len().to_string().as_bytes());
+        out.extend_from_slice(b"\r\n\r\n");
+        out.extend_from_slice(body);
+        out
     }
-    out.extend_from_slice(b"content-length: ");
-    out.extend_from_slice(body.len().to_string().as_bytes());
-    out.extend_from_slice(b"\r\n\r\n");
-    out.extend_from_slice(body);
-    out
+}
+
+fn header_line(out: &mut Vec<u8>, name: &http::HeaderName, value: &http::HeaderValue) {
+    out.extend_from_slice(name.as_str().as_bytes());
+    out.extend_from_slice(b": ");
+    out.extend_from_slice(value.as_bytes());
+    out.extend_from_slice(b"\r\n");
 }
