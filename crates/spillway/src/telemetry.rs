@@ -63,7 +63,21 @@ impl RequestId {
     /// A new random id: `req_` and 32 hex digits (the form Anthropic's
     /// clients know from its `request-id`).
     pub fn generate() -> Self {
-        Self(format!("req_{:016x}{:016x}", fastrand::u64(..), fastrand::u64(..)).into())
+        Self::of_words(fastrand::u64(..), fastrand::u64(..))
+    }
+
+    /// `req_` and the two words in hex, written without the formatter
+    /// (a tenth of its cost, on every request).
+    fn of_words(hi: u64, lo: u64) -> Self {
+        const HEX: &[u8; 16] = b"0123456789abcdef";
+        let mut id = *b"req_00000000000000000000000000000000";
+        for (i, digit) in id[4..].iter_mut().enumerate() {
+            let word = if i < 16 { hi } else { lo };
+            let shift = 60 - 4 * (i % 16);
+            *digit = HEX[((word >> shift) & 0xf) as usize];
+        }
+        // Only ASCII was written: the conversion cannot fail.
+        Self(std::str::from_utf8(&id).unwrap_or("req_0").into())
     }
 
     /// The id.
@@ -192,6 +206,9 @@ mod tests {
             assert!(hex.bytes().all(|b| b.is_ascii_hexdigit()));
         }
         assert_ne!(RequestId::generate(), RequestId::generate());
+        for (hi, lo) in [(0, 0), (0x0123_4567_89ab_cdef, 0xfedc_ba98_7654_3210), (u64::MAX, 1)] {
+            assert_eq!(RequestId::of_words(hi, lo).as_str(), format!("req_{hi:016x}{lo:016x}"));
+        }
     }
 
     #[test]

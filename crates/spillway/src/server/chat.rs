@@ -166,7 +166,7 @@ pub(super) async fn serve(
         .ok_or_else(|| super::kinds::unresolved(gw, &req.model, crate::config::CascadeKind::Chat))?;
     if let Some(key) = &who.key {
         req.key_id = Some(key.id.clone());
-        req.end_user = crate::tenancy::admit::end_user(who.user_header.as_deref(), req.body());
+        req.end_user = crate::tenancy::admit::end_user(who.user_header.as_deref(), req.body_user.as_deref());
         super::keyed::allowed(key, &plan.name, &req.model)?;
     }
     let (plan, escalated) =
@@ -232,7 +232,7 @@ fn journal_request(journal: &crate::journal::Journal, req: &ChatRequest, who: &W
     let user = req
         .end_user
         .clone()
-        .or_else(|| crate::tenancy::admit::end_user(who.user_header.as_deref(), req.body()))
+        .or_else(|| crate::tenancy::admit::end_user(who.user_header.as_deref(), req.body_user.as_deref()))
         .or_else(|| req.user.clone());
     journal.caller(who.key.as_ref().map(|k| k.id.clone()), user);
     journal.prompt(|| req.body().get("messages").map(ToString::to_string));

@@ -8,7 +8,7 @@ use crate::cascade::{CascadePlan, Served, ServedBody};
 use crate::config::KeySpec;
 use crate::gateway::Gateway;
 use crate::telemetry::RequestNotes;
-use crate::tenancy::admit::{end_user, max_tokens, rate_headers, reservation};
+use crate::tenancy::admit::{end_user, rate_headers, reservation};
 use crate::tenancy::tally::{Ask, Refusal, Standing};
 use crate::tenancy::{Denied, Tab};
 use axum::http::HeaderName;
@@ -28,7 +28,7 @@ pub const X_SPILLWAY_USER: HeaderName = HeaderName::from_static("x-spillway-user
 /// The caller fair shares count (`tenancy::fair`): the key's end user, the
 /// key, or an end user without keys; `None` for a request that names none.
 fn fair_caller(who: &Who, req: &ChatRequest) -> Option<String> {
-    let user = req.end_user.clone().or_else(|| end_user(who.user_header.as_deref(), req.body()));
+    let user = req.end_user.clone().or_else(|| end_user(who.user_header.as_deref(), req.body_user.as_deref()));
     match (&who.key, user) {
         (Some(k), Some(u)) => Some(format!("{}/{u}", k.id)),
         (Some(k), None) => Some(k.id.clone()),
@@ -79,8 +79,8 @@ pub(super) async fn admit(
     plan: &CascadePlan,
     notes: &RequestNotes,
 ) -> Result<Tab, ApiError> {
-    let user = req.end_user.clone().or_else(|| end_user(who.user_header.as_deref(), req.body()));
-    let (tokens, usd) = reservation(&gw.config, &gw.shared.discovery, plan, req.prompt_tokens, max_tokens(req.body()));
+    let user = req.end_user.clone().or_else(|| end_user(who.user_header.as_deref(), req.body_user.as_deref()));
+    let (tokens, usd) = reservation(&gw.config, &gw.shared.discovery, plan, req.prompt_tokens, req.max_tokens);
     admit_tokens(gw, key, user, tokens, usd, notes).await
 }
 

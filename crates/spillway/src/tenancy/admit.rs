@@ -111,15 +111,11 @@ pub fn reservation(
     (prompt_tokens + cap, (prompt_tokens as f64 * pin + cap as f64 * pout) / 1e6)
 }
 
-/// The request's `max_tokens` (or `max_completion_tokens`, `max_output_tokens`).
-pub fn max_tokens(body: &serde_json::Map<String, serde_json::Value>) -> Option<u64> {
-    ["max_completion_tokens", "max_tokens", "max_output_tokens"].iter().find_map(|f| body.get(*f)?.as_u64())
-}
-
 /// The end user: the `x-spillway-user` header, else the body's `user`
 /// (Anthropic's `metadata.user_id` arrives as `user`), cut to [`super::MAX_USER`].
-pub fn end_user(header: Option<&str>, body: &serde_json::Map<String, serde_json::Value>) -> Option<String> {
-    let u = header.or_else(|| body.get("user").and_then(serde_json::Value::as_str))?.trim();
+/// (`body_user`: the body's `user` string, [`crate::api::request::ChatRequest::body_user`]).
+pub fn end_user(header: Option<&str>, body_user: Option<&str>) -> Option<String> {
+    let u = header.or(body_user)?.trim();
     if u.is_empty() {
         return None;
     }

@@ -81,6 +81,9 @@ pub(super) fn check<J: JsonView>(body: &J) -> Result<ChatRequest, ApiError> {
         .iter()
         .find_map(|k| body.get(k).and_then(J::as_str))
         .map(|u| u.chars().take(256).collect());
+    let body_user = body.get("user").and_then(J::as_str).map(str::to_owned);
+    let max_tokens =
+        ["max_completion_tokens", "max_tokens", "max_output_tokens"].iter().find_map(|f| body.get(f)?.as_u64());
     Ok(ChatRequest {
         raw: Bytes::new(),
         body: OnceLock::new(),
@@ -100,6 +103,8 @@ pub(super) fn check<J: JsonView>(body: &J) -> Result<ChatRequest, ApiError> {
         request_id: None,
         journal: None,
         user,
+        body_user,
+        max_tokens,
         prompt: prompt_facts(body),
         load_relief: Vec::new(),
     })

@@ -71,6 +71,12 @@ pub struct ChatRequest {
     /// The end user the client named (`user`, else `safety_identifier`),
     /// at most 256 characters: the request log's `user`.
     pub user: Option<String>,
+    /// The body's own `user` string: the end user a virtual key's limits
+    /// count when no `x-spillway-user` header names one.
+    pub body_user: Option<String>,
+    /// The body's `max_completion_tokens`, else `max_tokens`, else
+    /// `max_output_tokens`: what a key's admission reserves.
+    pub max_tokens: Option<u64>,
     /// What the quality judge needs of the prompt (its last user
     /// message's script and length), found once here.
     pub prompt: crate::quality::text::PromptFacts,
@@ -107,6 +113,8 @@ impl Clone for ChatRequest {
             request_id: self.request_id.clone(),
             journal: self.journal.clone(),
             user: self.user.clone(),
+            body_user: self.body_user.clone(),
+            max_tokens: self.max_tokens,
             prompt: self.prompt,
             load_relief: self.load_relief.clone(),
         }
