@@ -13,8 +13,11 @@
 //! ([`types`]) is either, and both give the client the same fields and
 //! values.
 
+mod lex;
 pub mod raw;
 mod scan;
+#[cfg(test)]
+mod scan_oracle;
 #[cfg(test)]
 mod tests;
 pub mod types;

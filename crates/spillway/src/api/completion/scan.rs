@@ -1,23 +1,23 @@
 //! The one-pass check of the fast path: reads a completion's or a
 //! chunk's top level once, without building a JSON tree (borrowed strings,
-//! untouched values skipped), decides whether it needs anything filled in
-//! or fixed, and cuts out the fields the gateway's stamp replaces.
+//! untouched values skipped: the byte scanner of [`super::lex`]), decides
+//! whether it needs anything filled in or fixed, and cuts out the fields
+//! the gateway's stamp replaces.
 //!
 //! Called by [`super::raw`] on every whole answer and every stream event of
 //! an OpenAI-compatible upstream; any doubt (escaped or repeated keys, a
 //! value of the wrong type, tool calls, an in-band error) is a `None` that
 //! sends the answer down the general path.
 
+use super::lex::Lex;
 use crate::api::tokens::Tokens;
-use serde::de::{DeserializeSeed, Deserializer, Error as _, IgnoredAny, MapAccess, SeqAccess, Visitor};
-use serde::Deserialize;
 use std::borrow::Cow;
-use std::fmt;
 use std::ops::Range;
 
 pub(super) const FINISH_REASONS: [&str; 5] = ["stop", "length", "tool_calls", "content_filter", "function_call"];
 
 /// What the check found in the choices.
+#[cfg_attr(test, derive(Debug, PartialEq))]
 pub(super) struct Checked {
     pub(super) has_answer: bool,
     pub(super) content_chars: usize,
@@ -27,7 +27,8 @@ pub(super) struct Checked {
 /// neighbours and not kept (strings borrowed unless they have escapes).
 /// `Absent` when the field is missing — distinct from `null`.
 #[derive(Default)]
-enum Shape<'a> {
+#[cfg_attr(test, derive(Debug))]
+pub(super) enum Shape<'a> {
     #[default]
     Absent,
     Null,
@@ -37,56 +38,14 @@ enum Shape<'a> {
     Other,
 }
 
-impl<'de: 'a, 'a> Deserialize<'de> for Shape<'a> {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V<'a>(std::marker::PhantomData<&'a ()>);
-        impl<'de: 'a, 'a> Visitor<'de> for V<'a> {
-            type Value = Shape<'a>;
-            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("any JSON value")
-            }
-            fn visit_unit<E>(self) -> Result<Self::Value, E> {
-                Ok(Shape::Null)
-            }
-            fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Self::Value, E> {
-                Ok(Shape::Str(Cow::Borrowed(v)))
-            }
-            fn visit_str<E>(self, v: &str) -> Result<Self::Value, E> {
-                Ok(Shape::Str(Cow::Owned(v.to_owned())))
-            }
-            fn visit_u64<E>(self, v: u64) -> Result<Self::Value, E> {
-                Ok(Shape::Int(v))
-            }
-            fn visit_i64<E>(self, v: i64) -> Result<Self::Value, E> {
-                Ok(u64::try_from(v).map_or(Shape::Other, Shape::Int))
-            }
-            fn visit_f64<E>(self, _: f64) -> Result<Self::Value, E> {
-                Ok(Shape::Other)
-            }
-            fn visit_bool<E>(self, _: bool) -> Result<Self::Value, E> {
-                Ok(Shape::Other)
-            }
-            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
-                while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
-                Ok(Shape::Object)
-            }
-            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
-                while seq.next_element::<IgnoredAny>()?.is_some() {}
-                Ok(Shape::Other)
-            }
-        }
-        d.deserialize_any(V(std::marker::PhantomData))
-    }
-}
-
 impl Shape<'_> {
-    fn is_string_or_null(&self) -> bool {
+    pub(super) fn is_string_or_null(&self) -> bool {
         matches!(self, Self::Str(_) | Self::Null)
     }
     fn is_object_or_null(&self) -> bool {
         matches!(self, Self::Object | Self::Null)
     }
-    fn as_str(&self) -> Option<&str> {
+    pub(super) fn as_str(&self) -> Option<&str> {
         match self {
             Self::Str(s) => Some(s),
             _ => None,
@@ -97,54 +56,171 @@ impl Shape<'_> {
 /// What the check reads of one choice — `message` in a completion,
 /// `delta` in a stream chunk; other fields pass through as bytes. (A field
 /// given twice fails the read: the general path decides.)
-#[derive(Deserialize)]
-struct ChoiceCheck<'a> {
-    #[serde(default, borrow)]
-    index: Shape<'a>,
-    #[serde(default, borrow)]
-    finish_reason: Shape<'a>,
-    #[serde(default, borrow)]
-    logprobs: Shape<'a>,
-    #[serde(default, borrow)]
-    message: Option<MessageCheck<'a>>,
-    #[serde(default, borrow)]
-    delta: Option<MessageCheck<'a>>,
+#[derive(Default)]
+#[cfg_attr(test, derive(serde::Deserialize))]
+pub(super) struct ChoiceCheck<'a> {
+    #[cfg_attr(test, serde(default, borrow))]
+    pub(super) index: Shape<'a>,
+    #[cfg_attr(test, serde(default, borrow))]
+    pub(super) finish_reason: Shape<'a>,
+    #[cfg_attr(test, serde(default, borrow))]
+    pub(super) logprobs: Shape<'a>,
+    #[cfg_attr(test, serde(default, borrow))]
+    pub(super) message: Option<MessageCheck<'a>>,
+    #[cfg_attr(test, serde(default, borrow))]
+    pub(super) delta: Option<MessageCheck<'a>>,
+    /// `message` and `delta` were read (each may be `null`, and only once).
+    #[cfg_attr(test, serde(skip))]
+    seen: (bool, bool),
 }
 
 /// A message or a delta.
-#[derive(Deserialize)]
-struct MessageCheck<'a> {
-    #[serde(default, borrow)]
-    role: Shape<'a>,
-    #[serde(default, borrow)]
-    content: Shape<'a>,
-    #[serde(default, borrow)]
-    refusal: Shape<'a>,
-    #[serde(default, borrow)]
-    tool_calls: Shape<'a>,
+#[derive(Default)]
+#[cfg_attr(test, derive(serde::Deserialize))]
+pub(super) struct MessageCheck<'a> {
+    #[cfg_attr(test, serde(default, borrow))]
+    pub(super) role: Shape<'a>,
+    #[cfg_attr(test, serde(default, borrow))]
+    pub(super) content: Shape<'a>,
+    #[cfg_attr(test, serde(default, borrow))]
+    pub(super) refusal: Shape<'a>,
+    #[cfg_attr(test, serde(default, borrow))]
+    pub(super) tool_calls: Shape<'a>,
 }
 
-#[derive(Deserialize)]
-struct UsageCheck<'a> {
-    #[serde(default, borrow)]
-    prompt_tokens: Shape<'a>,
-    #[serde(default, borrow)]
-    completion_tokens: Shape<'a>,
-    #[serde(default, borrow)]
-    total_tokens: Shape<'a>,
-    #[serde(default, borrow)]
-    prompt_tokens_details: Shape<'a>,
-    #[serde(default, borrow)]
-    completion_tokens_details: Shape<'a>,
+#[derive(Default)]
+#[cfg_attr(test, derive(serde::Deserialize))]
+pub(super) struct UsageCheck<'a> {
+    #[cfg_attr(test, serde(default, borrow))]
+    pub(super) prompt_tokens: Shape<'a>,
+    #[cfg_attr(test, serde(default, borrow))]
+    pub(super) completion_tokens: Shape<'a>,
+    #[cfg_attr(test, serde(default, borrow))]
+    pub(super) total_tokens: Shape<'a>,
+    #[cfg_attr(test, serde(default, borrow))]
+    pub(super) prompt_tokens_details: Shape<'a>,
+    #[cfg_attr(test, serde(default, borrow))]
+    pub(super) completion_tokens_details: Shape<'a>,
 }
 
-#[derive(Deserialize)]
-struct GroqCheck<'a> {
-    #[serde(default, borrow)]
-    error: Shape<'a>,
+#[derive(Default)]
+#[cfg_attr(test, derive(serde::Deserialize))]
+pub(super) struct GroqCheck<'a> {
+    #[cfg_attr(test, serde(default, borrow))]
+    pub(super) error: Shape<'a>,
 }
 
-fn check_choices(choices: &[ChoiceCheck<'_>]) -> Option<Checked> {
+/// One known field of a struct the check reads; `None` when it is given
+/// twice (what serde refuses too).
+fn once<'a>(slot: &mut Shape<'a>, lx: &mut Lex<'a>) -> Option<()> {
+    if !matches!(slot, Shape::Absent) {
+        return None;
+    }
+    *slot = lx.shape()?;
+    Some(())
+}
+
+/// A struct the check reads, field by field: from an object by its keys
+/// (unknown ones validated and skipped), or — as serde reads a struct too —
+/// from an array, its fields in order (fewer left at their defaults, more
+/// refused).
+trait Fields<'a>: Default {
+    const NAMES: &'static [&'static str];
+    /// Reads the value of field `name` (any other name is skipped).
+    fn set(&mut self, name: &str, lx: &mut Lex<'a>) -> Option<()>;
+
+    fn read(lx: &mut Lex<'a>) -> Option<Self> {
+        let mut out = Self::default();
+        if lx.peek()? == b'[' {
+            let mut names = Self::NAMES.iter();
+            lx.elements(|lx| out.set(names.next()?, lx))?;
+        } else {
+            lx.members(|key, lx| out.set(key, lx))?;
+        }
+        Some(out)
+    }
+
+    /// The struct, or `null` for none.
+    fn read_or_null(lx: &mut Lex<'a>) -> Option<Option<Self>> {
+        if lx.peek()? == b'n' {
+            return matches!(lx.shape()?, Shape::Null).then_some(None);
+        }
+        Self::read(lx).map(Some)
+    }
+}
+
+impl<'a> Fields<'a> for MessageCheck<'a> {
+    const NAMES: &'static [&'static str] = &["role", "content", "refusal", "tool_calls"];
+    fn set(&mut self, name: &str, lx: &mut Lex<'a>) -> Option<()> {
+        match name {
+            "role" => once(&mut self.role, lx),
+            "content" => once(&mut self.content, lx),
+            "refusal" => once(&mut self.refusal, lx),
+            "tool_calls" => once(&mut self.tool_calls, lx),
+            _ => lx.skip(0),
+        }
+    }
+}
+
+impl<'a> Fields<'a> for ChoiceCheck<'a> {
+    const NAMES: &'static [&'static str] = &["index", "finish_reason", "logprobs", "message", "delta"];
+    fn set(&mut self, name: &str, lx: &mut Lex<'a>) -> Option<()> {
+        match name {
+            "index" => once(&mut self.index, lx),
+            "finish_reason" => once(&mut self.finish_reason, lx),
+            "logprobs" => once(&mut self.logprobs, lx),
+            "message" if !std::mem::replace(&mut self.seen.0, true) => {
+                self.message = MessageCheck::read_or_null(lx)?;
+                Some(())
+            }
+            "delta" if !std::mem::replace(&mut self.seen.1, true) => {
+                self.delta = MessageCheck::read_or_null(lx)?;
+                Some(())
+            }
+            "message" | "delta" => None,
+            _ => lx.skip(0),
+        }
+    }
+}
+
+impl<'a> ChoiceCheck<'a> {
+    /// A `choices` array.
+    fn read_all(lx: &mut Lex<'a>) -> Option<Vec<Self>> {
+        let mut choices = Vec::with_capacity(1);
+        lx.elements(|lx| {
+            choices.push(Self::read(lx)?);
+            Some(())
+        })?;
+        Some(choices)
+    }
+}
+
+impl<'a> Fields<'a> for UsageCheck<'a> {
+    const NAMES: &'static [&'static str] =
+        &["prompt_tokens", "completion_tokens", "total_tokens", "prompt_tokens_details", "completion_tokens_details"];
+    fn set(&mut self, name: &str, lx: &mut Lex<'a>) -> Option<()> {
+        match name {
+            "prompt_tokens" => once(&mut self.prompt_tokens, lx),
+            "completion_tokens" => once(&mut self.completion_tokens, lx),
+            "total_tokens" => once(&mut self.total_tokens, lx),
+            "prompt_tokens_details" => once(&mut self.prompt_tokens_details, lx),
+            "completion_tokens_details" => once(&mut self.completion_tokens_details, lx),
+            _ => lx.skip(0),
+        }
+    }
+}
+
+impl<'a> Fields<'a> for GroqCheck<'a> {
+    const NAMES: &'static [&'static str] = &["error"];
+    fn set(&mut self, name: &str, lx: &mut Lex<'a>) -> Option<()> {
+        match name {
+            "error" => once(&mut self.error, lx),
+            _ => lx.skip(0),
+        }
+    }
+}
+
+pub(super) fn check_choices(choices: &[ChoiceCheck<'_>]) -> Option<Checked> {
     let mut out = Checked { has_answer: false, content_chars: 0 };
     for (i, c) in choices.iter().enumerate() {
         if !matches!(c.index, Shape::Int(n) if u64::try_from(i).ok() == Some(n)) {
@@ -169,7 +245,7 @@ fn check_choices(choices: &[ChoiceCheck<'_>]) -> Option<Checked> {
     Some(out)
 }
 
-fn check_usage(u: &UsageCheck<'_>) -> Option<Tokens> {
+pub(super) fn check_usage(u: &UsageCheck<'_>) -> Option<Tokens> {
     let details_ok = |d: &Shape<'_>| matches!(d, Shape::Absent | Shape::Object);
     match (&u.prompt_tokens, &u.completion_tokens, &u.total_tokens) {
         (Shape::Int(input), Shape::Int(output), Shape::Int(_))
@@ -185,6 +261,7 @@ const DELTA_ROLES: [&str; 5] = ["developer", "system", "user", "assistant", "too
 
 /// What the check found in a chunk's choices.
 #[derive(Default)]
+#[cfg_attr(test, derive(Debug, PartialEq))]
 pub(super) struct ChunkChecked {
     pub(super) has_token: bool,
     pub(super) finishes: bool,
@@ -205,7 +282,7 @@ pub(super) struct ChunkChecked {
     pub(super) content_at: Option<usize>,
 }
 
-fn check_deltas(choices: &[ChoiceCheck<'_>], text: &str) -> Option<ChunkChecked> {
+pub(super) fn check_deltas(choices: &[ChoiceCheck<'_>], text: &str) -> Option<ChunkChecked> {
     let mut out = ChunkChecked { empty: choices.is_empty(), ..ChunkChecked::default() };
     for c in choices {
         if !matches!(c.index, Shape::Int(_)) || !matches!(c.logprobs, Shape::Absent | Shape::Null) {
@@ -259,12 +336,13 @@ fn offset_in(text: &str, part: &str) -> Option<usize> {
 
 /// What one pass over the top level of a body finds.
 #[derive(Default)]
+#[cfg_attr(test, derive(Debug, PartialEq))]
 pub(super) struct Top {
     /// Where each key's opening quote is, its length (the repeat check
     /// compares lengths before bytes: most keys differ in length, and a
     /// byte comparison with each earlier key was a `memcmp` call), and
     /// whether its entry is kept.
-    keys: Vec<(usize, usize, bool)>,
+    pub(super) keys: Vec<(usize, usize, bool)>,
     /// A completion's choices, when they passed.
     pub(super) checked: Option<Checked>,
     /// A chunk's choices, when they passed.
@@ -273,7 +351,7 @@ pub(super) struct Top {
     /// `usage` was an object (not `null`): its `completion_tokens` counts.
     pub(super) usage_counted: bool,
     /// Which of `keys` is `usage`.
-    usage_key: Option<usize>,
+    pub(super) usage_key: Option<usize>,
     /// Where `usage`'s value is in the tail `split` returns.
     pub(super) usage_in_tail: Option<Range<usize>>,
     /// Where a chunk's content string ([`ChunkChecked::content_at`]) is in
@@ -282,112 +360,89 @@ pub(super) struct Top {
 }
 
 /// Reads the top level of `text` in one pass: the fields the check needs
-/// are read as they go by, the rest skipped. An error means "the general
-/// path decides": not an object, a key with escapes or given twice, or
-/// anything to complete or fix.
-struct TopSeed<'a> {
-    text: &'a str,
-    /// A `chat.completion.chunk` (deltas), not a `chat.completion`.
-    chunk: bool,
-}
-
-impl<'de> DeserializeSeed<'de> for TopSeed<'de> {
-    type Value = Top;
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Top, D::Error> {
-        d.deserialize_map(self)
-    }
-}
-
-impl<'de> Visitor<'de> for TopSeed<'de> {
-    type Value = Top;
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("a chat.completion object")
-    }
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Top, A::Error> {
-        let general = || A::Error::custom("needs the general path");
-        let mut top = Top { keys: Vec::with_capacity(8), ..Top::default() };
-        // Keys without escapes are borrowed from the text itself.
-        while let Some(key) = map.next_key::<&'de str>()? {
+/// are read as they go by, the rest validated and skipped. `None` means
+/// "the general path decides": not an object, a key with escapes or given
+/// twice, or anything to complete or fix.
+pub(super) fn top(text: &str, chunk: bool) -> Option<Top> {
+    let mut lx = Lex::new(text);
+    let mut top = Top { keys: Vec::with_capacity(8), ..Top::default() };
+    if !lx.open(b'{', b'}')? {
+        loop {
+            let (start, key) = lx.key()?;
             let seen = |&(at, len, _): &(usize, usize, bool)| {
-                len == key.len() && self.text.get(at + 1..at + 1 + len) == Some(key)
+                len == key.len() && text.as_bytes().get(at + 1..at + 1 + len) == Some(key.as_bytes())
             };
             if top.keys.iter().any(seen) {
-                return Err(general());
-            }
-            let start = (key.as_ptr() as usize).wrapping_sub(self.text.as_ptr() as usize).wrapping_sub(1);
-            let quoted = start.checked_add(key.len() + 2).and_then(|end| self.text.get(start..end));
-            if quoted.is_none_or(|q| q.get(1..=key.len()) != Some(key) || !q.starts_with('"')) {
-                return Err(general());
+                return None;
             }
             let keep = match key {
                 "id" | "created" | "model" => {
-                    map.next_value::<IgnoredAny>()?;
+                    lx.skip(0)?;
                     false
                 }
                 "object" => {
-                    if map.next_value::<Shape<'_>>()?.as_str() == Some("error") {
-                        return Err(general());
+                    if lx.shape()?.as_str() == Some("error") {
+                        return None;
                     }
                     false
                 }
                 "error" => {
-                    if !matches!(map.next_value::<Shape<'_>>()?, Shape::Null) {
-                        return Err(general());
+                    if !matches!(lx.shape()?, Shape::Null) {
+                        return None;
                     }
                     true
                 }
                 "x_groq" => {
-                    if !matches!(map.next_value::<GroqCheck<'_>>()?.error, Shape::Absent | Shape::Null) {
-                        return Err(general());
+                    if !matches!(GroqCheck::read(&mut lx)?.error, Shape::Absent | Shape::Null) {
+                        return None;
                     }
                     true
                 }
-                "choices" if self.chunk => {
-                    let choices: Vec<ChoiceCheck<'_>> = map.next_value()?;
-                    top.chunk = Some(check_deltas(&choices, self.text).ok_or_else(general)?);
+                "choices" if chunk => {
+                    top.chunk = Some(check_deltas(&ChoiceCheck::read_all(&mut lx)?, text)?);
                     true
                 }
                 "choices" => {
-                    let choices: Vec<ChoiceCheck<'_>> = map.next_value()?;
-                    top.checked = Some(check_choices(&choices).ok_or_else(general)?);
+                    top.checked = Some(check_choices(&ChoiceCheck::read_all(&mut lx)?)?);
                     true
                 }
                 "usage" => {
                     top.usage_key = Some(top.keys.len());
-                    match map.next_value::<Option<UsageCheck<'_>>>()? {
+                    match UsageCheck::read_or_null(&mut lx)? {
                         // `null` stays, and counts as no tokens.
                         None => top.usage = Some(Tokens::default()),
                         Some(u) => {
-                            top.usage = Some(check_usage(&u).ok_or_else(general)?);
+                            top.usage = Some(check_usage(&u)?);
                             top.usage_counted = true;
                         }
                     }
                     true
                 }
                 "system_fingerprint" | "service_tier" => {
-                    if !map.next_value::<Shape<'_>>()?.is_string_or_null() {
-                        return Err(general());
+                    if !lx.shape()?.is_string_or_null() {
+                        return None;
                     }
                     true
                 }
                 _ => {
-                    map.next_value::<IgnoredAny>()?;
+                    lx.skip(0)?;
                     true
                 }
             };
             top.keys.push((start, key.len(), keep));
+            if !lx.more(b'}')? {
+                break;
+            }
         }
-        Ok(top)
     }
+    lx.at_end().then_some(top)
 }
 
 /// Reads a body's top level in one pass and cuts out `id`, `object`,
 /// `created` and `model`: what remains, as `,"key":value` runs ready to be
 /// written after the gateway's stamp.
 pub(super) fn split(text: &str, chunk: bool) -> Option<(Top, String)> {
-    let mut de = serde_json::Deserializer::from_str(text);
-    let mut top = TopSeed { text, chunk }.deserialize(&mut de).ok()?;
-    de.end().ok()?;
+    let mut top = top(text, chunk)?;
     // Each entry runs from its key's quote to the next key's quote (or the
     // closing brace); written out without its separating comma.
     let close = text.trim_ascii_end().len().checked_sub(1)?;

@@ -1,0 +1,311 @@
+//! The byte scanner under the one-pass check ([`super::scan`]): walks a
+//! body's JSON once, validating as it goes, and hands the check the few
+//! values it reads — strings borrowed from the text unless they have
+//! escapes, integers, and the kind of everything else — while every other
+//! value is only validated and stepped over.
+//!
+//! It replaces serde's visitor machinery on this path (a third of the
+//! instructions of a passed-through request went to it), and it is
+//! deliberately narrow: whatever it is not sure of (an escaped key at the
+//! top level, a struct written as an array, nesting past [`MAX_DEPTH`]) is a `None`,
+//! which sends the body down the general path. Whatever it accepts is
+//! what serde_json reads of the same text: the test module holds the
+//! serde-based reader it replaced and compares the two over generated
+//! and mutated bodies.
+
+use super::scan::Shape;
+use std::borrow::Cow;
+
+/// Deeper than this, the general path decides (serde_json's own limit is
+/// 128, so nothing it accepts is read differently here: only refused).
+const MAX_DEPTH: usize = 100;
+
+/// Where the run of plain string bytes from `at` ends: the first quote,
+/// backslash or control character, or the end of `b`. Eight bytes at a
+/// time (a byte is found when its lane of a word minus ones borrows),
+/// the rest one by one.
+fn plain_run(b: &[u8], mut at: usize) -> usize {
+    const ONES: u64 = u64::from_le_bytes([0x01; 8]);
+    const HIGH: u64 = u64::from_le_bytes([0x80; 8]);
+    let has_zero = |v: u64| v.wrapping_sub(ONES) & !v & HIGH;
+    while let Some(word) = b.get(at..at + 8).and_then(|w| <[u8; 8]>::try_from(w).ok()) {
+        let v = u64::from_le_bytes(word);
+        // A byte under 0x20 borrows when 0x20 is taken from its lane.
+        let found = has_zero(v ^ (ONES * u64::from(b'"')))
+            | has_zero(v ^ (ONES * u64::from(b'\\')))
+            | (v.wrapping_sub(ONES * 0x20) & !v & HIGH);
+        if found != 0 {
+            // The lowest lane flagged is exact (a borrow only runs upward).
+            return at + (found.trailing_zeros() / 8) as usize;
+        }
+        at += 8;
+    }
+    while b.get(at).is_some_and(|&c| c != b'"' && c != b'\\' && c >= 0x20) {
+        at += 1;
+    }
+    at
+}
+
+/// A cursor over a JSON text.
+pub(super) struct Lex<'a> {
+    text: &'a str,
+    at: usize,
+}
+
+impl<'a> Lex<'a> {
+    pub(super) fn new(text: &'a str) -> Self {
+        Self { text, at: 0 }
+    }
+
+    fn bytes(&self) -> &'a [u8] {
+        self.text.as_bytes()
+    }
+
+    /// The next byte after blanks (JSON's four), not taken.
+    pub(super) fn peek(&mut self) -> Option<u8> {
+        while let Some(b' ' | b'\n' | b'\r' | b'\t') = self.bytes().get(self.at) {
+            self.at += 1;
+        }
+        self.bytes().get(self.at).copied()
+    }
+
+    /// Takes `c` (after blanks), or `None`.
+    pub(super) fn eat(&mut self, c: u8) -> Option<()> {
+        (self.peek()? == c).then(|| self.at += 1)
+    }
+
+    /// After a member or an element: `true` on `,` (another follows),
+    /// `false` on `close` (taken), else `None`.
+    pub(super) fn more(&mut self, close: u8) -> Option<bool> {
+        match self.peek()? {
+            b',' => {
+                self.at += 1;
+                Some(true)
+            }
+            c if c == close => {
+                self.at += 1;
+                Some(false)
+            }
+            _ => None,
+        }
+    }
+
+    /// Opens an object or an array: `true` when it is empty (and closed).
+    pub(super) fn open(&mut self, open: u8, close: u8) -> Option<bool> {
+        self.eat(open)?;
+        if self.peek()? == close {
+            self.at += 1;
+            return Some(true);
+        }
+        Some(false)
+    }
+
+    /// Only blanks are left.
+    pub(super) fn at_end(&mut self) -> bool {
+        self.peek().is_none()
+    }
+
+    /// A key without escapes and its `:`: the key, and where its opening
+    /// quote is. A key with escapes is a `None` (the general path).
+    pub(super) fn key(&mut self) -> Option<(usize, &'a str)> {
+        let (at, key) = self.string()?;
+        self.eat(b':')?;
+        match key {
+            Cow::Borrowed(key) => Some((at, key)),
+            Cow::Owned(_) => None,
+        }
+    }
+
+    /// A string at the cursor, and where its opening quote is: borrowed
+    /// from the text, or decoded when it has escapes.
+    pub(super) fn string(&mut self) -> Option<(usize, Cow<'a, str>)> {
+        self.eat(b'"')?;
+        let open = self.at - 1;
+        let b = self.bytes();
+        let mut escaped = false;
+        loop {
+            self.at = plain_run(b, self.at);
+            match *b.get(self.at)? {
+                b'"' => break,
+                b'\\' => {
+                    escaped = true;
+                    match *b.get(self.at + 1)? {
+                        b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't' => self.at += 2,
+                        b'u' if b.get(self.at + 2..self.at + 6)?.iter().all(u8::is_ascii_hexdigit) => self.at += 6,
+                        _ => return None,
+                    }
+                }
+                0..=0x1f => return None,
+                _ => self.at += 1,
+            }
+        }
+        self.at += 1;
+        if !escaped {
+            return Some((open, Cow::Borrowed(self.text.get(open + 1..self.at - 1)?)));
+        }
+        // Escapes are rare here: serde_json decodes them (surrogate pairs
+        // joined, a lone surrogate refused), exactly as before.
+        let decoded: String = serde_json::from_str(self.text.get(open..self.at)?).ok()?;
+        Some((open, Cow::Owned(decoded)))
+    }
+
+    /// A number: `Int` for digits alone that fit a `u64` (what serde_json
+    /// hands over as one), `Other` for any other number (a sign, a
+    /// fraction, an exponent, too large: a float or a negative there).
+    fn number(&mut self) -> Option<Shape<'a>> {
+        let b = self.bytes();
+        let negative = b.get(self.at) == Some(&b'-');
+        if negative {
+            self.at += 1;
+        }
+        let digits = |at: &mut usize| {
+            let from = *at;
+            while b.get(*at).is_some_and(u8::is_ascii_digit) {
+                *at += 1;
+            }
+            *at > from
+        };
+        let int_from = self.at;
+        match b.get(self.at)? {
+            b'0' => self.at += 1,
+            b'1'..=b'9' => {
+                digits(&mut self.at);
+            }
+            _ => return None,
+        }
+        let int_to = self.at;
+        let mut plain = !negative;
+        if b.get(self.at) == Some(&b'.') {
+            self.at += 1;
+            plain = false;
+            if !digits(&mut self.at) {
+                return None;
+            }
+        }
+        if let Some(b'e' | b'E') = b.get(self.at) {
+            self.at += 1;
+            plain = false;
+            if let Some(b'+' | b'-') = b.get(self.at) {
+                self.at += 1;
+            }
+            if !digits(&mut self.at) {
+                return None;
+            }
+        }
+        if !plain {
+            return Some(Shape::Other);
+        }
+        let mut n: u64 = 0;
+        for &d in b.get(int_from..int_to)? {
+            match n.checked_mul(10).and_then(|n| n.checked_add(u64::from(d - b'0'))) {
+                Some(next) => n = next,
+                None => return Some(Shape::Other),
+            }
+        }
+        Some(Shape::Int(n))
+    }
+
+    fn literal(&mut self, word: &[u8]) -> Option<()> {
+        (self.bytes().get(self.at..self.at + word.len())? == word).then(|| self.at += word.len())
+    }
+
+    /// Any value, read as a [`Shape`] (an object's or an array's insides
+    /// validated and stepped over).
+    pub(super) fn shape(&mut self) -> Option<Shape<'a>> {
+        match self.peek()? {
+            b'"' => self.string().map(|(_, s)| Shape::Str(s)),
+            b'{' => self.skip(0).map(|()| Shape::Object),
+            b'[' => self.skip(0).map(|()| Shape::Other),
+            b'n' => self.literal(b"null").map(|()| Shape::Null),
+            b't' => self.literal(b"true").map(|()| Shape::Other),
+            b'f' => self.literal(b"false").map(|()| Shape::Other),
+            _ => self.number(),
+        }
+    }
+
+    /// Validates and steps over any value.
+    pub(super) fn skip(&mut self, depth: usize) -> Option<()> {
+        match self.peek()? {
+            b'{' if depth < MAX_DEPTH => {
+                if self.open(b'{', b'}')? {
+                    return Some(());
+                }
+                loop {
+                    self.string()?;
+                    self.eat(b':')?;
+                    self.skip(depth + 1)?;
+                    if !self.more(b'}')? {
+                        return Some(());
+                    }
+                }
+            }
+            b'[' if depth < MAX_DEPTH => {
+                if self.open(b'[', b']')? {
+                    return Some(());
+                }
+                loop {
+                    self.skip(depth + 1)?;
+                    if !self.more(b']')? {
+                        return Some(());
+                    }
+                }
+            }
+            b'{' | b'[' => None,
+            _ => self.shape().map(drop),
+        }
+    }
+
+    /// Reads an object's members with `member`, given each key (decoded:
+    /// serde matches a struct's fields by their decoded names) and the
+    /// cursor at its value. (Repeats are the reader's to refuse: serde
+    /// refuses a known field given twice, not an unknown one.)
+    pub(super) fn members(&mut self, mut member: impl FnMut(&str, &mut Self) -> Option<()>) -> Option<()> {
+        if self.open(b'{', b'}')? {
+            return Some(());
+        }
+        loop {
+            let (_, key) = self.string()?;
+            self.eat(b':')?;
+            member(&key, self)?;
+            if !self.more(b'}')? {
+                return Some(());
+            }
+        }
+    }
+
+    /// Reads an array's elements with `element`.
+    pub(super) fn elements(&mut self, mut element: impl FnMut(&mut Self) -> Option<()>) -> Option<()> {
+        if self.open(b'[', b']')? {
+            return Some(());
+        }
+        loop {
+            element(self)?;
+            if !self.more(b']')? {
+                return Some(());
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+
+    proptest! {
+        /// The word-at-a-time run ends where a byte-at-a-time one does.
+        #[test]
+        fn a_plain_run_ends_at_the_first_quote_backslash_or_control(
+            bytes in proptest::collection::vec(
+                prop_oneof![8 => 0x20u8..=0x7e, 1 => Just(b'"'), 1 => Just(b'\\'), 1 => 0u8..0x20, 2 => 0x80u8..=0xff],
+                0..40,
+            ),
+            from in 0usize..40,
+        ) {
+            let from = from.min(bytes.len());
+            let naive = (from..bytes.len())
+                .find(|&i| bytes[i] == b'"' || bytes[i] == b'\\' || bytes[i] < 0x20)
+                .unwrap_or(bytes.len());
+            prop_assert_eq!(super::plain_run(&bytes, from), naive);
+        }
+    }
+}
