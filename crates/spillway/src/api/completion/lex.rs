@@ -13,8 +13,37 @@
 //! serde-based reader it replaced and compares the two over generated
 //! and mutated bodies.
 
-use super::scan::Shape;
 use std::borrow::Cow;
+
+/// What kind of JSON value a field holds, read in the same pass as its
+/// neighbours and not kept (strings borrowed unless they have escapes).
+/// `Absent` when the field is missing — distinct from `null`.
+#[derive(Default)]
+#[cfg_attr(test, derive(Debug))]
+pub(super) enum Shape<'a> {
+    #[default]
+    Absent,
+    Null,
+    Str(Cow<'a, str>),
+    Int(u64),
+    Object,
+    Other,
+}
+
+impl Shape<'_> {
+    pub(super) fn is_string_or_null(&self) -> bool {
+        matches!(self, Self::Str(_) | Self::Null)
+    }
+    pub(super) fn is_object_or_null(&self) -> bool {
+        matches!(self, Self::Object | Self::Null)
+    }
+    pub(super) fn as_str(&self) -> Option<&str> {
+        match self {
+            Self::Str(s) => Some(s),
+            _ => None,
+        }
+    }
+}
 
 /// Deeper than this, the general path decides (serde_json's own limit is
 /// 128, so nothing it accepts is read differently here: only refused).

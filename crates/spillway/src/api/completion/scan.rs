@@ -9,7 +9,7 @@
 //! value of the wrong type, tool calls, an in-band error) is a `None` that
 //! sends the answer down the general path.
 
-use super::lex::Lex;
+use super::lex::{Lex, Shape};
 use crate::api::tokens::Tokens;
 use std::borrow::Cow;
 use std::ops::Range;
@@ -21,36 +21,6 @@ pub(super) const FINISH_REASONS: [&str; 5] = ["stop", "length", "tool_calls", "c
 pub(super) struct Checked {
     pub(super) has_answer: bool,
     pub(super) content_chars: usize,
-}
-
-/// What kind of JSON value a field holds, read in the same pass as its
-/// neighbours and not kept (strings borrowed unless they have escapes).
-/// `Absent` when the field is missing — distinct from `null`.
-#[derive(Default)]
-#[cfg_attr(test, derive(Debug))]
-pub(super) enum Shape<'a> {
-    #[default]
-    Absent,
-    Null,
-    Str(Cow<'a, str>),
-    Int(u64),
-    Object,
-    Other,
-}
-
-impl Shape<'_> {
-    pub(super) fn is_string_or_null(&self) -> bool {
-        matches!(self, Self::Str(_) | Self::Null)
-    }
-    fn is_object_or_null(&self) -> bool {
-        matches!(self, Self::Object | Self::Null)
-    }
-    pub(super) fn as_str(&self) -> Option<&str> {
-        match self {
-            Self::Str(s) => Some(s),
-            _ => None,
-        }
-    }
 }
 
 /// What the check reads of one choice — `message` in a completion,
