@@ -45,8 +45,9 @@ impl Shape<'_> {
     }
 }
 
-/// Deeper than this, the general path decides (serde_json's own limit is
-/// 128, so nothing it accepts is read differently here: only refused).
+/// Deeper than this, the general path decides (serde_json skips a value
+/// of any depth; no answer nests this deep, and a scanner without a limit
+/// could be made to overflow its stack).
 const MAX_DEPTH: usize = 100;
 
 /// Where the run of plain string bytes from `at` ends: the first quote,
