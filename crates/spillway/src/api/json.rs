@@ -8,6 +8,7 @@
 //! also runs on `Value`s (tests, rewritten bodies) is written once against
 //! [`JsonView`].
 
+use super::lex::{Lex, MAX_DEPTH};
 use serde::de::{Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde::ser::{Serialize, SerializeMap, SerializeSeq, Serializer};
 use serde_json::Value;
@@ -144,6 +145,57 @@ impl JsonView for Json<'_> {
     }
 }
 
+impl<'a> Json<'a> {
+    /// Reads `text` with the byte scanner ([`super::lex`]): what serde
+    /// reads of it, or `None` when the scanner is not sure — not JSON,
+    /// nesting past its limit — and serde should read it (and word the
+    /// error).
+    pub fn scan(text: &'a str) -> Option<Self> {
+        let mut lx = Lex::new(text);
+        let value = scan_value(&mut lx, 0)?;
+        lx.at_end().then_some(value)
+    }
+}
+
+fn scan_value<'a>(lx: &mut Lex<'a>, depth: usize) -> Option<Json<'a>> {
+    Some(match lx.peek()? {
+        b'"' => Json::String(lx.string()?.1),
+        b'{' if depth < MAX_DEPTH => {
+            let mut entries = Vec::with_capacity(4);
+            if !lx.open(b'{', b'}')? {
+                loop {
+                    let (_, key) = lx.string()?;
+                    lx.eat(b':')?;
+                    entries.push((key, scan_value(lx, depth + 1)?));
+                    if !lx.more(b'}')? {
+                        break;
+                    }
+                }
+            }
+            Json::Object(entries)
+        }
+        b'[' if depth < MAX_DEPTH => {
+            let mut items = Vec::with_capacity(4);
+            lx.elements(|lx| {
+                items.push(scan_value(lx, depth + 1)?);
+                Some(())
+            })?;
+            Json::Array(items)
+        }
+        b'{' | b'[' => return None,
+        b'n' | b't' | b'f' => match lx.word()? {
+            b"null" => Json::Null,
+            word => Json::Bool(word == b"true"),
+        },
+        _ => match lx.number_text()? {
+            (_, Some(n)) => Json::Number(n.into()),
+            // A sign, a fraction or an exponent: serde reads the number
+            // (its float parsing is its own; rare in a request).
+            (text, None) => serde_json::from_str(text).ok()?,
+        },
+    })
+}
+
 impl<'de: 'a, 'a> Deserialize<'de> for Json<'a> {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         struct V<'a>(std::marker::PhantomData<&'a ()>);
@@ -251,7 +303,83 @@ impl Serialize for Json<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
     use serde_json::json;
+
+    /// Any JSON value a client might send, odd numbers and strings included.
+    fn value() -> impl Strategy<Value = Value> {
+        let leaf = prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::from),
+            any::<u64>().prop_map(Value::from),
+            any::<i64>().prop_map(Value::from),
+            any::<f64>().prop_filter("finite", |f| f.is_finite()).prop_map(Value::from),
+            "[a-z \"\\\\\n\t\u{1}\u{e9}\u{1F600}]{0,12}".prop_map(Value::from),
+        ];
+        leaf.prop_recursive(4, 32, 6, |inner| {
+            prop_oneof![
+                proptest::collection::vec(inner.clone(), 0..5).prop_map(Value::from),
+                proptest::collection::vec(("[a-z\"\\\\\u{e9}]{0,6}", inner), 0..5)
+                    .prop_map(|entries| Value::Object(entries.into_iter().collect())),
+            ]
+        })
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(2000))]
+
+        /// The scanner's tree is serde's, and where serde refuses a text
+        /// the scanner does too: over written values, compact or pretty,
+        /// and the same text with a character inserted, removed or cut.
+        #[test]
+        fn the_scanner_reads_a_body_as_serde_does(
+            v in value(),
+            pretty in any::<bool>(),
+            at in any::<usize>(),
+            edit in 0u8..5,
+            c in proptest::sample::select(vec!['"', '\\', '{', '}', '[', ']', ',', ':', '0', '-', '.', 'e', 'E', '+', 'n', 't', ' ', '\u{1}', 'é']),
+        ) {
+            let mut text = if pretty { serde_json::to_string_pretty(&v) } else { serde_json::to_string(&v) }.unwrap();
+            let mut at = at % (text.len() + 1);
+            while !text.is_char_boundary(at) {
+                at -= 1;
+            }
+            match edit {
+                1 => text.insert(at, c),
+                2 if at < text.len() => {
+                    text.remove(at);
+                }
+                3 => text.truncate(at),
+                4 => text.insert_str(at, " 1e400 "),
+                _ => {}
+            }
+            let serde: Option<Json<'_>> = serde_json::from_str(&text).ok();
+            let scanned = Json::scan(&text);
+            if edit == 0 {
+                prop_assert!(scanned.is_some(), "{}", text);
+            }
+            prop_assert!(scanned.is_none() || scanned == serde, "{}", text);
+            prop_assert!(serde.is_some() || scanned.is_none(), "{}", text);
+        }
+    }
+
+    #[test]
+    fn numbers_read_as_serde_reads_them() {
+        for text in [
+            "0", "-0", "18446744073709551615", "18446744073709551616", "-9223372036854775808",
+            "-9223372036854775809", "1.5", "-1.5e-3", "1E+2", "0.1", "01", "1.", "-", "1e400", "[1,2,]",
+            "\"a\u{1}b\"", "\"a\u{1f}\"", "\"tab\there\"", "\"\\x\"", "\"\\ud800\"", "\"\\ud83d\\ude00\"",
+            "{\"a\":1,}", "{\"a\" 1}", "{\"a\":1 \"b\":2}", "[1 2]", "nul", "truee", "{\"k\\u0041\":[]}",
+        ] {
+            let serde: Option<Json<'_>> = serde_json::from_str(text).ok();
+            assert!(Json::scan(text).is_none() || Json::scan(text) == serde, "{text}");
+            assert_eq!(Json::scan(text).is_some(), serde.is_some(), "{text}");
+        }
+        // Deeper than the scanner goes: serde reads it.
+        let deep = format!("{}{}", "[".repeat(120), "]".repeat(120));
+        assert!(Json::scan(&deep).is_none());
+        assert!(serde_json::from_str::<Json<'_>>(&deep).is_ok());
+    }
 
     #[test]
     fn reads_like_value() {

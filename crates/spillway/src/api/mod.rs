@@ -24,6 +24,7 @@ pub mod embeddings;
 pub mod error;
 pub mod json;
 pub mod legacy;
+mod lex;
 pub mod messages;
 pub mod reframe;
 pub mod request;

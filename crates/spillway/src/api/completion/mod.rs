@@ -13,7 +13,6 @@
 //! ([`types`]) is either, and both give the client the same fields and
 //! values.
 
-mod lex;
 pub mod raw;
 mod scan;
 #[cfg(test)]

@@ -1,6 +1,6 @@
 //! The one-pass check of the fast path: reads a completion's or a
 //! chunk's top level once, without building a JSON tree (borrowed strings,
-//! untouched values skipped: the byte scanner of [`super::lex`]), decides
+//! untouched values skipped: the byte scanner of [`crate::api::lex`]), decides
 //! whether it needs anything filled in or fixed, and cuts out the fields
 //! the gateway's stamp replaces.
 //!
@@ -9,7 +9,7 @@
 //! value of the wrong type, tool calls, an in-band error) is a `None` that
 //! sends the answer down the general path.
 
-use super::lex::{Lex, Shape};
+use crate::api::lex::{Lex, Shape};
 use crate::api::tokens::Tokens;
 use std::borrow::Cow;
 use std::ops::Range;

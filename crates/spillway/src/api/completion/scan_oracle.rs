@@ -1,11 +1,11 @@
-//! The serde-based reader the byte scanner ([`super::lex`]) replaced,
+//! The serde-based reader the byte scanner ([`crate::api::lex`]) replaced,
 //! kept as the oracle of a differential test: over generated answers and
 //! chunks, and the same bytes cut, blanked or corrupted, the scanner
 //! either reads what serde reads or sends the body to the general path —
 //! and it sends to the general path only what serde refuses too, for the
 //! shapes the generator makes.
 
-use super::lex::Shape;
+use crate::api::lex::Shape;
 use super::scan::{check_choices, check_deltas, check_usage, ChoiceCheck, GroqCheck, Top, UsageCheck};
 use crate::api::tokens::Tokens;
 use serde::de::{DeserializeSeed, Deserializer, Error as _, IgnoredAny, MapAccess, SeqAccess, Visitor};

@@ -127,7 +127,10 @@ impl ChatRequest {
         // One UTF-8 check of the whole body, not one per string.
         let text =
             std::str::from_utf8(&bytes).map_err(|e| ApiError::InvalidJson(format!("the body is not UTF-8: {e}")))?;
-        let json: Json<'_> = serde_json::from_str(text).map_err(|e| ApiError::InvalidJson(e.to_string()))?;
+        let json = match Json::scan(text) {
+            Some(json) => json,
+            None => serde_json::from_str(text).map_err(|e| ApiError::InvalidJson(e.to_string()))?,
+        };
         let Json::Object(entries) = &json else {
             return Err(ApiError::InvalidJson("the body must be a JSON object".into()));
         };

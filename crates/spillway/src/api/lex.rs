@@ -1,17 +1,18 @@
-//! The byte scanner under the one-pass check ([`super::scan`]): walks a
-//! body's JSON once, validating as it goes, and hands the check the few
-//! values it reads — strings borrowed from the text unless they have
-//! escapes, integers, and the kind of everything else — while every other
-//! value is only validated and stepped over.
+//! A byte scanner for JSON: walks a text once, validating as it goes, and
+//! hands its reader the values it asks for — strings borrowed from the
+//! text unless they have escapes, integers, the kind of everything else —
+//! while other values are only validated and stepped over. Two readers
+//! use it, in place of serde's visitor machinery (a third of the
+//! instructions of a passed-through request went to it): the one-pass
+//! check of upstream answers and chunks ([`super::completion`]'s
+//! `scan.rs`) and the request body's borrowed tree ([`super::json::Json::scan`]).
 //!
-//! It replaces serde's visitor machinery on this path (a third of the
-//! instructions of a passed-through request went to it), and it is
-//! deliberately narrow: whatever it is not sure of (an escaped key at the
-//! top level, a struct written as an array, nesting past [`MAX_DEPTH`]) is a `None`,
-//! which sends the body down the general path. Whatever it accepts is
-//! what serde_json reads of the same text: the test module holds the
-//! serde-based reader it replaced and compares the two over generated
-//! and mutated bodies.
+//! It is deliberately narrow: what it is not sure of (an escaped key where
+//! the check needs a borrowed one, a struct written as an array, nesting
+//! past [`MAX_DEPTH`]) is a `None`, which sends the text to serde. What it
+//! accepts is what serde_json reads of the same text: the test modules
+//! compare the two over generated and damaged texts (`scan_oracle.rs`,
+//! `json.rs`).
 
 use std::borrow::Cow;
 
@@ -48,7 +49,7 @@ impl Shape<'_> {
 /// Deeper than this, the general path decides (serde_json skips a value
 /// of any depth; no answer nests this deep, and a scanner without a limit
 /// could be made to overflow its stack).
-const MAX_DEPTH: usize = 100;
+pub(super) const MAX_DEPTH: usize = 100;
 
 /// Where the run of plain string bytes from `at` ends: the first quote,
 /// backslash or control character, or the end of `b`. Eight bytes at a
@@ -183,7 +184,17 @@ impl<'a> Lex<'a> {
     /// hands over as one), `Other` for any other number (a sign, a
     /// fraction, an exponent, too large: a float or a negative there).
     fn number(&mut self) -> Option<Shape<'a>> {
+        Some(match self.number_text()? {
+            (_, Some(n)) => Shape::Int(n),
+            (_, None) => Shape::Other,
+        })
+    }
+
+    /// A number's text, validated against JSON's grammar, and its value
+    /// when it is digits alone that fit a `u64`.
+    pub(super) fn number_text(&mut self) -> Option<(&'a str, Option<u64>)> {
         let b = self.bytes();
+        let from = self.at;
         let negative = b.get(self.at) == Some(&b'-');
         if negative {
             self.at += 1;
@@ -222,17 +233,29 @@ impl<'a> Lex<'a> {
                 return None;
             }
         }
+        let text = self.text.get(from..self.at)?;
         if !plain {
-            return Some(Shape::Other);
+            return Some((text, None));
         }
         let mut n: u64 = 0;
         for &d in b.get(int_from..int_to)? {
             match n.checked_mul(10).and_then(|n| n.checked_add(u64::from(d - b'0'))) {
                 Some(next) => n = next,
-                None => return Some(Shape::Other),
+                None => return Some((text, None)),
             }
         }
-        Some(Shape::Int(n))
+        Some((text, Some(n)))
+    }
+
+    /// `null`, `true` or `false` at the cursor: the word, taken.
+    pub(super) fn word(&mut self) -> Option<&'static [u8]> {
+        let word: &'static [u8] = match self.peek()? {
+            b'n' => b"null",
+            b't' => b"true",
+            b'f' => b"false",
+            _ => return None,
+        };
+        self.literal(word).map(|()| word)
     }
 
     fn literal(&mut self, word: &[u8]) -> Option<()> {
