@@ -153,29 +153,36 @@ impl<'a> Lex<'a> {
         self.eat(b'"')?;
         let open = self.at - 1;
         let b = self.bytes();
-        let mut escaped = false;
+        self.at = plain_run(b, self.at);
+        if b.get(self.at) != Some(&b'"') {
+            return self.escaped(open);
+        }
+        self.at += 1;
+        Some((open, Cow::Borrowed(self.text.get(open + 1..self.at - 1)?)))
+    }
+
+    /// The rest of a string that is not one plain run: escapes (checked
+    /// here, decoded by serde_json: surrogate pairs joined, a lone one
+    /// refused, exactly as before), or a control character or the text's
+    /// end (`None`). Out of line, so the plain case stays small.
+    #[cold]
+    #[inline(never)]
+    fn escaped(&mut self, open: usize) -> Option<(usize, Cow<'a, str>)> {
+        let b = self.bytes();
         loop {
             self.at = plain_run(b, self.at);
             match *b.get(self.at)? {
                 b'"' => break,
-                b'\\' => {
-                    escaped = true;
-                    match *b.get(self.at + 1)? {
-                        b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't' => self.at += 2,
-                        b'u' if b.get(self.at + 2..self.at + 6)?.iter().all(u8::is_ascii_hexdigit) => self.at += 6,
-                        _ => return None,
-                    }
-                }
-                0..=0x1f => return None,
-                _ => self.at += 1,
+                b'\\' => match *b.get(self.at + 1)? {
+                    b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't' => self.at += 2,
+                    b'u' if b.get(self.at + 2..self.at + 6)?.iter().all(u8::is_ascii_hexdigit) => self.at += 6,
+                    _ => return None,
+                },
+                // A control character (what stops a plain run otherwise).
+                _ => return None,
             }
         }
         self.at += 1;
-        if !escaped {
-            return Some((open, Cow::Borrowed(self.text.get(open + 1..self.at - 1)?)));
-        }
-        // Escapes are rare here: serde_json decodes them (surrogate pairs
-        // joined, a lone surrogate refused), exactly as before.
         let decoded: String = serde_json::from_str(self.text.get(open..self.at)?).ok()?;
         Some((open, Cow::Owned(decoded)))
     }

@@ -5,8 +5,8 @@
 //! and it sends to the general path only what serde refuses too, for the
 //! shapes the generator makes.
 
-use crate::api::lex::Shape;
 use super::scan::{check_choices, check_deltas, check_usage, ChoiceCheck, GroqCheck, Top, UsageCheck};
+use crate::api::lex::Shape;
 use crate::api::tokens::Tokens;
 use serde::de::{DeserializeSeed, Deserializer, Error as _, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde::Deserialize;

@@ -153,15 +153,26 @@ impl Link {
             *response.status_mut() = status;
             let http11 = parsed.version == Some(1);
             *response.version_mut() = if http11 { http::Version::HTTP_11 } else { http::Version::HTTP_10 };
-            let map = response.headers_mut();
-            map.reserve(parsed.headers.len());
+            // Values are kept as slices of the head's own bytes (no copy
+            // and no allocation per header): their places first, while the
+            // parse borrows the buffer, then the head is taken out of it.
+            let base = self.buf.as_ptr() as usize;
+            let mut places = Vec::with_capacity(parsed.headers.len());
             for h in parsed.headers.iter() {
                 let name =
                     http::HeaderName::from_bytes(h.name.as_bytes()).map_err(|_| WireError::Invalid("a header name"))?;
-                let value = http::HeaderValue::from_bytes(h.value).map_err(|_| WireError::Invalid("a header value"))?;
+                let at = (h.value.as_ptr() as usize).wrapping_sub(base);
+                places.push((name, at..at + h.value.len()));
+            }
+            let head = self.buf.split_to(len).freeze();
+            let map = response.headers_mut();
+            map.reserve(places.len());
+            for (name, at) in places {
+                let bytes = head.get(at.clone()).map(|_| head.slice(at)).unwrap_or_default();
+                let value =
+                    http::HeaderValue::from_maybe_shared(bytes).map_err(|_| WireError::Invalid("a header value"))?;
                 map.append(name, value);
             }
-            self.buf.advance(len);
             let framing = framing(code, map)?;
             let closes = map.get_all(http::header::CONNECTION).iter().any(|v| has_token(v.as_bytes(), b"close"));
             let keep_alive = http11 && !closes && !matches!(framing, Framing::Close);
