@@ -357,6 +357,7 @@ pub(super) fn respond_with(served: Served, permit: Permit, translate: impl FnOnc
                 Answer::Events(_) => Bytes::new(),
             };
             let mut r = Response::new(Body::from(bytes));
+            r.headers_mut().reserve(ANSWER_HEADERS);
             r.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
             if !quality.is_empty() {
                 if let Ok(v) = HeaderValue::from_str(&quality.labels()) {
@@ -389,11 +390,17 @@ pub(super) fn respond_with(served: Served, permit: Permit, translate: impl FnOnc
     });
     let mut r = Response::new(Body::from_stream(s));
     let h = r.headers_mut();
+    h.reserve(ANSWER_HEADERS);
     h.insert(header::CONTENT_TYPE, HeaderValue::from_static("text/event-stream"));
     h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
     h.insert(X_ACCEL_BUFFERING, HeaderValue::from_static("no"));
     upstream_id(headers(r, &cascade, &model, tier, rank, attempts, load_profile, handoff_id, escalated))
 }
+
+/// Room for an answer's headers, made once: its type, the `x-spillway-*`
+/// ones, the upstream's and the gateway's request ids (a map grown from
+/// empty was reallocated and rehashed on the seventh).
+const ANSWER_HEADERS: usize = 12;
 
 /// The `x-spillway-*` headers of an answer.
 #[allow(clippy::too_many_arguments)]

@@ -427,7 +427,10 @@ pub(super) fn split(text: &str, chunk: bool) -> Option<(Top, String)> {
         tail.push(',');
         if top.usage_key == Some(i) {
             // `"usage"`, maybe blanks, `:`, maybe blanks, the value.
-            let value = entry.split_once(':').map(|(_, v)| v.trim_ascii_start())?;
+            // (The key is `usage`: its first colon is the separator. A
+            // byte search: `split_once` went through the char searcher.)
+            let colon = entry.bytes().position(|b| b == b':')?;
+            let value = entry.get(colon + 1..)?.trim_ascii_start();
             let at = tail.len() + (entry.len() - value.len());
             top.usage_in_tail = Some(at..at + value.len());
         }
