@@ -168,9 +168,10 @@ impl Link {
             let map = response.headers_mut();
             map.reserve(places.len());
             for (name, at) in places {
-                let bytes = head.get(at.clone()).map(|_| head.slice(at)).unwrap_or_default();
-                let value =
-                    http::HeaderValue::from_maybe_shared(bytes).map_err(|_| WireError::Invalid("a header value"))?;
+                // (Always inside the head: httparse read the value there.)
+                head.get(at.clone()).ok_or(WireError::Invalid("a header value"))?;
+                let value = http::HeaderValue::from_maybe_shared(head.slice(at))
+                    .map_err(|_| WireError::Invalid("a header value"))?;
                 map.append(name, value);
             }
             let framing = framing(code, map)?;
