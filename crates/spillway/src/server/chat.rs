@@ -130,7 +130,15 @@ where
     let body = match tokio::time::timeout(server.body_read_timeout, read).await {
         Err(_) => return Err(ApiError::BodyTimeout(server.body_read_timeout)),
         Ok(Err(crate::providers::http::ReadError::TooLarge)) => return Err(ApiError::BodyTooLarge(limit)),
-        Ok(Err(_)) => return Err(ApiError::BodyUnreadable),
+        // The server reads a body before the handler runs, within the same
+        // bounds; what stopped it comes as the body's error.
+        Ok(Err(crate::providers::http::ReadError::Body(e))) => {
+            return Err(match body_failure(&e) {
+                Some(super::http1::BodyError::TimedOut) => ApiError::BodyTimeout(server.body_read_timeout),
+                Some(super::http1::BodyError::TooLarge) => ApiError::BodyTooLarge(limit),
+                _ => ApiError::BodyUnreadable,
+            })
+        }
         // A lone surrogate escape (half an emoji from a cut JavaScript
         // string) is read as U+FFFD on every entry point alike.
         Ok(Ok(bytes)) => crate::api::surrogates::mend(bytes),
@@ -401,6 +409,12 @@ pub(super) fn respond_with(served: Served, permit: Permit, translate: impl FnOnc
 /// ones, the upstream's and the gateway's request ids (a map grown from
 /// empty was reallocated and rehashed on the seventh).
 const ANSWER_HEADERS: usize = 12;
+
+/// What stopped the server reading a request's body, if it was that: the
+/// error itself, or inside the one the router's body wraps it in.
+fn body_failure(e: &(dyn std::error::Error + 'static)) -> Option<super::http1::BodyError> {
+    std::iter::successors(Some(e), |e| e.source()).find_map(|e| e.downcast_ref().copied())
+}
 
 /// The `x-spillway-*` headers of an answer.
 #[allow(clippy::too_many_arguments)]

@@ -1,10 +1,10 @@
 //! The HTTP server: accept loop, connection settings, graceful shutdown.
 //!
-//! Connections are served by hyper's HTTP/1 implementation with a
-//! header-read timeout (a slow client cannot hold a connection open by
-//! trickling headers) and keep-alive. On shutdown the listener closes at
-//! once, idle connections are told to close, and requests in flight get
-//! `server.shutdown_grace` to finish.
+//! Connections are served by the gateway's own HTTP/1.1 ([`http1`]) with
+//! a header-read timeout (a slow client cannot hold a connection open by
+//! trickling headers), a body read whole within its own bounds, and
+//! keep-alive. On shutdown the listener closes at once, idle connections
+//! close, and requests in flight get `server.shutdown_grace` to finish.
 
 pub mod admin;
 pub mod admin_discovery;
@@ -20,6 +20,7 @@ pub mod conventions;
 pub mod embeddings;
 pub mod feedback;
 pub mod handoff_routes;
+pub mod http1;
 pub mod keyed;
 pub mod kinds;
 pub mod messages;
@@ -31,9 +32,9 @@ pub mod workers;
 
 use crate::gateway::Live;
 use crate::metrics::Metrics;
-use hyper_util::rt::{TokioIo, TokioTimer};
-use hyper_util::server::graceful::GracefulShutdown;
 use hyper_util::service::TowerToHyperService;
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::atomic::AtomicUsize;
 use std::sync::Arc;
 use tokio::net::TcpListener;
@@ -62,7 +63,7 @@ impl AppState {
     }
 }
 
-/// The connection's service: chat completions go straight to their
+/// The connection's handler: chat completions go straight to their
 /// handler; everything else through the router. (Routing the hot path by
 /// hand keeps the router's nested services and their future moves off it:
 /// they showed as the largest single cost in instruction profiles.)
@@ -74,19 +75,15 @@ struct Front {
     link: Option<Arc<crate::client_link::ClientLink>>,
 }
 
-impl hyper::service::Service<http::Request<hyper::body::Incoming>> for Front {
-    type Response = axum::response::Response;
-    type Error = std::convert::Infallible;
-    type Future = std::pin::Pin<Box<dyn std::future::Future<Output = Result<Self::Response, Self::Error>> + Send>>;
-
-    fn call(&self, mut req: http::Request<hyper::body::Incoming>) -> Self::Future {
+impl http1::Handler for Front {
+    fn call(&self, mut req: http::Request<http1::RequestBody>) -> Pin<Box<dyn Future<Output = http1::Answer> + Send>> {
         let entered = {
             let gw = self.state.gateway.load();
             conventions::enter(&mut req, gw.config.server.cors.as_ref(), self.link.clone())
         };
         let entered = match entered {
             Ok(e) => e,
-            Err(preflight) => return Box::pin(std::future::ready(Ok(*preflight))),
+            Err(preflight) => return Box::pin(std::future::ready(*preflight)),
         };
         let span = entered.span.clone();
         aliases::add_v1(&mut req);
@@ -97,16 +94,16 @@ impl hyper::service::Service<http::Request<hyper::body::Incoming>> for Front {
             // a request (bench/instructions.sh: +8,000 instructions of memcpy).
             Box::pin(async move {
                 let served = tracing::Instrument::instrument(chat::chat(state, req), span).await;
-                Ok(conventions::leave(served, entered))
+                conventions::leave(served, entered)
             })
         } else {
-            let routed = self.router.call(req);
+            let routed = hyper::service::Service::call(&self.router, req);
             Box::pin(async move {
                 let resp = match tracing::Instrument::instrument(routed, span).await {
                     Ok(r) => r,
                     Err(never) => match never {},
                 };
-                Ok(conventions::leave(resp, entered))
+                conventions::leave(resp, entered)
             })
         }
     }
@@ -148,15 +145,17 @@ pub(crate) async fn accept_loop(
     state: Arc<AppState>,
     shutdown: CancellationToken,
 ) -> std::io::Result<bool> {
-    let (header_timeout, grace) = {
-        let gw = state.gateway.load();
-        (gw.config.server.header_read_timeout, gw.config.server.shutdown_grace)
+    let (settings, grace) = {
+        let server = &state.gateway.load().config.server;
+        let settings = http1::Settings {
+            header_read_timeout: server.header_read_timeout,
+            body_read_timeout: server.body_read_timeout,
+            max_body_bytes: server.max_body_bytes,
+        };
+        (settings, server.shutdown_grace)
     };
     let front =
         Front { state: state.clone(), router: TowerToHyperService::new(routes::router(state.clone())), link: None };
-    let mut http = hyper::server::conn::http1::Builder::new();
-    http.timer(TokioTimer::new()).header_read_timeout(header_timeout).keep_alive(true);
-    let graceful = GracefulShutdown::new();
     let tasks = TaskTracker::new();
     loop {
         let (stream, peer) = tokio::select! {
@@ -177,18 +176,18 @@ pub(crate) async fn accept_loop(
         let write_timeout = state.gateway.load().config.server.client_write_timeout;
         let io = client_io::ClientIo::new(stream, link.clone(), state.metrics.clone(), write_timeout);
         let front = Front { link: Some(link), ..front.clone() };
-        let conn = http.serve_connection(TokioIo::new(io), front);
-        let conn = graceful.watch(conn);
+        let shutdown = shutdown.clone();
         tasks.spawn(async move {
-            if let Err(e) = conn.await {
-                tracing::debug!(%peer, error = %e, "Connection ended with an error.");
-            }
+            http1::serve(io, &front, settings, shutdown).await;
+            tracing::trace!(%peer, "Connection closed.");
         });
     }
     drop(listener);
     tasks.close();
+    // Idle connections close as soon as they see the shutdown; busy ones
+    // after their answer.
     Ok(tokio::select! {
-        () = graceful.shutdown() => true,
+        () = tasks.wait() => true,
         () = tokio::time::sleep(grace) => false,
     })
 }

@@ -13,7 +13,7 @@ const MAX_TRAILERS: usize = 16 * 1024;
 
 /// Where the decoder is in the body.
 #[derive(Debug, Default)]
-pub(super) struct Chunked {
+pub(crate) struct Chunked {
     state: State,
     /// Trailer bytes read so far.
     trailers: usize,
@@ -35,14 +35,14 @@ enum State {
 
 impl Chunked {
     /// The body has ended (the last chunk and its trailers were read).
-    pub(super) fn is_done(&self) -> bool {
+    pub(crate) fn is_done(&self) -> bool {
         self.state == State::Done
     }
 
     /// Takes everything `buf` holds of the body out of it: the chunks'
     /// data, joined (empty when more must be read first). What follows the
     /// body stays in `buf`.
-    pub(super) fn decode(&mut self, buf: &mut BytesMut) -> Result<Bytes, &'static str> {
+    pub(crate) fn decode(&mut self, buf: &mut BytesMut) -> Result<Bytes, &'static str> {
         let mut out: Option<BytesMut> = None;
         loop {
             match self.state {

@@ -42,7 +42,7 @@
 //! - [`client`]: the [`Endpoint`] itself.
 
 pub mod body;
-mod chunked;
+pub(crate) mod chunked;
 pub mod client;
 pub mod connect;
 pub mod error;
