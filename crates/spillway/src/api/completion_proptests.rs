@@ -191,13 +191,20 @@ proptest! {
         ], 1..12),
     ) {
         let mut shape = ChunkShape::default();
+        // The same events read in place from an upstream's read (the tail
+        // then a slice of it), with their own shape.
+        let mut in_place = ChunkShape::default();
         for (i, raw) in raws.iter().enumerate() {
             let base = &bases[i % bases.len()];
-            let mut events = vec![base.to_string().into_bytes()];
+            // Every other stream written as upstreams write it, the stamp's
+            // entries first (a tail that is one run of the data); the others
+            // in the map's own order.
+            let write = |v: &Value| if i % 2 == 0 { stamp_first(v) } else { v.to_string() };
+            let mut events = vec![write(base).into_bytes()];
             let mut marked = base.clone();
             if let Some(delta) = marked.pointer_mut("/choices/0/delta").and_then(Value::as_object_mut) {
                 delta.insert("content".into(), json!("@@content@@"));
-                let text = marked.to_string();
+                let text = write(&marked);
                 let (before, after) = text.split_once("@@content@@").unwrap();
                 events.push([before, raw, after].concat().into_bytes());
                 // Bytes that are not UTF-8 in the new string.
@@ -206,7 +213,13 @@ proptest! {
             for data in events {
                 let like = RawChunk::check_like(&data, &mut shape);
                 let whole = std::str::from_utf8(&data).ok().and_then(RawChunk::check);
-                prop_assert_eq!(like, whole, "{}", String::from_utf8_lossy(&data));
+                prop_assert_eq!(&like, &whole, "{}", String::from_utf8_lossy(&data));
+                let piece = Bytes::from([b"data: ", &data[..], b"\n\n"].concat());
+                let read = RawChunk::check_like_in(&piece[6..6 + data.len()], Some(&piece), &mut in_place);
+                prop_assert_eq!(&read, &whole, "in place: {}", String::from_utf8_lossy(&data));
+                if let Some(read) = read {
+                    prop_assert_eq!(read.content(), whole.as_ref().map(RawChunk::content).unwrap_or_default());
+                }
             }
         }
     }
@@ -216,6 +229,19 @@ proptest! {
         let _ = RawCompletion::check(Bytes::from(text.clone()));
         let _ = RawChunk::check(&text);
     }
+}
+
+/// `v` as JSON with `id`, `object`, `created` and `model` first (where it
+/// has them), as upstreams write their chunks; other values as they are.
+fn stamp_first(v: &Value) -> String {
+    let Some(map) = v.as_object() else { return v.to_string() };
+    const FIRST: [&str; 4] = ["id", "object", "created", "model"];
+    let entries = FIRST
+        .iter()
+        .filter_map(|k| map.get(*k).map(|x| (*k, x)))
+        .chain(map.iter().filter(|(k, _)| !FIRST.contains(&k.as_str())).map(|(k, x)| (k.as_str(), x)));
+    let body: Vec<String> = entries.map(|(k, x)| format!("{}:{x}", json!(k))).collect();
+    format!("{{{}}}", body.join(","))
 }
 
 /// The properties above are not vacuous: a fair share of generated bodies

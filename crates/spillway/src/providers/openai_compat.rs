@@ -256,9 +256,12 @@ where
             // Each event is decoded from the parser's buffer as it
             // completes (no string per event).
             let (pending, shape) = (&mut st.pending, &mut st.shape);
-            let mut decode = |_: Option<&str>, data: &[u8]| pending.push_back(decode_event(data, shape));
             match std::task::ready!(st.bytes.as_mut().poll_next(cx)) {
                 Some(Ok(chunk)) => {
+                    // An event read in place is a slice of `chunk`: a chunk
+                    // like the stream's shape keeps it uncopied.
+                    let mut decode =
+                        |_: Option<&str>, data: &[u8]| pending.push_back(decode_event(data, Some(&chunk), shape));
                     if st.parser.feed_with(&chunk, &mut decode).is_err() {
                         pending.push_back(Err(AttemptError::new(Failure::BrokenBody, "an SSE event was too large")));
                     }
@@ -268,7 +271,7 @@ where
                     pending.push_back(Err(src.0));
                 }
                 None => {
-                    st.parser.finish_with(&mut decode);
+                    st.parser.finish_with(&mut |_, data| pending.push_back(decode_event(data, None, shape)));
                     st.eof = true;
                 }
             }
@@ -276,13 +279,13 @@ where
     }
 }
 
-fn decode_event(data: &[u8], shape: &mut ChunkShape) -> Result<StreamItem, AttemptError> {
+fn decode_event(data: &[u8], piece: Option<&Bytes>, shape: &mut ChunkShape) -> Result<StreamItem, AttemptError> {
     let data = data.trim_ascii();
     if data == b"[DONE]" {
         return Ok(StreamItem::Done);
     }
     // Most chunks need only the gateway's stamp: kept as bytes.
-    if let Some(raw) = RawChunk::check_like(data, shape) {
+    if let Some(raw) = RawChunk::check_like_in(data, piece, shape) {
         return Ok(StreamItem::Raw(raw));
     }
     // (Bytes that are not UTF-8 are read as the replacement character.)

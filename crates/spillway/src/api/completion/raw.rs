@@ -13,7 +13,6 @@ use crate::api::tokens::{estimate_tokens, Tokens};
 use crate::api::wire::{self, Stamp};
 use bytes::Bytes;
 use serde_json::Value;
-use std::borrow::Cow;
 use std::fmt;
 use std::ops::Range;
 
@@ -177,7 +176,10 @@ impl RawCompletion {
 /// bytes to write after it.
 #[derive(Clone, PartialEq, Eq)]
 pub struct RawChunk {
-    tail: String,
+    /// Its entries after the stamp's, as `,"key":value` runs: a slice of
+    /// the upstream's read when the event came whole in one and its entries
+    /// lie in one run (nothing copied), else put together.
+    tail: Bytes,
     has_token: bool,
     finishes: bool,
     usage_only: bool,
@@ -193,7 +195,7 @@ pub struct RawChunk {
 
 impl fmt::Debug for RawChunk {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("RawChunk").field("tail", &self.tail).finish_non_exhaustive()
+        f.debug_struct("RawChunk").field("tail", &String::from_utf8_lossy(&self.tail)).finish_non_exhaustive()
     }
 }
 
@@ -215,7 +217,14 @@ impl RawChunk {
     /// UTF-8 (the new string, or the whole event when it takes the whole
     /// check; not UTF-8 is a `None`).
     pub fn check_like(data: &[u8], shape: &mut ChunkShape) -> Option<Self> {
-        if let Some(chunk) = shape.fill(data) {
+        Self::check_like_in(data, None, shape)
+    }
+
+    /// [`Self::check_like`] for `data` read in place from `piece` (the
+    /// upstream's read it is a slice of, if it is): a chunk like the shape
+    /// keeps its tail as a slice of the piece, uncopied.
+    pub fn check_like_in(data: &[u8], piece: Option<&Bytes>, shape: &mut ChunkShape) -> Option<Self> {
+        if let Some(chunk) = shape.fill_in(data, piece) {
             return Some(chunk);
         }
         let data = std::str::from_utf8(data).ok()?;
@@ -235,7 +244,7 @@ impl RawChunk {
             None => Text::Own(checked.content),
         };
         let chunk = Self {
-            tail,
+            tail: Bytes::from(tail.into_bytes()),
             has_token: checked.has_token,
             finishes: checked.finishes,
             usage_only: checked.empty && top.usage_counted,
@@ -250,6 +259,12 @@ impl RawChunk {
         Some((chunk, at))
     }
 
+    /// Its tail (to see whether it is a slice of the read it came in).
+    #[cfg(test)]
+    pub(super) fn tail(&self) -> &Bytes {
+        &self.tail
+    }
+
     /// Choice 0's `finish_reason`, when this chunk sets it.
     pub fn finish_reason(&self) -> Option<&'static str> {
         self.finish_reason
@@ -262,13 +277,14 @@ impl RawChunk {
 
     /// The `usage` object as the upstream wrote it, when it has one.
     pub fn usage_json(&self) -> Option<&[u8]> {
-        self.usage_at.clone().and_then(|at| self.tail.as_bytes().get(at))
+        self.usage_at.clone().and_then(|at| self.tail.get(at))
     }
 
     /// The content of choice 0's delta ("" when none).
     pub fn content(&self) -> &str {
         match &self.content {
-            Text::InTail(at) => self.tail.get(at.clone()).unwrap_or_default(),
+            // (Checked when the chunk was: short, and read once or twice.)
+            Text::InTail(at) => self.tail.get(at.clone()).and_then(|b| std::str::from_utf8(b).ok()).unwrap_or_default(),
             Text::Own(text) => text,
         }
     }
@@ -317,7 +333,7 @@ impl RawChunk {
     pub fn encode_into(&self, prefix: &[u8], out: &mut Vec<u8>) {
         out.reserve(prefix.len() + self.tail.len() + 3);
         out.extend_from_slice(prefix);
-        out.extend_from_slice(self.tail.as_bytes());
+        out.extend_from_slice(&self.tail);
         out.extend_from_slice(b"}\n\n");
     }
 
@@ -325,7 +341,7 @@ impl RawChunk {
     pub fn into_value(self) -> Value {
         let mut text = Vec::with_capacity(self.tail.len() + 2);
         text.push(b'{');
-        text.extend_from_slice(self.tail.as_bytes().get(1..).unwrap_or_default());
+        text.extend_from_slice(self.tail.get(1..).unwrap_or_default());
         text.push(b'}');
         // Checked JSON, reassembled from whole entries: it parses.
         serde_json::from_slice(&text).unwrap_or(Value::Null)
@@ -348,6 +364,11 @@ pub struct ChunkShape {
     chunk: Option<RawChunk>,
     /// Where its content string is in its tail.
     in_tail: Range<usize>,
+    /// Where its tail starts in its data and how many bytes follow the tail
+    /// there, when the tail is one run of the data (compact JSON with the
+    /// stamp's entries first, as upstreams write it): a chunk like it is
+    /// then that run of its own data.
+    run: Option<(usize, usize)>,
 }
 
 impl ChunkShape {
@@ -360,13 +381,25 @@ impl ChunkShape {
         self.foot.clear();
         self.foot.push_str(foot);
         self.in_tail = at_tail..at_tail + len;
+        let close = data.trim_ascii_end().len().saturating_sub(1);
+        self.run = data
+            .get(..close)
+            .filter(|before| before.as_bytes().ends_with(&chunk.tail))
+            .map(|_| (close - chunk.tail.len(), data.len() - close));
         self.chunk = Some(chunk.clone());
     }
 
     /// `data` checked against the shape: `None` when it differs from it
     /// outside the content string, or the new string is not one plain JSON
     /// string (a quote, a control character, an escape cut at its end).
+    #[cfg(test)]
     pub(super) fn fill(&self, data: &[u8]) -> Option<RawChunk> {
+        self.fill_in(data, None)
+    }
+
+    /// [`Self::fill`] for `data` read in place from `piece`: the tail is a
+    /// slice of it when it can be.
+    fn fill_in(&self, data: &[u8], piece: Option<&Bytes>) -> Option<RawChunk> {
         let like = self.chunk.as_ref()?;
         let end = data.len().checked_sub(self.foot.len())?;
         if end < self.head.len() || !data.starts_with(self.head.as_bytes()) || !data.ends_with(self.foot.as_bytes()) {
@@ -375,38 +408,69 @@ impl ChunkShape {
         // The head and foot are the shape's own (UTF-8) text: only the
         // string between them is new.
         let raw = data.get(self.head.len()..end)?;
-        let content = string_body(raw, || data.get(self.head.len() - 1..end + 1))?;
-        let raw = match &content {
-            Cow::Borrowed(text) => *text,
-            Cow::Owned(_) => std::str::from_utf8(raw).ok()?,
+        let (has_text, content_chars, content) = match string_body(raw, || data.get(self.head.len() - 1..end + 1))? {
+            Body::Ascii => {
+                (!raw.is_empty(), raw.len(), Text::InTail(self.in_tail.start..self.in_tail.start + raw.len()))
+            }
+            Body::Text(text) => {
+                (!text.is_empty(), chars(text), Text::InTail(self.in_tail.start..self.in_tail.start + raw.len()))
+            }
+            Body::Decoded(text) => {
+                // The escapes as written stay in the tail: they must be UTF-8 too.
+                std::str::from_utf8(raw).ok()?;
+                (!text.is_empty(), chars(&text), Text::Own(text.into()))
+            }
         };
-        let mut tail = String::with_capacity(like.tail.len() + raw.len() - self.in_tail.len());
-        tail.push_str(like.tail.get(..self.in_tail.start)?);
-        tail.push_str(raw);
-        tail.push_str(like.tail.get(self.in_tail.end..)?);
+        let in_piece = piece.and_then(|p| Some(p).zip(offset_in(p, data)));
+        let tail = match self.run.zip(in_piece) {
+            Some(((from, after), (piece, at))) => piece.slice(at + from..at + data.len() - after),
+            _ => {
+                let mut tail = Vec::with_capacity(like.tail.len() + raw.len() - self.in_tail.len());
+                tail.extend_from_slice(like.tail.get(..self.in_tail.start)?);
+                tail.extend_from_slice(raw);
+                tail.extend_from_slice(like.tail.get(self.in_tail.end..)?);
+                Bytes::from(tail)
+            }
+        };
         let moved = |at: usize| if at >= self.in_tail.end { at + raw.len() - self.in_tail.len() } else { at };
         Some(RawChunk {
             tail,
-            has_token: !content.is_empty() || like.refusal,
-            content_chars: chars(&content),
+            has_token: has_text || like.refusal,
+            content_chars,
             usage_at: like.usage_at.clone().map(|r| moved(r.start)..moved(r.end)),
-            content: match content {
-                Cow::Borrowed(_) => Text::InTail(self.in_tail.start..self.in_tail.start + raw.len()),
-                Cow::Owned(text) => Text::Own(text.into()),
-            },
+            content,
             ..*like
         })
     }
 }
 
+/// Where `data` starts in `piece`, when it is a slice of it.
+fn offset_in(piece: &Bytes, data: &[u8]) -> Option<usize> {
+    let (base, at) = (piece.as_ptr() as usize, data.as_ptr() as usize);
+    (at >= base && at + data.len() <= base + piece.len()).then(|| at - base)
+}
+
+/// A JSON string's body as [`string_body`] read it.
+enum Body<'a> {
+    /// Plain ASCII: the bytes are the text.
+    Ascii,
+    /// Plain UTF-8 text, without escapes.
+    Text(&'a str),
+    /// Text with escapes, decoded.
+    Decoded(String),
+}
+
 /// The text of a JSON string's body `bytes` (between its quotes), `None`
 /// unless it is one whole string; `quoted` gives it with its quotes for
 /// decoding escapes.
-fn string_body<'a>(bytes: &'a [u8], quoted: impl FnOnce() -> Option<&'a [u8]>) -> Option<Cow<'a, str>> {
-    // Most text has nothing to look at twice.
-    // (A fold without early exit: it vectorizes.)
+fn string_body<'a>(bytes: &'a [u8], quoted: impl FnOnce() -> Option<&'a [u8]>) -> Option<Body<'a>> {
+    // Most text has nothing to look at twice, and is ASCII: no UTF-8 pass.
+    // (Folds without early exit: they vectorize.)
     if !bytes.iter().fold(false, |seen, &b| seen | (b == b'"') | (b == b'\\') | (b < 0x20)) {
-        return std::str::from_utf8(bytes).ok().map(Cow::Borrowed);
+        if bytes.is_ascii() {
+            return Some(Body::Ascii);
+        }
+        return std::str::from_utf8(bytes).ok().map(Body::Text);
     }
     let mut escaped = false;
     let mut i = 0;
@@ -426,9 +490,9 @@ fn string_body<'a>(bytes: &'a [u8], quoted: impl FnOnce() -> Option<&'a [u8]>) -
         }
     }
     if !escaped {
-        return std::str::from_utf8(bytes).ok().map(Cow::Borrowed);
+        return std::str::from_utf8(bytes).ok().map(Body::Text);
     }
-    serde_json::from_slice::<String>(quoted()?).ok().map(Cow::Owned)
+    serde_json::from_slice::<String>(quoted()?).ok().map(Body::Decoded)
 }
 
 /// The characters of `text`: its bytes that do not continue a character

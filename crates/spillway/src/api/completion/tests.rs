@@ -249,3 +249,46 @@ fn a_streams_events_fit_the_shape_of_the_one_before() {
     assert!(shape.fill(last.as_bytes()).is_none());
     assert_eq!(RawChunk::check_like(last.as_bytes(), &mut shape), RawChunk::check(&last));
 }
+
+/// Events read in place from an upstream's read keep their tail as a slice
+/// of it when they fit the stream's shape; events written another way
+/// (pretty-printed: the tail is put together) or read from a copy still
+/// give what the whole check gives.
+#[test]
+fn a_chunk_like_the_shape_is_a_slice_of_its_read() {
+    use super::ChunkShape;
+    // Written as upstreams write them: the stamp's entries first.
+    let event = |content: &str| {
+        format!(
+            r#"{{"id":"c","object":"chat.completion.chunk","created":1,"model":"m","choices":[{{"index":0,"delta":{{"content":{}}},"finish_reason":null}}]}}"#,
+            json!(content)
+        )
+    };
+    let read = bytes::Bytes::from(format!("data: {}\n\ndata: {}\n\n", event("Hi"), event(" there \u{e9}")));
+    let (first, second) = (event("Hi"), event(" there \u{e9}"));
+    let at = 6 + first.len() + 8;
+    let mut shape = ChunkShape::default();
+    let a = RawChunk::check_like_in(&read[6..6 + first.len()], Some(&read), &mut shape).unwrap();
+    assert_eq!(Some(a), RawChunk::check(&first));
+    let b = RawChunk::check_like_in(&read[at..at + second.len()], Some(&read), &mut shape).unwrap();
+    let inside = |t: &bytes::Bytes| {
+        let (base, p) = (read.as_ptr() as usize, t.as_ptr() as usize);
+        p >= base && p + t.len() <= base + read.len()
+    };
+    assert!(inside(b.tail()), "the tail was copied");
+    assert_eq!(b.content(), " there \u{e9}");
+    assert_eq!(Some(b), RawChunk::check(&second));
+    // Pretty JSON: the tail is not one run of the data; put together.
+    let pretty = |content: &str| {
+        serde_json::to_string_pretty(&json!({"id": "c", "object": "chat.completion.chunk", "created": 1,
+            "model": "m", "choices": [{"index": 0, "delta": {"content": content}, "finish_reason": null}]}))
+        .unwrap()
+    };
+    let mut shape = ChunkShape::default();
+    let (p1, p2) = (pretty("a"), pretty("b"));
+    let read = bytes::Bytes::from(format!("{p1}{p2}"));
+    assert_eq!(RawChunk::check_like_in(&read[..p1.len()], Some(&read), &mut shape), RawChunk::check(&p1));
+    let b = RawChunk::check_like_in(&read[p1.len()..], Some(&read), &mut shape).unwrap();
+    assert!(!inside(b.tail()));
+    assert_eq!(Some(b), RawChunk::check(&p2));
+}

@@ -42,42 +42,46 @@ impl Chunked {
     /// Takes everything `buf` holds of the body out of it: the chunks'
     /// data, joined (empty when more must be read first). What follows the
     /// body stays in `buf`.
+    ///
+    /// Joined in place: each chunk's data after the first is moved down
+    /// over the framing before it, within the buffer the socket read into
+    /// (still in the cache), and the data is split off that buffer —
+    /// nothing is allocated or copied elsewhere.
     pub(crate) fn decode(&mut self, buf: &mut BytesMut) -> Result<Bytes, &'static str> {
-        let mut out: Option<BytesMut> = None;
+        // The data so far lies at `from..to`; `at` is where reading is.
+        let (mut from, mut to, mut at) = (None, 0usize, 0usize);
         loop {
             match self.state {
                 State::Size => {
-                    let Some((line, taken)) = line_at(buf)? else { break };
-                    let size = chunk_size(line)?;
-                    buf.advance(taken);
+                    let Some((size, taken)) = size_line(buf.get(at..).unwrap_or_default())? else { break };
+                    at += taken;
                     self.state = if size == 0 { State::Trailers } else { State::Data(size) };
                 }
                 State::Data(left) => {
-                    if buf.is_empty() {
+                    let ready = buf.len() - at;
+                    if ready == 0 {
                         break;
                     }
-                    let n = usize::try_from(left).unwrap_or(usize::MAX).min(buf.len());
-                    match &mut out {
-                        // The first piece is copied once, into room for the
-                        // rest of what the buffer holds.
-                        None => {
-                            let mut joined = BytesMut::with_capacity(buf.len());
-                            joined.extend_from_slice(&buf[..n]);
-                            out = Some(joined);
-                        }
-                        Some(joined) => joined.extend_from_slice(&buf[..n]),
+                    let n = usize::try_from(left).unwrap_or(usize::MAX).min(ready);
+                    if from.is_none() {
+                        from = Some(at);
+                        to = at;
                     }
-                    buf.advance(n);
+                    if to != at {
+                        buf.copy_within(at..at + n, to);
+                    }
+                    to += n;
+                    at += n;
                     let left = left - n as u64;
                     self.state = if left == 0 { State::DataEnd } else { State::Data(left) };
                 }
                 State::DataEnd => {
-                    match buf.first() {
+                    match buf.get(at) {
                         None => break,
-                        Some(b'\n') => buf.advance(1),
-                        Some(b'\r') => match buf.get(1) {
+                        Some(b'\n') => at += 1,
+                        Some(b'\r') => match buf.get(at + 1) {
                             None => break,
-                            Some(b'\n') => buf.advance(2),
+                            Some(b'\n') => at += 2,
                             Some(_) => return Err("a chunk's data is longer than its size"),
                         },
                         Some(_) => return Err("a chunk's data is longer than its size"),
@@ -85,9 +89,9 @@ impl Chunked {
                     self.state = State::Size;
                 }
                 State::Trailers => {
-                    let Some((line, taken)) = line_at(buf)? else { break };
+                    let Some((line, taken)) = line_at(buf.get(at..).unwrap_or_default())? else { break };
                     let last = line.is_empty();
-                    buf.advance(taken);
+                    at += taken;
                     self.trailers += taken;
                     if self.trailers > MAX_TRAILERS {
                         return Err("the trailers are too large");
@@ -99,8 +103,46 @@ impl Chunked {
                 State::Done => break,
             }
         }
-        Ok(out.map_or_else(Bytes::new, BytesMut::freeze))
+        let mut taken = buf.split_to(at);
+        Ok(match from {
+            None => Bytes::new(),
+            Some(from) => {
+                taken.truncate(to);
+                taken.advance(from);
+                taken.freeze()
+            }
+        })
     }
+}
+
+/// A chunk-size line at the front of `buf`: the size and the bytes the line
+/// takes with its end; `None` when it has not all arrived yet. The usual
+/// line (hex digits, CRLF) is read in one pass; one with extensions or
+/// blanks goes the general way.
+fn size_line(buf: &[u8]) -> Result<Option<(u64, usize)>, &'static str> {
+    let mut size = 0u64;
+    let mut digits = 0;
+    while let Some(&b) = buf.get(digits) {
+        let d = match b {
+            b'0'..=b'9' => b - b'0',
+            b'a'..=b'f' => b - b'a' + 10,
+            b'A'..=b'F' => b - b'A' + 10,
+            _ => break,
+        };
+        if digits == 15 {
+            return Err("an invalid chunk size");
+        }
+        size = size * 16 + u64::from(d);
+        digits += 1;
+    }
+    match (buf.get(digits), buf.get(digits + 1)) {
+        (Some(b'\r'), Some(b'\n')) if digits > 0 => return Ok(Some((size, digits + 2))),
+        (Some(b'\n'), _) if digits > 0 => return Ok(Some((size, digits + 1))),
+        (None, _) | (Some(b'\r'), None) => return Ok(None),
+        _ => {}
+    }
+    let Some((line, taken)) = line_at(buf)? else { return Ok(None) };
+    Ok(Some((chunk_size(line)?, taken)))
 }
 
 /// The next line at the front of `buf` (without its CRLF or LF) and how
