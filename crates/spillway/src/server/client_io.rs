@@ -1,8 +1,8 @@
 //! A client connection as the server reads and writes it, with a bound on
 //! how long its writes may wait.
 //!
-//! A client that stops reading fills its socket; hyper then waits for the
-//! socket and stops polling the response body, so nothing the body does —
+//! A client that stops reading fills its socket; the connection
+//! (`server::http1`) then waits for the socket and stops polling the response body, so nothing the body does —
 //! the stream forwarder's own `timeouts.total` check included — can end
 //! the answer, and the answer keeps its concurrency slot and its upstream
 //! call (issue 24: 50 clients reading a byte a second held 50 slots and
@@ -10,7 +10,7 @@
 //! bounded: while a write cannot proceed, one timer runs to the earlier of
 //! `server.client_write_timeout` after the client last accepted bytes and
 //! the deadline of the streamed answer being written ([`ClientLink`]);
-//! when it fires the write fails, hyper drops the connection and with it
+//! when it fires the write fails, the connection is dropped and with it
 //! the answer (its slot, its upstream response), and the cut is recorded
 //! on the link for the forwarder's settlement and counted in
 //! `spillway_slow_client_cuts_total`. The socket is reset rather than
