@@ -158,6 +158,11 @@ pub fn start_redis(
     let (store, link) = super::redis::RedisStore::new(url.expose(), &config.key_prefix)?;
     tracing::info!(redis = %store.address(), prefix = %config.key_prefix, "Sharing state through Redis.");
     let store: Arc<dyn StateStore> = store;
+    // Not sharing until the link is first up: `/readyz` says degraded from
+    // the start, not only once the sync job has run (an instance that
+    // answered "not degraded" before its first connection dropped the
+    // outcomes it counted meanwhile).
+    status.set_degraded(true);
     status.set_store(store.clone());
     supervisor.spawn(link);
     supervisor.spawn(StateSync::new(store.clone(), health.clone(), status.clone(), rules));
