@@ -19,12 +19,16 @@
 #   - at 64 connections, whole answers passed through (a provider with
 #     `whole_as_stream: false`, the upstream's fixed completion) against
 #     nginx passing the same body, per request;
-#   - stream time to first byte (median of sequential requests) and the
-#     added median latency of a whole answer at one connection, both proxies;
+#   - stream time to first byte (median of TTFB_N sequential requests, the
+#     proxies taking turns TTFB_ROUNDS times: each round's median, then the
+#     median of those) and the added median latency of a whole answer at
+#     one connection, both proxies;
 #   - at 256 connections, an upstream that takes SLOW_MS (145) ms before
 #     it answers (a 20-event stream, or its whole answer): req/s and p99
-#     called directly and through the gateway, streamed and whole (read as
-#     a stream and assembled, the default); SLOW_MS=0 leaves it out;
+#     called directly, through nginx (the floor here too), through the
+#     gateway on one serving thread (`gw-*`) and on its default of one a
+#     CPU (`gwd-*`), streamed and whole (read as a stream and assembled,
+#     the default); SLOW_MS=0 leaves it out;
 #   - the gateway's resident memory with HOLD (1,000) streams open at once
 #     (an upstream sending an event every 500 ms); HOLD=0 leaves it out.
 #
@@ -74,6 +78,7 @@ if [ "$HOLD" != 0 ]; then
 fi
 
 NGX=$(free_port)
+NGXS=$(free_port)
 mkdir -p "$work/nginx"
 cat >"$work/nginx.conf" <<CONF
 worker_processes 1;
@@ -90,10 +95,20 @@ http {
   uwsgi_temp_path $work/nginx/uwsgi;
   scgi_temp_path $work/nginx/scgi;
   upstream up { server 127.0.0.1:$UP; keepalive 1024; }
+  upstream slow { server 127.0.0.1:$SLOW; keepalive 1024; }
   server {
     listen 127.0.0.1:$NGX;
     location / {
       proxy_pass http://up;
+      proxy_http_version 1.1;
+      proxy_set_header Connection "";
+      proxy_buffering off;
+    }
+  }
+  server {
+    listen 127.0.0.1:$NGXS;
+    location / {
+      proxy_pass http://slow;
       proxy_http_version 1.1;
       proxy_set_header Connection "";
       proxy_buffering off;
@@ -128,6 +143,14 @@ if [ -n "${GW_BEFORE:-}" ]; then
   SPILLWAY_LOG=warn "$GW_BEFORE" serve --config "$work/gw0.yaml" >"$work/gw0.log" 2>&1 &
   GW0_PID=$!; pids+=($GW0_PID)
   GWS+=("$GW0")
+fi
+if [ "$SLOW_MS" != 0 ]; then
+  # The gateway on its default serving threads (one a CPU), for the slow upstream.
+  GWD=$(free_port)
+  sed -e "s/127.0.0.1:$GW,/127.0.0.1:$GWD,/" -e "s/, workers: 1//" "$work/gw.yaml" >"$work/gwd.yaml"
+  SPILLWAY_LOG=warn "$GW_BIN" serve --config "$work/gwd.yaml" >"$work/gwd.log" 2>&1 &
+  GWD_PID=$!; pids+=($GWD_PID)
+  wait_port "$GWD"
 fi
 for p in "$UP" "$NGX" "${GWS[@]}"; do wait_port "$p"; done
 
@@ -174,9 +197,17 @@ for r in $(seq "$ROUNDS"); do
   run gw-pass 1 pass "$GW" requests "$GW_PID"
   [ -z "${GW0:-}" ] || run gw0-pass 1 pass "$GW0" requests "$GW0_PID"
 done
+TTFB_ROUNDS=${TTFB_ROUNDS:-5}
+TTFB_N=${TTFB_N:-300}
+for p in "$NGX" "${GWS[@]}"; do : >"$work/ttfb-$p"; done
+for r in $(seq "$TTFB_ROUNDS"); do
+  for p in "$NGX" "${GWS[@]}"; do
+    "$BIN/bench-client" ttfb "$(url "$p")" "$TTFB_N" bench | sed -n 's/.*median=\([0-9]*\).*/\1/p' >>"$work/ttfb-$p"
+  done
+done
 for p in "$NGX" "${GWS[@]}"; do
   name=gateway; [ "$p" = "$NGX" ] && name=nginx; [ "$p" = "${GW0:-}" ] && name=gateway-before
-  echo "stream ttfb, $name: $("$BIN/bench-client" ttfb "$(url "$p")" 1000 bench)"
+  echo "stream ttfb, $name: median of $TTFB_ROUNDS rounds $(sort -n "$work/ttfb-$p" | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}') us (rounds: $(tr '\n' ' ' <"$work/ttfb-$p"))"
 done
 
 if [ "$SLOW_MS" != 0 ]; then
@@ -184,9 +215,12 @@ if [ "$SLOW_MS" != 0 ]; then
   for r in $(seq "$ROUNDS"); do
     for kind in stream whole; do
       run "direct-$kind" 256 "$kind" "$SLOW" requests "$SLOW_PID"
-      for p in "${GWS[@]}"; do
+      # shellcheck disable=SC2046
+      run "nginx-$kind" 256 "$kind" "$NGXS" requests $(nginx_pids)
+      for p in "${GWS[@]}" "$GWD"; do
         name=gw; pid=$GW_PID
         [ "$p" = "${GW0:-}" ] && { name=gw0; pid=$GW0_PID; }
+        [ "$p" = "$GWD" ] && { name=gwd; pid=$GWD_PID; }
         run "$name-slow$kind" 256 "slow$kind" "$p" requests "$pid"
       done
     done

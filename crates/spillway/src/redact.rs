@@ -5,7 +5,8 @@
 //! list and in the attempt log), and an upstream that echoes the request
 //! headers back would hand the provider's key to whoever reads them. Every
 //! attempt error leaves its provider through [`Redactor::attempt_error`]
-//! (in `Provider::call`, streams included), which replaces with `***`:
+//! (in `Provider::call`; a stream's errors as the cascade reads them, in its
+//! one layer over every stream), which replaces with `***`:
 //!
 //! - every secret of the provider's config (`api_key`, `headers` values,
 //!   `auth_key`, `iam_token`, and the password and query values of its

@@ -312,8 +312,10 @@ fn first_token(walk: &Walk<'_>, target: &Target) -> Duration {
 /// ([`StreamItem::Skipped`]), counting each in
 /// `spillway_stream_events_skipped_total{cascade, provider}`; one more than
 /// `health.streams.max_skipped_events` fails the stream as a broken body.
-/// What healthy streams pay: one extra poll layer (a plain struct: no
-/// future per item) and three `Arc` clones.
+/// A stream's error passes the provider's redactor here
+/// ([`crate::providers::Provider::redact`]): every stream is read through
+/// this layer. What healthy streams pay: one poll layer (a plain struct:
+/// no future per item) and three `Arc` clones.
 fn skipping(s: ChunkStream, walk: &Walk<'_>, target: &Target) -> ChunkStream {
     Box::pin(Skipping {
         inner: s,
@@ -355,6 +357,7 @@ impl futures_util::Stream for Skipping {
                         return Poll::Ready(Some(Err(AttemptError::new(Failure::BrokenBody, why))));
                     }
                 }
+                Some(Err(e)) => return Poll::Ready(Some(Err(st.provider.redact(e)))),
                 other => return Poll::Ready(other),
             }
         }

@@ -258,6 +258,10 @@ where
             let (pending, shape) = (&mut st.pending, &mut st.shape);
             match std::task::ready!(st.bytes.as_mut().poll_next(cx)) {
                 Some(Ok(chunk)) => {
+                    // Room for the events a read this long brings (a chat
+                    // chunk's event is 100 bytes or more), made at once
+                    // rather than grown by doubling, item by item.
+                    pending.reserve(chunk.len() / 128);
                     // An event read in place is a slice of `chunk`: a chunk
                     // like the stream's shape keeps it uncopied.
                     let mut decode =

@@ -123,3 +123,18 @@ pub enum TranslateError {
     #[error("request not expressible for this provider: {0}")]
     Unsupported(String),
 }
+
+#[cfg(test)]
+mod tests {
+    use super::StreamItem;
+    use crate::outcome::AttemptError;
+
+    /// Every event passes the stream's layers (decoder, skipping, forwarder)
+    /// by value: past 128 bytes each move is a call to copy it, which cost
+    /// ~150 instructions an event (callgrind, `docs/PERFORMANCE.md`).
+    #[test]
+    fn a_stream_item_moves_without_a_copy_call() {
+        let size = std::mem::size_of::<Option<Result<StreamItem, AttemptError>>>();
+        assert!(size <= 80, "a stream item is {size} bytes");
+    }
+}

@@ -19,8 +19,10 @@ mod scan;
 mod scan_oracle;
 #[cfg(test)]
 mod tests;
+mod text;
 pub mod types;
 
 pub use super::tokens::Tokens;
 pub use raw::{chunk_prefix, ChunkShape, RawChunk, RawCompletion};
+pub use text::TextBuf;
 pub use types::Completion;

@@ -180,17 +180,46 @@ pub struct RawChunk {
     /// the upstream's read when the event came whole in one and its entries
     /// lie in one run (nothing copied), else put together.
     tail: Bytes,
+    /// Its `usage`, boxed: one chunk of a stream has it, and every event
+    /// is moved through the stream's layers by value (small, it moves in
+    /// registers rather than by a call to copy it).
+    usage: Option<Box<ChunkUsage>>,
+    content: Text,
+    /// Characters of content (an event is far shorter than 4 GiB).
+    content_chars: u32,
+    /// Choice 0's `finish_reason`: its place in the known ones, plus one
+    /// (0: none).
+    finish: u8,
     has_token: bool,
     finishes: bool,
     usage_only: bool,
-    usage: Option<Tokens>,
-    content_chars: usize,
-    content: Text,
     other_choice: bool,
-    finish_reason: Option<&'static str>,
     refusal: bool,
-    /// Where the `usage` object is in `tail`, when it has one.
-    usage_at: Option<Range<usize>>,
+}
+
+/// A chunk's counted `usage` object.
+#[derive(Clone, PartialEq, Eq)]
+struct ChunkUsage {
+    tokens: Tokens,
+    /// Where the object is in the chunk's tail, when it is there.
+    at: Option<Range<usize>>,
+}
+
+impl ChunkUsage {
+    /// The counted usage of a checked chunk, boxed (`None` when it has none).
+    fn of(tokens: Option<Tokens>, at: Option<Range<usize>>) -> Option<Box<Self>> {
+        tokens.map(|tokens| Box::new(Self { tokens, at }))
+    }
+}
+
+/// A known finish reason as [`RawChunk`] keeps it (its place plus one).
+fn finish_code(reason: Option<&'static str>) -> u8 {
+    reason.and_then(|r| super::scan::FINISH_REASONS.iter().position(|known| *known == r)).map_or(0, |i| i as u8 + 1)
+}
+
+/// An event's length as kept in a [`RawChunk`].
+fn short(n: usize) -> u32 {
+    u32::try_from(n).unwrap_or(u32::MAX)
 }
 
 impl fmt::Debug for RawChunk {
@@ -240,21 +269,21 @@ impl RawChunk {
         let checked = top.chunk?;
         let at = checked.content_at.zip(top.content_in_tail);
         let content = match at {
-            Some((_, in_tail)) => Text::InTail(in_tail..in_tail + checked.content.len()),
+            Some((_, in_tail)) => Text::InTail(short(in_tail)..short(in_tail + checked.content.len())),
             None => Text::Own(checked.content),
         };
+        let counted = top.usage_counted;
         let chunk = Self {
             tail: Bytes::from(tail.into_bytes()),
+            usage: ChunkUsage::of(top.usage.filter(|_| counted), top.usage_in_tail.filter(|_| counted)),
+            content,
+            content_chars: short(checked.content_chars),
+            finish: finish_code(checked.finish_reason),
             has_token: checked.has_token,
             finishes: checked.finishes,
-            usage_only: checked.empty && top.usage_counted,
-            usage: top.usage.filter(|_| top.usage_counted),
-            content_chars: checked.content_chars,
-            content,
+            usage_only: checked.empty && counted,
             other_choice: checked.other_choice,
-            finish_reason: checked.finish_reason,
             refusal: checked.refusal,
-            usage_at: top.usage_in_tail.filter(|_| top.usage_counted),
         };
         Some((chunk, at))
     }
@@ -267,7 +296,7 @@ impl RawChunk {
 
     /// Choice 0's `finish_reason`, when this chunk sets it.
     pub fn finish_reason(&self) -> Option<&'static str> {
-        self.finish_reason
+        super::scan::FINISH_REASONS.get(usize::from(self.finish).checked_sub(1)?).copied()
     }
 
     /// A delta carries refusal text (only the tree has it).
@@ -277,15 +306,22 @@ impl RawChunk {
 
     /// The `usage` object as the upstream wrote it, when it has one.
     pub fn usage_json(&self) -> Option<&[u8]> {
-        self.usage_at.clone().and_then(|at| self.tail.get(at))
+        let at = self.usage.as_ref()?.at.clone()?;
+        self.tail.get(at)
     }
 
     /// The content of choice 0's delta ("" when none).
     pub fn content(&self) -> &str {
+        std::str::from_utf8(self.content_bytes()).unwrap_or_default()
+    }
+
+    /// [`Self::content`] as its bytes: UTF-8, checked when the chunk was
+    /// (text put together from these is checked once, as a whole:
+    /// [`super::TextBuf`]).
+    pub fn content_bytes(&self) -> &[u8] {
         match &self.content {
-            // (Checked when the chunk was: short, and read once or twice.)
-            Text::InTail(at) => self.tail.get(at.clone()).and_then(|b| std::str::from_utf8(b).ok()).unwrap_or_default(),
-            Text::Own(text) => text,
+            Text::InTail(at) => self.tail.get(at.start as usize..at.end as usize).unwrap_or_default(),
+            Text::Own(text) => text.as_bytes(),
         }
     }
 
@@ -311,12 +347,12 @@ impl RawChunk {
 
     /// The counts of its `usage` object, when it has one.
     pub fn tokens(&self) -> Option<Tokens> {
-        self.usage
+        self.usage.as_ref().map(|u| u.tokens)
     }
 
     /// Characters of content its deltas carry (for a usage estimate).
     pub fn content_chars(&self) -> usize {
-        self.content_chars
+        self.content_chars as usize
     }
 
     /// The SSE event the client receives: the gateway's stamp, then the
@@ -374,7 +410,7 @@ pub struct ChunkShape {
 impl ChunkShape {
     fn keep(&mut self, data: &str, chunk: &RawChunk, at: Option<(usize, usize)>) {
         let Some((at, at_tail)) = at else { return };
-        let len = chunk.content().len();
+        let len = chunk.content_bytes().len();
         let (Some(head), Some(foot)) = (data.get(..at), data.get(at + len..)) else { return };
         self.head.clear();
         self.head.push_str(head);
@@ -409,12 +445,8 @@ impl ChunkShape {
         // string between them is new.
         let raw = data.get(self.head.len()..end)?;
         let (has_text, content_chars, content) = match string_body(raw, || data.get(self.head.len() - 1..end + 1))? {
-            Body::Ascii => {
-                (!raw.is_empty(), raw.len(), Text::InTail(self.in_tail.start..self.in_tail.start + raw.len()))
-            }
-            Body::Text(text) => {
-                (!text.is_empty(), chars(text), Text::InTail(self.in_tail.start..self.in_tail.start + raw.len()))
-            }
+            Body::Ascii => (!raw.is_empty(), raw.len(), self.in_tail(raw.len())),
+            Body::Text(text) => (!text.is_empty(), chars(text), self.in_tail(raw.len())),
             Body::Decoded(text) => {
                 // The escapes as written stay in the tail: they must be UTF-8 too.
                 std::str::from_utf8(raw).ok()?;
@@ -433,14 +465,24 @@ impl ChunkShape {
             }
         };
         let moved = |at: usize| if at >= self.in_tail.end { at + raw.len() - self.in_tail.len() } else { at };
+        let usage = like
+            .usage
+            .as_ref()
+            .map(|u| Box::new(ChunkUsage { tokens: u.tokens, at: u.at.clone().map(|r| moved(r.start)..moved(r.end)) }));
         Some(RawChunk {
             tail,
-            has_token: has_text || like.refusal,
-            content_chars,
-            usage_at: like.usage_at.clone().map(|r| moved(r.start)..moved(r.end)),
+            usage,
             content,
+            content_chars: short(content_chars),
+            has_token: has_text || like.refusal,
             ..*like
         })
+    }
+
+    /// The content string of a chunk like the shape, `len` bytes long,
+    /// where it is in that chunk's tail.
+    fn in_tail(&self, len: usize) -> Text {
+        Text::InTail(short(self.in_tail.start)..short(self.in_tail.start + len))
     }
 }
 
@@ -505,7 +547,7 @@ fn chars(text: &str) -> usize {
 /// without escapes (nothing to copy out), or its decoded text.
 #[derive(Clone, PartialEq, Eq)]
 enum Text {
-    InTail(Range<usize>),
+    InTail(Range<u32>),
     Own(Box<str>),
 }
 

@@ -3,7 +3,7 @@
 //! its end, validated, and sent on as a short clean stream.
 
 use super::{check_completion, JsonPlan};
-use crate::api::completion::{Completion, RawCompletion, Tokens};
+use crate::api::completion::{Completion, RawCompletion, TextBuf, Tokens};
 use crate::cascade::plan::Target;
 use crate::outcome::{AttemptError, Failure};
 use crate::providers::{ChunkStream, StreamItem};
@@ -16,7 +16,7 @@ use tokio::time::{timeout_at, Instant};
 /// A streamed answer put back together.
 #[derive(Default)]
 pub(in crate::cascade) struct Assembled {
-    content: String,
+    content: TextBuf,
     refusal: Option<String>,
     /// id, name, arguments — by tool-call index.
     calls: Vec<(String, String, String)>,
@@ -52,6 +52,7 @@ impl Assembled {
         };
         let Some(finish) = finish.filter(|_| self.calls.is_empty()) else { return self.into_tree() };
         let Self { content, refusal, calls, finish: f, usage: u } = self;
+        let content = content.into_string();
         // The checked chunk's usage bytes as they are; a translated chunk's
         // tree written out.
         let usage = match &u {
@@ -65,13 +66,14 @@ impl Assembled {
         match RawCompletion::assembled(content, refusal.as_deref(), &finish, written) {
             Ok(raw) => Completion::Raw(raw),
             // A finish reason the schema does not know: the tree fixes it.
-            Err(content) => Self { content, refusal, calls, finish: f, usage: u }.into_tree(),
+            Err(content) => Self { content: content.into(), refusal, calls, finish: f, usage: u }.into_tree(),
         }
     }
 
     /// The answer as a tree (tool calls, or a finish reason to fix).
     fn into_tree(self) -> Completion {
         let Self { content, refusal, calls, finish, usage } = self;
+        let content = content.into_string();
         let tool_calls: Vec<Value> = calls
             .into_iter()
             .map(
@@ -100,7 +102,7 @@ impl Assembled {
     pub(in crate::cascade) fn absorb_item(&mut self, item: StreamItem) {
         match item {
             StreamItem::Raw(r) if !r.has_refusal() && !r.other_choice() => {
-                self.content.push_str(r.content());
+                self.content.push_checked(r.content_bytes());
                 if let Some(finish) = r.finish_reason() {
                     self.finish = Some(Value::String(finish.into()));
                 }
@@ -179,6 +181,7 @@ pub async fn buffered(
         }
     }
     let Assembled { content, calls, finish, usage, .. } = acc;
+    let content = content.into_string();
     let tool_calls: Vec<Value> = calls
         .into_iter()
         .map(|(id, name, args)| json!({"id": id, "type": "function", "function": {"name": name, "arguments": args}}))

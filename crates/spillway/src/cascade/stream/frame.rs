@@ -88,7 +88,9 @@ pub(super) async fn next_frame(st: &mut State) -> Bytes {
             }
         }
     }
-    st.frame_len = out.len();
+    // A frame cut short leaves a backlog: the next is sized for a whole
+    // frame at once, not grown to it by doubling.
+    st.frame_len = if st.cut_short { MAX_FRAME } else { out.len() };
     Bytes::from(out)
 }
 
@@ -124,7 +126,7 @@ fn step(st: &mut State, next: Option<Result<StreamItem, AttemptError>>, out: &mu
         Some(Ok(StreamItem::Raw(r))) => {
             st.out_chars += r.content_chars();
             st.refused |= r.has_refusal() || r.finish_reason() == Some("content_filter");
-            st.keep(r.content(), r.other_choice(), false);
+            st.keep(r.content_bytes(), r.other_choice(), false);
             if let Some(j) = &st.journal {
                 j.answer(r.content());
                 if let Some(reason) = r.finish_reason() {
@@ -175,14 +177,14 @@ fn chunk_event(st: &mut State, mut v: Value, out: &mut Vec<u8>) {
         st.meter_usage(Tokens::of(usage));
     }
     if let Some(c) = st.continued.as_mut() {
-        continued_chunk(c, &st.partial, &mut v);
+        continued_chunk(c, st.partial.as_str(), &mut v);
     }
     let sent = content_of(&v).to_string();
     st.refused |= refuses(&v);
     if tool {
         st.keep_calls(&v);
     }
-    st.keep(&sent, other, tool);
+    st.keep(sent.as_bytes(), other, tool);
     if let Some(j) = &st.journal {
         j.answer(&sent);
         if let Some(reason) = v.pointer("/choices/0/finish_reason").and_then(Value::as_str) {
@@ -249,7 +251,7 @@ fn continued_chunk(c: &mut Continued, partial: &str, v: &mut Value) {
 fn flush_seam(st: &mut State, out: &mut Vec<u8>) {
     let Some(c) = st.continued.as_mut() else { return };
     let Some(mut seam) = c.seam.take() else { return };
-    let text = seam.finish(&st.partial);
+    let text = seam.finish(st.partial.as_str());
     if text.is_empty() {
         return;
     }

@@ -49,7 +49,7 @@ pub(super) struct State {
     /// Characters of content and tool-call arguments this attempt sent.
     pub(super) out_chars: usize,
     /// What the client has of the answer: choice 0's text so far.
-    pub(super) partial: String,
+    pub(super) partial: crate::api::completion::TextBuf,
     /// The answer can still be continued (one choice, text only, not too long).
     pub(super) continuable: bool,
     /// It called a tool, or declared a refusal (for the quality judge).
@@ -128,7 +128,7 @@ impl State {
             metered: false,
             prompt_tokens: 0,
             out_chars: 0,
-            partial: String::new(),
+            partial: Default::default(),
             continuable: true,
             tool_called: false,
             calls: Vec::new(),
@@ -201,7 +201,7 @@ impl State {
     /// when its cascade judges quality: choice 0's text as the client got
     /// it. A continued answer (the broken model counted `continued`), or
     /// one too long or of several choices to keep, is not judged by text.
-    fn judge(&self, ticket: &mut Ticket) {
+    fn judge(&mut self, ticket: &mut Ticket) {
         if !ticket.judging() {
             return;
         }
@@ -210,7 +210,7 @@ impl State {
         }
         let whole_text = self.continued.is_none() && (self.continuable || self.tool_called);
         let signals = if whole_text {
-            ticket.judge_text(&self.partial, self.tool_called, self.refused)
+            ticket.judge_text(self.partial.as_str(), self.tool_called, self.refused)
         } else {
             ticket.judge_text("", true, self.refused)
         };
@@ -219,14 +219,15 @@ impl State {
         }
     }
 
-    /// Keeps choice 0's text for a continuation.
-    pub(super) fn keep(&mut self, text: &str, other_choice: bool, tool_call: bool) {
+    /// Keeps choice 0's text for a continuation: `text`, UTF-8 (checked
+    /// with its chunk, or a `&str`'s bytes).
+    pub(super) fn keep(&mut self, text: &[u8], other_choice: bool, tool_call: bool) {
         self.tool_called |= tool_call;
         if other_choice || tool_call || self.partial.len() + text.len() > MAX_PARTIAL {
             self.continuable = false;
         }
         if self.continuable {
-            self.partial.push_str(text);
+            self.partial.push_checked(text);
         }
     }
 
@@ -276,7 +277,7 @@ impl State {
         ticket.note(crate::quality::Signals::NONE.with(crate::quality::Signal::Continued));
         ticket.failed(e);
         let Some(cont) = self.continuation.as_ref() else { return false };
-        let Some(resumed) = cont.resume(index + 1, &self.partial).await else {
+        let Some(resumed) = cont.resume(index + 1, self.partial.as_str()).await else {
             cont.ctx.metrics.continued(&cont.plan.name, &from, "none", "none", "none");
             tracing::warn!(model = %from, "No model could continue the stream; it ends with the error.");
             return false;
@@ -294,7 +295,10 @@ impl State {
         c.before.output += broken.output;
         c.seam = (resumed.mode == Mode::Instruct).then(Seam::default);
         c.resent_space = (resumed.mode == Mode::Prefill(crate::api::continuation::Prefill::Anthropic))
-            .then(|| self.partial[self.partial.trim_end().len()..].to_string())
+            .then(|| {
+                let partial = self.partial.as_str();
+                partial[partial.trim_end().len()..].to_string()
+            })
             .filter(|ws| !ws.is_empty());
         self.ticket = Some(resumed.ticket);
         self.head = resumed.head.into();

@@ -88,7 +88,7 @@ fn forward(reads: Reads, include_usage: bool, idle: Duration) -> Got {
             let f = next_frame(&mut st).await;
             frames.push((start.elapsed(), f));
         }
-        Got { frames, partial: std::mem::take(&mut st.partial), metered: st.metered }
+        Got { frames, partial: std::mem::take(&mut st.partial).into_string(), metered: st.metered }
     })
 }
 
