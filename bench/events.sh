@@ -19,10 +19,12 @@
 #   - at 64 connections, whole answers passed through (a provider with
 #     `whole_as_stream: false`, the upstream's fixed completion) against
 #     nginx passing the same body, per request;
-#   - stream time to first byte (median of TTFB_N sequential requests, the
-#     proxies taking turns TTFB_ROUNDS times: each round's median, then the
-#     median of those) and the added median latency of a whole answer at
-#     one connection, both proxies;
+#   - stream time to first byte (median of TTFB_N sequential requests,
+#     direct and the proxies taking turns TTFB_ROUNDS times: each round's
+#     median, then the median of those), against the same stream with its
+#     first event written alone (`--first-alone 1`: an unpaced stream's
+#     first write would otherwise be the whole stream), and the added
+#     median latency of a whole answer at one connection, both proxies;
 #   - at 256 connections, an upstream that takes SLOW_MS (145) ms before
 #     it answers (a 20-event stream, or its whole answer): req/s and p99
 #     called directly, through nginx (the floor here too), through the
@@ -64,6 +66,11 @@ GW_BIN=${GW_BIN:-$BIN/spillway}
 UP=$(free_port)
 "$BIN/fake-upstream" --port "$UP" --chunks "$CHUNKS" --content-bytes 16 >"$work/up.log" 2>&1 &
 pids+=($!)
+# The same stream, its first event written out alone (as a model sends its
+# first token): the time to first byte is measured against it.
+FIRST=$(free_port)
+"$BIN/fake-upstream" --port "$FIRST" --chunks "$CHUNKS" --content-bytes 16 --first-alone 1 >"$work/first.log" 2>&1 &
+pids+=($!)
 SLOW_MS=${SLOW_MS:-145}
 HOLD=${HOLD:-1000}
 SLOW=$(free_port)
@@ -96,10 +103,17 @@ http {
   scgi_temp_path $work/nginx/scgi;
   upstream up { server 127.0.0.1:$UP; keepalive 1024; }
   upstream slow { server 127.0.0.1:$SLOW; keepalive 1024; }
+  upstream first { server 127.0.0.1:$FIRST; keepalive 16; }
   server {
     listen 127.0.0.1:$NGX;
     location / {
       proxy_pass http://up;
+      proxy_http_version 1.1;
+      proxy_set_header Connection "";
+      proxy_buffering off;
+    }
+    location /first/ {
+      proxy_pass http://first/;
       proxy_http_version 1.1;
       proxy_set_header Connection "";
       proxy_buffering off;
@@ -127,12 +141,14 @@ providers:
   pass: { kind: openai, base_url: "http://127.0.0.1:$UP/v1", whole_as_stream: false }
   slow: { kind: openai, base_url: "http://127.0.0.1:$SLOW/v1" }
   held: { kind: openai, base_url: "http://127.0.0.1:$HELD/v1" }
+  first: { kind: openai, base_url: "http://127.0.0.1:$FIRST/v1" }
 health: { timeouts: { first_token: 30s, idle: 30s, total: 700s } }
 cascades:
   bench: { models: [up/bench] }
   pass: { models: [pass/bench] }
   slow: { models: [slow/bench] }
   held: { models: [held/bench] }
+  first: { models: [first/bench] }
 YAML
 SPILLWAY_LOG=warn "$GW_BIN" serve --config "$work/gw.yaml" >"$work/gw.log" 2>&1 &
 GW_PID=$!; pids+=($GW_PID)
@@ -152,7 +168,7 @@ if [ "$SLOW_MS" != 0 ]; then
   GWD_PID=$!; pids+=($GWD_PID)
   wait_port "$GWD"
 fi
-for p in "$UP" "$NGX" "${GWS[@]}"; do wait_port "$p"; done
+for p in "$UP" "$FIRST" "$NGX" "${GWS[@]}"; do wait_port "$p"; done
 
 lua() { # name model stream(true|false)
   post_lua "$work/$1.lua" '{"model":"'"$2"'","stream":'"$3"',"messages":[{"role":"user","content":"Hello, how are you today?"}]}'
@@ -199,14 +215,23 @@ for r in $(seq "$ROUNDS"); do
 done
 TTFB_ROUNDS=${TTFB_ROUNDS:-5}
 TTFB_N=${TTFB_N:-300}
-for p in "$NGX" "${GWS[@]}"; do : >"$work/ttfb-$p"; done
+# Against the upstream that writes its first event alone: called directly,
+# through nginx, through the gateway(s), taking turns.
+ttfb_url() { # port -> URL
+  case "$1" in
+    "$FIRST") url "$1" ;;
+    "$NGX") echo "http://127.0.0.1:$NGX/first/v1/chat/completions" ;;
+    *) url "$1" ;;
+  esac
+}
+for p in "$FIRST" "$NGX" "${GWS[@]}"; do : >"$work/ttfb-$p"; done
 for r in $(seq "$TTFB_ROUNDS"); do
-  for p in "$NGX" "${GWS[@]}"; do
-    "$BIN/bench-client" ttfb "$(url "$p")" "$TTFB_N" bench | sed -n 's/.*median=\([0-9]*\).*/\1/p' >>"$work/ttfb-$p"
+  for p in "$FIRST" "$NGX" "${GWS[@]}"; do
+    "$BIN/bench-client" ttfb "$(ttfb_url "$p")" "$TTFB_N" first | sed -n 's/.*median=\([0-9]*\).*/\1/p' >>"$work/ttfb-$p"
   done
 done
-for p in "$NGX" "${GWS[@]}"; do
-  name=gateway; [ "$p" = "$NGX" ] && name=nginx; [ "$p" = "${GW0:-}" ] && name=gateway-before
+for p in "$FIRST" "$NGX" "${GWS[@]}"; do
+  name=gateway; [ "$p" = "$NGX" ] && name=nginx; [ "$p" = "${GW0:-}" ] && name=gateway-before; [ "$p" = "$FIRST" ] && name=direct
   echo "stream ttfb, $name: median of $TTFB_ROUNDS rounds $(sort -n "$work/ttfb-$p" | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}') us (rounds: $(tr '\n' ' ' <"$work/ttfb-$p"))"
 done
 

@@ -1,10 +1,13 @@
 //! A minimal, fast OpenAI-compatible upstream for benchmarks.
 //!
-//! `fake-upstream [--port P] [--delay-ms D] [--chunks N] [--chunk-interval-ms I] [--content-bytes B] [--status S] [--hang 1]`
+//! `fake-upstream [--port P] [--delay-ms D] [--chunks N] [--chunk-interval-ms I] [--content-bytes B] [--first-alone 1] [--status S] [--hang 1]`
 //! answers every POST with a fixed chat completion (after D ms), or with an
 //! SSE stream of N content chunks I ms apart when the body asks for
 //! `"stream":true` (each chunk's content padded to B bytes with `--content-bytes B`,
-//! so a bench can say how much text an event carries); with `--status S` (S ≠ 200) it answers that status with
+//! so a bench can say how much text an event carries; with `--first-alone 1` the
+//! first event is written out before the rest are made, as a model sends its
+//! first token, so a time to first byte measures the first event and not the
+//! whole unpaced stream hyper would gather into its first write); with `--status S` (S ≠ 200) it answers that status with
 //! an OpenAI error body instead, and with `--hang 1` it never answers (an
 //! outage drill's dead primary). It prints `listening on 127.0.0.1:PORT` and runs until
 //! killed. Plain hyper, so the baseline it gives is as cheap as it gets.
@@ -28,6 +31,8 @@ struct Opts {
     interval: Duration,
     /// Pad each content chunk's text to this many bytes (0: as it is).
     content_bytes: usize,
+    /// Write the first event out before making the rest.
+    first_alone: bool,
     status: u16,
     hang: bool,
 }
@@ -63,10 +68,15 @@ async fn handle(req: Request<hyper::body::Incoming>, o: Opts) -> Result<Response
     let chunks = o.chunks;
     let interval = o.interval;
     let width = o.content_bytes;
+    let first_alone = o.first_alone;
     let frames = futures_util::stream::unfold(0usize, move |i| async move {
         let text = if i == 0 {
             r#"data: {"id":"c","object":"chat.completion.chunk","created":1,"model":"bench","choices":[{"index":0,"delta":{"role":"assistant","content":"Hello"},"finish_reason":null}]}"#.to_string() + "\n\n"
         } else if i <= chunks {
+            if i == 1 && first_alone {
+                // Pending once: hyper writes what it has (the first event).
+                tokio::task::yield_now().await;
+            }
             if !interval.is_zero() {
                 tokio::time::sleep(interval).await;
             }
@@ -103,6 +113,7 @@ async fn main() {
         chunks: arg("--chunks", 5) as usize,
         interval: Duration::from_millis(arg("--chunk-interval-ms", 0)),
         content_bytes: arg("--content-bytes", 0) as usize,
+        first_alone: arg("--first-alone", 0) == 1,
         status: arg("--status", 200) as u16,
         hang: arg("--hang", 0) == 1,
     };
