@@ -38,6 +38,7 @@
 #   CONNS="64 256" ROUNDS=3 SECS=8 bench/events.sh
 #   BIN=/tmp/bins bench/events.sh           # binaries built already (spillway, fake-upstream, bench-client)
 #   GW_BEFORE=/tmp/old/spillway bench/events.sh  # another build of the gateway too, interleaved (gw0-*)
+#   FAST=0 HOLD=0 bench/events.sh           # only the 145 ms upstream (no per-event, pass-through or TTFB runs)
 #
 # Installs nginx (Debian's nginx-light, else nginx) and wrk when missing;
 # nginx runs from a temporary config on a free port, not as a service.
@@ -193,7 +194,8 @@ for p in "$NGX" "${GWS[@]}"; do wrk -t2 -c"$max" -d2s -s "$work/stream.lua" "$(u
 for p in "${GWS[@]}"; do wrk -t2 -c"$max" -d2s -s "$work/whole.lua" "$(url "$p")" >/dev/null; done
 
 echo "# $EVENTS events a stream ($CHUNKS of 16 bytes of content); $ROUNDS rounds of ${SECS}s; $(nproc) cores"
-for r in $(seq "$ROUNDS"); do
+FAST=${FAST:-1}
+for r in $(seq "$((FAST == 0 ? 0 : ROUNDS))"); do
   for c in $CONNS; do
     # shellcheck disable=SC2046 # the pids are words
     run nginx-stream "$c" stream "$NGX" events $(nginx_pids)
@@ -214,6 +216,7 @@ for r in $(seq "$ROUNDS"); do
   [ -z "${GW0:-}" ] || run gw0-pass 1 pass "$GW0" requests "$GW0_PID"
 done
 TTFB_ROUNDS=${TTFB_ROUNDS:-5}
+[ "$FAST" != 0 ] || TTFB_ROUNDS=0
 TTFB_N=${TTFB_N:-300}
 # Against the upstream that writes its first event alone: called directly,
 # through nginx, through the gateway(s), taking turns.
@@ -230,7 +233,7 @@ for r in $(seq "$TTFB_ROUNDS"); do
     "$BIN/bench-client" ttfb "$(ttfb_url "$p")" "$TTFB_N" first | sed -n 's/.*median=\([0-9]*\).*/\1/p' >>"$work/ttfb-$p"
   done
 done
-for p in "$FIRST" "$NGX" "${GWS[@]}"; do
+[ "$TTFB_ROUNDS" = 0 ] || for p in "$FIRST" "$NGX" "${GWS[@]}"; do
   name=gateway; [ "$p" = "$NGX" ] && name=nginx; [ "$p" = "${GW0:-}" ] && name=gateway-before; [ "$p" = "$FIRST" ] && name=direct
   echo "stream ttfb, $name: median of $TTFB_ROUNDS rounds $(sort -n "$work/ttfb-$p" | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}') us (rounds: $(tr '\n' ' ' <"$work/ttfb-$p"))"
 done

@@ -15,16 +15,22 @@ use serde_json::Value;
 async fn upstream_error_text_is_redacted_for_clients_and_logs() {
     use test_upstreams::faults::EchoUpstream;
     let logs = Logs::capture("trace");
-    let (rejects, fails, streams) =
-        (EchoUpstream::start(400).await, EchoUpstream::start(500).await, EchoUpstream::start(200).await);
+    let (rejects, fails, streams, midway) = (
+        EchoUpstream::start(400).await,
+        EchoUpstream::start(500).await,
+        EchoUpstream::start(200).await,
+        EchoUpstream::start_mid_stream().await,
+    );
     let provider = |name: &str, url: String| {
         format!("  {name}:\n    kind: openai\n    base_url: {url}\n    api_key: sk-live-{name}-0123456789\n")
     };
     let yaml = format!(
-        "providers:\n{}{}{}{FAST_HEALTH}cascades:\n  rejected:\n    models: [r/m]\n  failed:\n    models: [f/m, s/m]\n",
+        "providers:\n{}{}{}{}{FAST_HEALTH}cascades:\n  rejected:\n    models: [r/m]\n  failed:\n    models: [f/m, s/m]\n  \
+         midway:\n    models: [m/m]\n",
         provider("r", rejects.base_url()),
         provider("f", fails.base_url()),
         provider("s", streams.base_url()),
+        provider("m", midway.base_url()),
     );
     let gw = start(&yaml).await;
     // A 400 goes back as the upstream wrote it, less the key.
@@ -45,9 +51,16 @@ async fn upstream_error_text_is_redacted_for_clients_and_logs() {
     let message = body["error"]["message"].as_str().unwrap();
     assert!(message.contains("f/m: upstream_error") && message.contains("s/m:"), "{message}");
     assert!(message.contains("the key *** is not allowed"), "{message}");
+    // An error event after the first token: the client already has content,
+    // so it ends the stream as an error event of its own, redacted too.
+    let resp = gw.post(&chat("midway", true)).await;
+    assert_eq!(resp.status(), 200);
+    let events = resp.text().await.unwrap();
+    assert!(events.contains("Hello"), "the first token went out:\n{events}");
+    assert!(events.contains("the key *** is not allowed"), "the error event went out, redacted:\n{events}");
     let logs = logs.text();
     assert!(logs.contains("Bearer ***"), "the attempts were logged:\n{logs}");
-    for text in [message, &logs, &body.to_string()] {
+    for text in [message, &logs, &body.to_string(), &events] {
         assert!(!text.contains("0123456789"), "a key leaked:\n{text}");
     }
 }

@@ -31,7 +31,18 @@ pub struct EchoUpstream {
 impl EchoUpstream {
     /// Starts one on an ephemeral port.
     pub async fn start(status: u16) -> Self {
-        let app = axum::Router::new().fallback(move |headers: http::HeaderMap| async move { echo(status, &headers) });
+        Self::serve(status, false).await
+    }
+
+    /// One that streams a first token and then the error event: an error
+    /// that arrives mid-stream, after the client has had content.
+    pub async fn start_mid_stream() -> Self {
+        Self::serve(200, true).await
+    }
+
+    async fn serve(status: u16, token_first: bool) -> Self {
+        let app = axum::Router::new()
+            .fallback(move |headers: http::HeaderMap| async move { echo(status, token_first, &headers) });
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap_or_else(|e| panic!("bind: {e}"));
         let addr = listener.local_addr().unwrap_or_else(|e| panic!("addr: {e}"));
         #[allow(clippy::disallowed_methods)]
@@ -48,14 +59,18 @@ impl EchoUpstream {
     }
 }
 
-fn echo(status: u16, headers: &http::HeaderMap) -> axum::response::Response {
+fn echo(status: u16, token_first: bool, headers: &http::HeaderMap) -> axum::response::Response {
     let auth = headers.get(http::header::AUTHORIZATION).and_then(|v| v.to_str().ok()).unwrap_or("");
     let key = auth.strip_prefix("Bearer ").unwrap_or(auth);
     let message = format!("rejected headers {{authorization: {auth}}}; the key {key} is not allowed here");
     let error = serde_json::json!({"error": {
         "message": message, "type": "invalid_request_error", "code": "bad_header", "param": "messages"
     }});
-    let (content_type, body) = if status == 200 {
+    let token = serde_json::json!({"id": "echo", "object": "chat.completion.chunk", "created": 0, "model": "echo",
+        "choices": [{"index": 0, "delta": {"role": "assistant", "content": "Hello"}, "finish_reason": null}]});
+    let (content_type, body) = if status == 200 && token_first {
+        ("text/event-stream", format!("data: {token}\n\ndata: {error}\n\n"))
+    } else if status == 200 {
         ("text/event-stream", format!("data: {error}\n\n"))
     } else {
         ("application/json", error.to_string())
