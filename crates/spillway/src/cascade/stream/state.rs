@@ -74,8 +74,8 @@ pub(super) struct State {
     /// The attempt failed after some events of the last frame: handled
     /// first thing in the next one (continued or ended).
     pub(super) broke: Option<AttemptError>,
-    /// The last frame stopped with events maybe still ready (the head
-    /// alone, or [`super::frame::MAX_FRAME`] reached): the client's writer
+    /// The last frame stopped with events maybe still ready (its bound
+    /// reached: [`super::frame::FIRST_FRAME`], [`super::frame::MAX_FRAME`]): the client's writer
     /// gets a turn to send it before the next is gathered.
     pub(super) cut_short: bool,
     /// The last frame's length: the next frame's buffer starts that large

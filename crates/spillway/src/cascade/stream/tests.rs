@@ -6,7 +6,7 @@
 //! metered; a break after some events of a read sends those events first;
 //! `timeouts.idle` still bounds the silence between frames.
 
-use super::frame::{next_frame, MAX_FRAME};
+use super::frame::{next_frame, FIRST_FRAME, MAX_FRAME};
 use super::state::State;
 use crate::api::sse::SseParser;
 use crate::api::wire::Stamp;
@@ -251,12 +251,11 @@ fn idle_still_bounds_the_silence_between_frames() {
     assert!(last.contains("\"code\":\"timeout\"") && last.contains("timeouts.idle"), "{last}");
 }
 
-#[test]
-fn the_first_frame_is_the_head_alone() {
-    let texts: Vec<String> = (0..50).map(|i| format!("t{i}")).collect();
+/// The frames of a stream whose peek read `n` events up to the first token
+/// (the role chunk and "t0") and got the rest in the same read.
+fn frames_after_a_head(n: usize) -> (usize, Vec<(Duration, Bytes)>) {
+    let texts: Vec<String> = (0..n).map(|i| format!("t{i:0>15}")).collect();
     let chunks = upstream_chunks(&texts, false);
-    // What the peek read up to the first token: the role chunk and "t0";
-    // everything after it came in the same read and is ready now.
     let head: VecDeque<StreamItem> = chunks[..2]
         .iter()
         .map(|c| StreamItem::Raw(crate::api::completion::RawChunk::check(&c.to_string()).unwrap()))
@@ -264,7 +263,9 @@ fn the_first_frame_is_the_head_alone() {
     let rest = body(&chunks[2..]);
     let rt = tokio::runtime::Builder::new_current_thread().enable_time().start_paused(true).build().unwrap();
     let frames = rt.block_on(async move {
-        let mut st = state(reads(vec![Bytes::from(rest)], false), true, Duration::from_secs(30));
+        // The rest came in the peek's read: ready at once.
+        let rest = Reads { polled: true, ..reads(vec![Bytes::from(rest)], false) };
+        let mut st = state(rest, true, Duration::from_secs(30));
         st.head = head;
         let mut frames = Vec::new();
         while !st.done {
@@ -272,7 +273,21 @@ fn the_first_frame_is_the_head_alone() {
         }
         frames
     });
-    assert_eq!(events(&frames[..1]).len(), 2, "the head goes out before the backlog is read");
-    assert_eq!(frames.len(), 2, "the backlog in one frame after it");
-    assert_eq!(events(&frames).len(), chunks.len() + 1);
+    (chunks.len(), frames)
+}
+
+#[test]
+fn a_short_answer_read_at_once_is_one_frame_with_its_head() {
+    let (n, frames) = frames_after_a_head(20);
+    assert_eq!(frames.len(), 1, "one write for the head and what was ready behind it");
+    assert_eq!(events(&frames).len(), n + 1);
+}
+
+#[test]
+fn the_first_frame_stops_at_its_smaller_bound() {
+    let (n, frames) = frames_after_a_head(500);
+    let first = frames[0].1.len();
+    assert!((FIRST_FRAME..FIRST_FRAME + 1024).contains(&first), "the first token waits for little backlog: {first}");
+    assert!(frames[1].1.len() >= MAX_FRAME, "the backlog after it in whole frames");
+    assert_eq!(events(&frames).len(), n + 1);
 }
