@@ -9,6 +9,7 @@
 //! found.
 
 use super::scan::{split, FINISH_REASONS};
+use crate::api::lex::write_string;
 use crate::api::tokens::{estimate_tokens, Tokens};
 use crate::api::wire::{self, Stamp};
 use bytes::Bytes;
@@ -60,12 +61,14 @@ impl RawCompletion {
         }
         let mut tail = Vec::with_capacity(content.len() + 192);
         tail.extend_from_slice(br#","choices":[{"index":0,"message":{"role":"assistant","content":"#);
-        // Strings always serialize.
-        let _ = serde_json::to_writer(&mut tail, &content);
+        write_string(&mut tail, &content);
         tail.extend_from_slice(br#","refusal":"#);
-        let _ = serde_json::to_writer(&mut tail, &refusal);
+        match refusal {
+            Some(refusal) => write_string(&mut tail, refusal),
+            None => tail.extend_from_slice(b"null"),
+        }
         tail.extend_from_slice(br#"},"logprobs":null,"finish_reason":"#);
-        let _ = serde_json::to_writer(&mut tail, finish_reason);
+        write_string(&mut tail, finish_reason);
         tail.extend_from_slice(b"}]");
         if let Some((json, _)) = usage {
             tail.extend_from_slice(br#","usage":"#);
@@ -268,9 +271,10 @@ impl RawChunk {
         let (top, tail) = split(data, true)?;
         let checked = top.chunk?;
         let at = checked.content_at.zip(top.content_in_tail);
-        let content = match at {
-            Some((_, in_tail)) => Text::InTail(short(in_tail)..short(in_tail + checked.content.len())),
-            None => Text::Own(checked.content),
+        let content = match (checked.content_at, top.content_in_tail) {
+            (Some(_), Some(in_tail)) => Text::InTail(short(in_tail)..short(in_tail + checked.content_len)),
+            (Some(from), None) => Text::Own(data.get(from..from + checked.content_len)?.into()),
+            (None, _) => Text::Own(checked.content),
         };
         let counted = top.usage_counted;
         let chunk = Self {
@@ -571,6 +575,5 @@ fn write_stamp(stamp: &Stamp, object: &str, out: &mut Vec<u8>) {
     out.extend_from_slice(b"\",\"created\":");
     out.extend_from_slice(stamp.created.to_string().as_bytes());
     out.extend_from_slice(b",\"model\":");
-    // A string always serializes.
-    let _ = serde_json::to_writer(&mut *out, &stamp.model);
+    write_string(out, &stamp.model);
 }

@@ -238,8 +238,11 @@ pub(super) struct ChunkChecked {
     /// `choices: []`.
     pub(super) empty: bool,
     pub(super) content_chars: usize,
-    /// The content of choice 0's delta (kept for a continuation).
+    /// The content of choice 0's delta (kept for a continuation), when it
+    /// is not found in place at [`Self::content_at`] (escaped, or `n > 1`).
     pub(super) content: Box<str>,
+    /// Its length in bytes, decoded.
+    pub(super) content_len: usize,
     /// A choice other than 0 (`n > 1`): such streams are not continued.
     pub(super) other_choice: bool,
     /// Choice 0's `finish_reason`, when set.
@@ -278,8 +281,15 @@ pub(super) fn check_deltas(choices: &[ChoiceCheck<'_>], text: &str) -> Option<Ch
         out.content_chars += d.content.as_str().map_or(0, |t| t.chars().count());
         match c.index {
             Shape::Int(0) => {
+                // Found in place, it is not copied (the chunk's tail has it).
+                if let (Shape::Str(Cow::Borrowed(content)), 1) = (&d.content, choices.len()) {
+                    out.content_at = offset_in(text, content);
+                }
                 if let Some(t) = d.content.as_str().filter(|t| !t.is_empty()) {
-                    out.content = t.into();
+                    out.content_len = t.len();
+                    if out.content_at.is_none() {
+                        out.content = t.into();
+                    }
                 }
                 out.finish_reason = finish_reason;
             }
@@ -288,9 +298,6 @@ pub(super) fn check_deltas(choices: &[ChoiceCheck<'_>], text: &str) -> Option<Ch
         let refusal = d.refusal.as_str().is_some_and(|t| !t.is_empty());
         out.has_token |= refusal;
         out.refusal |= refusal;
-        if let (Shape::Int(0), Shape::Str(Cow::Borrowed(content)), 1) = (&c.index, &d.content, choices.len()) {
-            out.content_at = offset_in(text, content);
-        }
     }
     Some(out)
 }

@@ -188,7 +188,7 @@ impl ChatRequest {
                     out.extend_from_slice(STREAM_FIELDS.as_bytes());
                 }
                 out.extend_from_slice(before);
-                serde_json::to_writer(&mut out, model_id)?;
+                crate::api::lex::write_string(&mut out, model_id);
                 out.extend_from_slice(after);
                 Ok(out)
             }
