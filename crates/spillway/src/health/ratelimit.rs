@@ -26,6 +26,26 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use http::HeaderMap;
 
+/// Response header fields, looked up by lowercase name: an
+/// `http::HeaderMap` (answers read by reqwest, tests) or the request
+/// path's own response head (`providers::http::Fields`).
+pub trait Headers {
+    /// The first value of the field `name` (lowercase), as sent.
+    fn value(&self, name: &str) -> Option<&[u8]>;
+    /// Whether some field's name starts with `prefix` (lowercase).
+    fn any_name_starts_with(&self, prefix: &str) -> bool;
+}
+
+impl Headers for HeaderMap {
+    fn value(&self, name: &str) -> Option<&[u8]> {
+        self.get(name).map(http::HeaderValue::as_bytes)
+    }
+
+    fn any_name_starts_with(&self, prefix: &str) -> bool {
+        self.keys().any(|k| k.as_str().starts_with(prefix))
+    }
+}
+
 /// `(remaining, reset)` header pairs; OpenRouter's unsuffixed pair is last.
 const PAIRS: [(&str, &str); 3] = [
     ("x-ratelimit-remaining-requests", "x-ratelimit-reset-requests"),
@@ -93,7 +113,7 @@ pub fn parse_go_duration(s: &str) -> Option<Duration> {
 /// `retry-after-ms` first (as the OpenAI SDK reads it), then `retry-after` as
 /// seconds (floats tolerated), then as an HTTP date relative to `now`.
 /// Negative values and past dates are zero.
-pub fn retry_after(headers: &HeaderMap, now: SystemTime) -> Option<Duration> {
+pub fn retry_after(headers: &(impl Headers + ?Sized), now: SystemTime) -> Option<Duration> {
     if let Some(ms) = header(headers, "retry-after-ms").and_then(number) {
         return seconds(ms / 1000.0);
     }
@@ -111,10 +131,10 @@ pub fn retry_after(headers: &HeaderMap, now: SystemTime) -> Option<Duration> {
 /// of every pair whose `x-ratelimit-remaining-*` is 0 (requests, tokens, or
 /// OpenRouter's unsuffixed pair). `None` when no quota is used up, or when
 /// none of the used-up ones says when it resets.
-pub fn reset_hint(headers: &HeaderMap, now: SystemTime) -> Option<Duration> {
+pub fn reset_hint(headers: &(impl Headers + ?Sized), now: SystemTime) -> Option<Duration> {
     // Called on every answer: one pass over the few headers most upstreams
     // send is cheaper than three name lookups that find nothing.
-    if !headers.keys().any(|k| k.as_str().starts_with("x-ratelimit-remaining")) {
+    if !headers.any_name_starts_with("x-ratelimit-remaining") {
         return None;
     }
     PAIRS
@@ -127,8 +147,8 @@ pub fn reset_hint(headers: &HeaderMap, now: SystemTime) -> Option<Duration> {
 /// The share of the tightest quota an answer says is left (0..1): each
 /// `x-ratelimit-remaining-{requests,tokens}` over its
 /// `x-ratelimit-limit-*`. `None` when no pair is given.
-pub fn quota_left(headers: &HeaderMap) -> Option<f64> {
-    if !headers.keys().any(|k| k.as_str().starts_with("x-ratelimit-limit")) {
+pub fn quota_left(headers: &(impl Headers + ?Sized)) -> Option<f64> {
+    if !headers.any_name_starts_with("x-ratelimit-limit") {
         return None;
     }
     [
@@ -148,14 +168,20 @@ pub fn quota_left(headers: &HeaderMap) -> Option<f64> {
 /// longest reset header of any kind. The middle step matters for Groq, whose
 /// `reset-requests` is the daily window: a 429 on tokens with plenty of
 /// requests left should wait seconds for `reset-tokens`, not minutes.
-pub fn rate_limit_reset(headers: &HeaderMap, now: SystemTime) -> Option<Duration> {
+pub fn rate_limit_reset(headers: &(impl Headers + ?Sized), now: SystemTime) -> Option<Duration> {
     retry_after(headers, now)
         .or_else(|| reset_hint(headers, now))
         .or_else(|| PAIRS.iter().filter_map(|(_, reset)| reset_value(header(headers, reset)?, now)).max())
 }
 
-fn header<'h>(headers: &'h HeaderMap, name: &str) -> Option<&'h str> {
-    headers.get(name)?.to_str().ok().map(str::trim)
+/// A field's value as text, when it is visible ASCII (as
+/// `HeaderValue::to_str` reads it), trimmed.
+fn header<'h>(headers: &'h (impl Headers + ?Sized), name: &str) -> Option<&'h str> {
+    let v = headers.value(name)?;
+    if !v.iter().all(|&b| b == b'\t' || (0x20..0x7f).contains(&b)) {
+        return None;
+    }
+    std::str::from_utf8(v).ok().map(str::trim)
 }
 
 fn number(s: &str) -> Option<f64> {

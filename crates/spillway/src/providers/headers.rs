@@ -16,9 +16,8 @@ pub(crate) const X_REQUEST_ID: HeaderName = HeaderName::from_static("x-request-i
 /// The id an upstream gave its answer: `x-request-id` (OpenAI and most
 /// compatible APIs) or `request-id` (Anthropic), when it is a short
 /// printable value (it goes back to the client as a header).
-pub(crate) fn upstream_request_id(headers: &HeaderMap) -> Option<String> {
-    let v = headers.get(X_REQUEST_ID).or_else(|| headers.get("request-id"))?;
-    let b = v.as_bytes();
+pub(crate) fn upstream_request_id(headers: &(impl crate::health::ratelimit::Headers + ?Sized)) -> Option<String> {
+    let b = headers.value("x-request-id").or_else(|| headers.value("request-id"))?;
     (!b.is_empty() && b.len() <= 200 && b.iter().all(u8::is_ascii_graphic))
         .then(|| String::from_utf8_lossy(b).into_owned())
 }
@@ -66,4 +65,32 @@ pub(crate) fn secret_header(config: &ProviderConfig, prefix: &str, secret: &Secr
     })?;
     v.set_sensitive(true);
     Ok(v)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn map(pairs: &[(&'static str, &'static str)]) -> HeaderMap {
+        pairs.iter().map(|(n, v)| (HeaderName::from_static(n), HeaderValue::from_static(v))).collect()
+    }
+
+    #[test]
+    fn the_upstream_id_is_x_request_id_before_request_id_in_any_order() {
+        let both = map(&[("request-id", "req_anthropic"), ("content-type", "x"), ("x-request-id", "req_openai")]);
+        assert_eq!(upstream_request_id(&both).as_deref(), Some("req_openai"));
+        let both = map(&[("x-request-id", "req_openai"), ("request-id", "req_anthropic")]);
+        assert_eq!(upstream_request_id(&both).as_deref(), Some("req_openai"));
+        let anthropic = map(&[("date", "now"), ("request-id", "req_anthropic")]);
+        assert_eq!(upstream_request_id(&anthropic).as_deref(), Some("req_anthropic"));
+        assert_eq!(upstream_request_id(&map(&[("content-type", "application/json")])), None);
+    }
+
+    #[test]
+    fn an_upstream_id_that_is_not_short_and_printable_is_left_out() {
+        assert_eq!(upstream_request_id(&map(&[("x-request-id", "")])), None);
+        assert_eq!(upstream_request_id(&map(&[("x-request-id", "two words")])), None);
+        let long: &'static str = Box::leak("a".repeat(201).into_boxed_str());
+        assert_eq!(upstream_request_id(&map(&[("x-request-id", long)])), None);
+    }
 }

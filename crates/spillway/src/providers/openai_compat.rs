@@ -19,7 +19,7 @@ use crate::config::{HealthConfig, ProviderConfig};
 use crate::outcome::{AttemptError, Failure};
 use bytes::Bytes;
 use futures_util::StreamExt;
-use http::header::{AUTHORIZATION, CONTENT_TYPE};
+use http::header::AUTHORIZATION;
 use serde_json::Value;
 use std::collections::VecDeque;
 
@@ -96,11 +96,7 @@ pub(crate) async fn post_and_read(
         req.hints.set_exhausted_for(reset);
     }
     req.hints.set_quota_left(crate::health::ratelimit::quota_left(resp.headers()));
-    let is_sse = resp
-        .headers()
-        .get(CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| v.starts_with("text/event-stream"));
+    let is_sse = resp.headers().get("content-type").is_some_and(|v| v.starts_with(b"text/event-stream"));
     if req.stream && (is_sse || !req.accept_whole) {
         if !is_sse {
             return Err(AttemptError::new(

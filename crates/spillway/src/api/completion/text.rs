@@ -1,6 +1,9 @@
 //! Text put together from a stream's content pieces, checked to be UTF-8
 //! once as a whole rather than once a piece.
 
+/// What the first piece makes room for: a short answer's whole text.
+const FIRST_ROOM: usize = 1024;
+
 /// Text appended to from pieces already checked to be UTF-8 (a checked
 /// chunk's content: [`super::RawChunk::content_bytes`]), or from `&str`s.
 ///
@@ -18,12 +21,23 @@ pub struct TextBuf {
 impl TextBuf {
     /// Appends a piece checked to be UTF-8.
     pub fn push_checked(&mut self, piece: &[u8]) {
+        self.room_for(piece.len());
         self.waiting.extend_from_slice(piece);
     }
 
     /// Appends text.
     pub fn push_str(&mut self, text: &str) {
+        self.room_for(text.len());
         self.waiting.extend_from_slice(text.as_bytes());
+    }
+
+    /// The first piece gets room for [`FIRST_ROOM`] bytes: a stream's
+    /// pieces are a few bytes each, and grown from nothing by doubling the
+    /// buffer was moved six times for a 20-event answer.
+    fn room_for(&mut self, len: usize) {
+        if self.waiting.capacity() == 0 {
+            self.waiting.reserve(len.max(FIRST_ROOM));
+        }
     }
 
     /// Its length in bytes.
@@ -88,6 +102,22 @@ mod tests {
         t.push_checked(b"ok ");
         t.push_checked(&[0xff]);
         assert_eq!(t.into_string(), "ok \u{fffd}");
+    }
+
+    #[test]
+    fn the_first_piece_makes_room_for_a_short_answer() {
+        let mut t = TextBuf::default();
+        t.push_checked(b"Hi");
+        assert!(t.waiting.capacity() >= FIRST_ROOM);
+        let room = t.waiting.capacity();
+        for _ in 0..(FIRST_ROOM / 16 - 1) {
+            t.push_checked(b"sixteen bytes ok");
+        }
+        assert_eq!(t.waiting.capacity(), room, "a 1 KiB answer is kept without growing the buffer");
+        let long = "x".repeat(4 * FIRST_ROOM);
+        let mut t = TextBuf::default();
+        t.push_str(&long);
+        assert_eq!(t.as_str(), long);
     }
 
     #[test]

@@ -140,7 +140,9 @@ impl State {
             prefix: None,
             broke: None,
             cut_short: false,
-            frame_len: 0,
+            // The first frame is gathered up to FIRST_FRAME: room for it at
+            // once, not grown to it by doubling.
+            frame_len: super::frame::FIRST_FRAME,
         }
     }
 

@@ -8,13 +8,14 @@
 use super::body::Body;
 use super::connect::{Connector, Origin};
 use super::error::{EndpointError, HttpError};
+use super::fields::Fields;
 use super::link::{self, Head, Link};
 use super::pool::{self, Pool, SLOTS};
 use super::proxy::Proxy;
 use super::tls::tls_connector;
 use bytes::Bytes;
 use http::header::{HeaderMap, HeaderValue, CONTENT_TYPE, HOST, USER_AGENT};
-use http::{Response, Uri};
+use http::{StatusCode, Uri};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio_rustls::rustls;
@@ -127,17 +128,13 @@ impl Endpoint {
     }
 
     /// Posts `body` and returns the response head with its body to read.
-    pub async fn post(&self, body: Bytes) -> Result<Response<Body>, HttpError> {
+    pub async fn post(&self, body: Bytes) -> Result<Response, HttpError> {
         self.post_as(body, crate::providers::types::CallIds::default()).await
     }
 
     /// [`Self::post`] with the client request's id as `x-request-id` and
     /// its trace's `traceparent`.
-    pub async fn post_as(
-        &self,
-        body: Bytes,
-        ids: crate::providers::types::CallIds<'_>,
-    ) -> Result<Response<Body>, HttpError> {
+    pub async fn post_as(&self, body: Bytes, ids: crate::providers::types::CallIds<'_>) -> Result<Response, HttpError> {
         let slot = pool::slot() % SLOTS;
         let request = self.prefix.request(crate::providers::headers::call_headers(ids), &body);
         if let Some(mut link) = self.pool.take(slot) {
@@ -156,9 +153,35 @@ impl Endpoint {
         Ok(self.wrap(head, link, slot))
     }
 
-    fn wrap(&self, head: Head, link: Link, slot: usize) -> Response<Body> {
-        let Head { response, framing, keep_alive } = head;
-        response.map(|()| Body::new(link, framing, keep_alive, self.pool.clone(), slot))
+    fn wrap(&self, head: Head, link: Link, slot: usize) -> Response {
+        let Head { status, fields, framing, keep_alive } = head;
+        Response { status, fields, body: Body::new(link, framing, keep_alive, self.pool.clone(), slot) }
+    }
+}
+
+/// An upstream's response: its status and header fields, and its body to
+/// read.
+#[derive(Debug)]
+pub struct Response {
+    status: StatusCode,
+    fields: Fields,
+    body: Body,
+}
+
+impl Response {
+    /// The status.
+    pub fn status(&self) -> StatusCode {
+        self.status
+    }
+
+    /// The header fields, as sent ([`Fields`]).
+    pub fn headers(&self) -> &Fields {
+        &self.fields
+    }
+
+    /// The body, to read.
+    pub fn into_body(self) -> Body {
+        self.body
     }
 }
 

@@ -68,7 +68,8 @@ pub(super) enum Framing {
 /// A response head, how its body is framed, and whether the connection
 /// can take another request after it.
 pub(super) struct Head {
-    pub(super) response: http::Response<()>,
+    pub(super) status: http::StatusCode,
+    pub(super) fields: super::Fields,
     pub(super) framing: Framing,
     pub(super) keep_alive: bool,
 }
@@ -149,35 +150,22 @@ impl Link {
                 continue;
             }
             let status = http::StatusCode::from_u16(code).map_err(|_| WireError::Invalid("status code"))?;
-            let mut response = http::Response::new(());
-            *response.status_mut() = status;
             let http11 = parsed.version == Some(1);
-            *response.version_mut() = if http11 { http::Version::HTTP_11 } else { http::Version::HTTP_10 };
-            // Values are kept as slices of the head's own bytes (no copy
-            // and no allocation per header): their places first, while the
-            // parse borrows the buffer, then the head is taken out of it.
+            // Names and values stay in the head's own bytes (no copy, no
+            // allocation and no table insert per field: [`super::Fields`]):
+            // their places first, while the parse borrows the buffer, then
+            // the head is taken out of it.
             let base = self.buf.as_ptr() as usize;
-            let mut places = Vec::with_capacity(parsed.headers.len());
-            for h in parsed.headers.iter() {
-                let name =
-                    http::HeaderName::from_bytes(h.name.as_bytes()).map_err(|_| WireError::Invalid("a header name"))?;
-                let at = (h.value.as_ptr() as usize).wrapping_sub(base);
-                places.push((name, at..at + h.value.len()));
-            }
-            let head = self.buf.split_to(len).freeze();
-            let map = response.headers_mut();
-            map.reserve(places.len());
-            for (name, at) in places {
-                // (Always inside the head: httparse read the value there.)
-                head.get(at.clone()).ok_or(WireError::Invalid("a header value"))?;
-                let value = http::HeaderValue::from_maybe_shared(head.slice(at))
-                    .map_err(|_| WireError::Invalid("a header value"))?;
-                map.append(name, value);
-            }
-            let framing = framing(code, map)?;
-            let closes = map.get_all(http::header::CONNECTION).iter().any(|v| has_token(v.as_bytes(), b"close"));
+            let place = |s: &[u8]| {
+                let at = (s.as_ptr() as usize).wrapping_sub(base);
+                at..at + s.len()
+            };
+            let at = parsed.headers.iter().map(|h| (place(h.name.as_bytes()), place(h.value))).collect();
+            let fields = super::Fields::new(self.buf.split_to(len).freeze(), at);
+            let framing = framing(code, &fields)?;
+            let closes = fields.get_all("connection").any(|v| has_token(v, b"close"));
             let keep_alive = http11 && !closes && !matches!(framing, Framing::Close);
-            return Ok(Some(Head { response, framing, keep_alive }));
+            return Ok(Some(Head { status, fields, framing, keep_alive }));
         }
     }
 
@@ -233,21 +221,19 @@ impl Link {
 }
 
 /// How a response's body is framed (RFC 9112, section 6.3).
-fn framing(code: u16, headers: &http::HeaderMap) -> Result<Framing, WireError> {
+fn framing(code: u16, headers: &super::Fields) -> Result<Framing, WireError> {
     if code == 204 || code == 304 {
         return Ok(Framing::Length(0));
     }
-    let encodings = headers.get_all(http::header::TRANSFER_ENCODING);
-    if encodings.iter().next().is_some() {
+    if let Some(last) = headers.get_all("transfer-encoding").next_back() {
         // Chunked must be the last coding; anything else runs to the close.
-        let last = encodings.iter().next_back().map(|v| v.as_bytes()).unwrap_or_default();
         let chunked =
             last.rsplit(|&b| b == b',').next().is_some_and(|t| t.trim_ascii().eq_ignore_ascii_case(b"chunked"));
         return Ok(if chunked { Framing::Chunked(Chunked::default()) } else { Framing::Close });
     }
     let mut length: Option<u64> = None;
-    for value in headers.get_all(http::header::CONTENT_LENGTH) {
-        for part in value.as_bytes().split(|&b| b == b',') {
+    for value in headers.get_all("content-length") {
+        for part in value.split(|&b| b == b',') {
             let n = std::str::from_utf8(part.trim_ascii())
                 .ok()
                 .filter(|t| !t.is_empty() && t.bytes().all(|b| b.is_ascii_digit()))

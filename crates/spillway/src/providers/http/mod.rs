@@ -29,6 +29,7 @@
 //! - [`error`]: why a request got no response, why an endpoint cannot be built;
 //! - [`chunked`]: the chunked body decoder, all of a read's chunks as one
 //!   piece;
+//! - [`fields`]: a response head's header fields, kept in its own bytes;
 //! - [`link`]: one connection: the request written, the response head
 //!   parsed (`httparse`), the body decoded in the reader's own poll (no
 //!   task, no channel: a stream's events come out as many per wake-up as
@@ -46,6 +47,7 @@ pub(crate) mod chunked;
 pub mod client;
 pub mod connect;
 pub mod error;
+pub mod fields;
 pub mod link;
 pub mod pool;
 pub mod proxy;
@@ -56,8 +58,9 @@ pub mod tunnel;
 mod tests;
 
 pub use body::{read_to_end, Body, BodyError, Completion, ReadError, MAX_BODY};
-pub use client::Endpoint;
+pub use client::{Endpoint, Response};
 pub use error::{EndpointError, HttpError};
+pub use fields::Fields;
 pub use link::WireError;
 pub(crate) use pool::set_slot;
 pub use pool::slot;

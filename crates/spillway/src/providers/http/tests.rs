@@ -442,6 +442,28 @@ async fn interim_heads_are_skipped_and_each_framing_is_read() {
 }
 
 #[tokio::test]
+async fn the_answer_s_fields_are_read_as_sent_in_any_case() {
+    let (url, _) = scripted(
+        b"HTTP/1.1 200 OK\r\nX-Request-Id: req_up\r\nSet-Cookie: a=1\r\nX-RateLimit-Remaining-Tokens: 0\r\n\
+          X-RateLimit-Reset-Tokens: 1.5s\r\nset-cookie: b=2\r\nContent-Type: text/event-stream\r\ncontent-length: 2\r\n\r\nok",
+        false,
+    )
+    .await;
+    let resp = endpoint(&url).post(Bytes::from_static(b"{}")).await.unwrap();
+    let fields = resp.headers();
+    assert_eq!(fields.get("x-request-id"), Some(&b"req_up"[..]));
+    assert_eq!(fields.get_all("set-cookie").collect::<Vec<_>>(), [&b"a=1"[..], b"b=2"]);
+    assert_eq!(crate::providers::headers::upstream_request_id(fields).as_deref(), Some("req_up"));
+    assert_eq!(
+        crate::health::ratelimit::reset_hint(fields, std::time::SystemTime::now()),
+        Some(Duration::from_millis(1500)),
+        "a used-up quota's reset, its names in the upstream's case"
+    );
+    assert_eq!(fields.len(), 7);
+    assert_eq!(&resp.into_body().bytes().await.unwrap()[..], b"ok");
+}
+
+#[tokio::test]
 async fn a_response_that_says_close_or_speaks_http_1_0_is_not_reused() {
     use std::sync::atomic::Ordering;
     for response in [
