@@ -52,17 +52,17 @@ pub(super) fn head(
     hint: &SizeHint,
     asked: Asked,
 ) -> Plan {
-    let mut keep_alive = asked.keep_alive && !lists_close(headers);
+    let seen = Seen::of(headers);
+    let mut keep_alive = asked.keep_alive && !seen.close;
     let no_body = status.is_informational() || status == StatusCode::NO_CONTENT || status == StatusCode::NOT_MODIFIED;
     // The framing is the server's to decide.
-    headers.remove(TRANSFER_ENCODING);
-    let declared = headers.get(CONTENT_LENGTH).and_then(|v| std::str::from_utf8(v.as_bytes()).ok()?.parse().ok());
+    if seen.transfer_encoding {
+        headers.remove(TRANSFER_ENCODING);
+    }
+    let declared = seen.length;
     let length = declared.or_else(|| hint.exact());
     let mut framing = match length {
-        _ if no_body => {
-            headers.remove(CONTENT_LENGTH);
-            Framing::Empty
-        }
+        _ if no_body => Framing::Empty,
         Some(n) => Framing::Length(n),
         None if asked.version == Version::HTTP_11 => Framing::Chunked,
         None => {
@@ -70,8 +70,9 @@ pub(super) fn head(
             Framing::Close
         }
     };
-    if declared.is_none() && headers.contains_key(CONTENT_LENGTH) {
-        // A value that is not a length: dropped, the body's own size stands.
+    // No body, or a value that is not a length: dropped (the body's own
+    // size stands).
+    if seen.content_length && (no_body || declared.is_none()) {
         headers.remove(CONTENT_LENGTH);
     }
     out.reserve(64 + headers.len() * 48);
@@ -98,7 +99,7 @@ pub(super) fn head(
         Framing::Chunked if !asked.head_method => out.put_slice(b"transfer-encoding: chunked\r\n"),
         _ => {}
     }
-    if !headers.contains_key(DATE) {
+    if !seen.date {
         super::date::put(out);
     }
     if !keep_alive {
@@ -113,11 +114,40 @@ pub(super) fn head(
     Plan { framing, keep_alive }
 }
 
-fn lists_close(headers: &HeaderMap) -> bool {
-    headers
-        .get_all(CONNECTION)
-        .iter()
-        .any(|v| v.as_bytes().split(|&b| b == b',').any(|t| t.trim_ascii().eq_ignore_ascii_case(b"close")))
+/// What the head needs to know of a handler's headers, found in one pass
+/// over them (a response has a handful: comparing each name costs less
+/// than a hashed look-up per header asked for, most of which find nothing).
+#[derive(Default)]
+struct Seen {
+    /// `connection` lists `close`.
+    close: bool,
+    transfer_encoding: bool,
+    content_length: bool,
+    /// The first `content-length` value, when it is a length.
+    length: Option<u64>,
+    date: bool,
+}
+
+impl Seen {
+    fn of(headers: &HeaderMap) -> Self {
+        let mut seen = Self::default();
+        for (name, value) in headers {
+            if name == CONNECTION {
+                seen.close |=
+                    value.as_bytes().split(|&b| b == b',').any(|t| t.trim_ascii().eq_ignore_ascii_case(b"close"));
+            } else if name == CONTENT_LENGTH {
+                if !seen.content_length {
+                    seen.length = std::str::from_utf8(value.as_bytes()).ok().and_then(|v| v.parse().ok());
+                }
+                seen.content_length = true;
+            } else if name == TRANSFER_ENCODING {
+                seen.transfer_encoding = true;
+            } else if name == DATE {
+                seen.date = true;
+            }
+        }
+        seen
+    }
 }
 
 /// `n` in decimal.
@@ -324,6 +354,29 @@ mod tests {
         assert!(!text.contains("content-length"), "{text}");
         assert_eq!(text.matches("connection: close").count(), 1, "{text}");
         assert_eq!((plan.framing, plan.keep_alive), (Framing::Empty, false));
+    }
+
+    #[test]
+    fn the_handlers_framing_headers_give_way_to_the_servers() {
+        // Its own transfer-encoding is dropped, its length is used, its
+        // date kept (not a second one), a close among other tokens seen.
+        let mut h = HeaderMap::new();
+        h.insert("transfer-encoding", "chunked".parse().unwrap());
+        h.insert("content-length", "5".parse().unwrap());
+        h.insert("date", "Mon, 07 Dec 2026 03:00:00 GMT".parse().unwrap());
+        h.insert("connection", "keep-alive, Close".parse().unwrap());
+        let (text, plan) = laid_out(StatusCode::OK, &mut h, SizeHint::new(), asked(Version::HTTP_11, true));
+        assert!(!text.contains("transfer-encoding"), "{text}");
+        assert_eq!(text.matches("content-length: 5\r\n").count(), 1, "{text}");
+        assert_eq!(text.matches("date: ").count(), 1, "{text}");
+        assert!(text.contains("date: Mon, 07 Dec 2026 03:00:00 GMT\r\n"), "{text}");
+        assert_eq!((plan.framing, plan.keep_alive), (Framing::Length(5), false));
+        // A length that is not one is dropped: the body's own size stands.
+        let mut h = HeaderMap::new();
+        h.insert("content-length", "five".parse().unwrap());
+        let (text, plan) = laid_out(StatusCode::OK, &mut h, SizeHint::with_exact(3), asked(Version::HTTP_11, true));
+        assert!(!text.contains("five") && text.contains("content-length: 3\r\n"), "{text}");
+        assert_eq!((plan.framing, plan.keep_alive), (Framing::Length(3), true));
     }
 
     #[test]
