@@ -124,11 +124,10 @@ pub(super) fn parse(buf: &mut BytesMut) -> Result<Option<Head>, Refused> {
         let value = HeaderValue::from_maybe_shared(slice(at)?).map_err(|_| Refused::BadRequest("a header value"))?;
         map.append(name, value);
     }
-    let framing = framing(&map, version)?;
-    let (close, keep) = connection_tokens(&map);
-    let keep_alive = if version == Version::HTTP_11 { !close } else { keep && !close };
-    let expects_continue = version == Version::HTTP_11
-        && map.get(EXPECT).is_some_and(|v| v.as_bytes().trim_ascii().eq_ignore_ascii_case(b"100-continue"));
+    let seen = Seen::of(&map);
+    let framing = framing(&seen, version)?;
+    let keep_alive = if version == Version::HTTP_11 { !seen.close } else { seen.keep && !seen.close };
+    let expects_continue = version == Version::HTTP_11 && seen.expects_continue;
     let mut request = Request::new(());
     *request.method_mut() = method;
     *request.uri_mut() = uri;
@@ -150,16 +149,14 @@ fn other_version(buf: &[u8]) -> bool {
 /// and `Content-Length`, lengths that disagree, a coding other than
 /// chunked last — is refused: a proxy in front may have framed it the
 /// other way (request smuggling).
-fn framing(headers: &HeaderMap, version: Version) -> Result<BodyFraming, Refused> {
-    let mut encodings = headers.get_all(TRANSFER_ENCODING).iter().peekable();
-    if encodings.peek().is_some() {
+fn framing(seen: &Seen<'_>, version: Version) -> Result<BodyFraming, Refused> {
+    if let Some(last) = seen.last_encoding {
         if version != Version::HTTP_11 {
             return Err(Refused::BadRequest("transfer-encoding in an HTTP/1.0 request"));
         }
-        if headers.contains_key(CONTENT_LENGTH) {
+        if seen.length != Ok(None) {
             return Err(Refused::BadRequest("both transfer-encoding and content-length"));
         }
-        let last = encodings.last().map(HeaderValue::as_bytes).unwrap_or_default();
         let chunked =
             last.rsplit(|&b| b == b',').next().is_some_and(|t| t.trim_ascii().eq_ignore_ascii_case(b"chunked"));
         return if chunked {
@@ -168,20 +165,66 @@ fn framing(headers: &HeaderMap, version: Version) -> Result<BodyFraming, Refused
             Err(Refused::BadRequest("a transfer coding other than chunked last"))
         };
     }
-    let mut length: Option<u64> = None;
-    for value in headers.get_all(CONTENT_LENGTH) {
-        for part in value.as_bytes().split(|&b| b == b',') {
-            let n = decimal(part.trim_ascii()).ok_or(Refused::BadRequest("an invalid content-length"))?;
-            if length.is_some_and(|l| l != n) {
-                return Err(Refused::BadRequest("content-length given twice, differently"));
-            }
-            length = Some(n);
-        }
-    }
-    Ok(match length {
+    Ok(match seen.length.map_err(Refused::BadRequest)? {
         None | Some(0) => BodyFraming::None,
         Some(n) => BodyFraming::Length(n),
     })
+}
+
+/// What the rest of the exchange needs of a request's headers, found in
+/// one pass over them (a request has a handful: comparing each name costs
+/// less than a hashed look-up per header asked for, most of which find
+/// nothing).
+struct Seen<'h> {
+    /// The last `Transfer-Encoding` value.
+    last_encoding: Option<&'h [u8]>,
+    /// What every `Content-Length` value (comma-separated lists too) says:
+    /// none, one length, or why they cannot be read.
+    length: Result<Option<u64>, &'static str>,
+    /// `Connection` lists `close`; lists `keep-alive`.
+    close: bool,
+    keep: bool,
+    /// `Expect: 100-continue`.
+    expects_continue: bool,
+}
+
+impl<'h> Seen<'h> {
+    fn of(headers: &'h HeaderMap) -> Self {
+        let mut seen = Self { last_encoding: None, length: Ok(None), close: false, keep: false, expects_continue: false };
+        let mut expect_read = false;
+        for (name, value) in headers {
+            let v = value.as_bytes();
+            if name == CONTENT_LENGTH {
+                seen.length = seen.length.and_then(|length| more_length(length, v));
+            } else if name == TRANSFER_ENCODING {
+                seen.last_encoding = Some(v);
+            } else if name == CONNECTION {
+                for token in v.split(|&b| b == b',') {
+                    let token = token.trim_ascii();
+                    seen.close |= token.eq_ignore_ascii_case(b"close");
+                    seen.keep |= token.eq_ignore_ascii_case(b"keep-alive");
+                }
+            } else if name == EXPECT && !expect_read {
+                // (The first `Expect` is the one read.)
+                expect_read = true;
+                seen.expects_continue = v.trim_ascii().eq_ignore_ascii_case(b"100-continue");
+            }
+        }
+        seen
+    }
+}
+
+/// The length so far and one more `Content-Length` value: every length it
+/// lists must be the same.
+fn more_length(mut length: Option<u64>, value: &[u8]) -> Result<Option<u64>, &'static str> {
+    for part in value.split(|&b| b == b',') {
+        let n = decimal(part.trim_ascii()).ok_or("an invalid content-length")?;
+        if length.is_some_and(|l| l != n) {
+            return Err("content-length given twice, differently");
+        }
+        length = Some(n);
+    }
+    Ok(length)
 }
 
 /// Digits only (no sign, no space), at most 18 of them.
@@ -190,19 +233,6 @@ fn decimal(text: &[u8]) -> Option<u64> {
         return None;
     }
     text.iter().try_fold(0u64, |n, &b| b.is_ascii_digit().then(|| n * 10 + u64::from(b - b'0')))
-}
-
-/// Whether the `Connection` headers list `close` and `keep-alive`.
-fn connection_tokens(headers: &HeaderMap) -> (bool, bool) {
-    let (mut close, mut keep) = (false, false);
-    for value in headers.get_all(CONNECTION) {
-        for token in value.as_bytes().split(|&b| b == b',') {
-            let token = token.trim_ascii();
-            close |= token.eq_ignore_ascii_case(b"close");
-            keep |= token.eq_ignore_ascii_case(b"keep-alive");
-        }
-    }
-    (close, keep)
 }
 
 /// Skips empty lines before a request line (RFC 9112, section 2.2: a
@@ -215,5 +245,57 @@ pub(super) fn skip_blank_lines(buf: &mut BytesMut) {
             b'\n' => buf.advance(1),
             _ => break,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn head(wire: &str) -> Result<Head, Refused> {
+        let mut buf = BytesMut::from(wire);
+        parse(&mut buf).map(|h| h.expect("a whole head"))
+    }
+
+    fn refused(wire: &str) -> &'static str {
+        match head(wire) {
+            Err(Refused::BadRequest(why)) => why,
+            other => panic!("{wire:?} was not refused as a bad request: {:?}", other.map(|h| h.framing)),
+        }
+    }
+
+    #[test]
+    fn a_body_framed_two_ways_or_unreadably_is_refused_with_its_reason() {
+        let cases = [
+            ("POST / HTTP/1.1\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n", "both transfer-encoding"),
+            ("POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\nContent-Length: x\r\n\r\n", "both transfer-encoding"),
+            ("POST / HTTP/1.0\r\nTransfer-Encoding: chunked\r\n\r\n", "HTTP/1.0"),
+            ("POST / HTTP/1.1\r\nTransfer-Encoding: chunked, gzip\r\n\r\n", "other than chunked"),
+            ("POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\nTransfer-Encoding: gzip\r\n\r\n", "other than chunked"),
+            ("POST / HTTP/1.1\r\nContent-Length: 3\r\nContent-Length: 4\r\n\r\n", "differently"),
+            ("POST / HTTP/1.1\r\nContent-Length: 3, 4\r\n\r\n", "differently"),
+            ("POST / HTTP/1.1\r\nContent-Length: -3\r\n\r\n", "invalid content-length"),
+        ];
+        for (wire, says) in cases {
+            assert!(refused(wire).contains(says), "{wire:?}: {}", refused(wire));
+        }
+    }
+
+    #[test]
+    fn framing_keep_alive_and_expect_are_read_in_any_case() {
+        let h = head("POST / HTTP/1.1\r\ncontent-length: 3, 3\r\nEXPECT: 100-Continue\r\n\r\n").unwrap();
+        assert!(matches!(h.framing, BodyFraming::Length(3)));
+        assert!(h.keep_alive && h.expects_continue);
+        let h = head("POST / HTTP/1.1\r\nTransfer-Encoding: gzip, Chunked\r\nConnection: Close\r\n\r\n").unwrap();
+        assert!(matches!(h.framing, BodyFraming::Chunked(_)));
+        assert!(!h.keep_alive);
+        let h = head("GET / HTTP/1.0\r\nConnection: Keep-Alive\r\nExpect: 100-continue\r\n\r\n").unwrap();
+        assert!(matches!(h.framing, BodyFraming::None));
+        assert!(h.keep_alive && !h.expects_continue, "HTTP/1.0 keeps alive when asked; it cannot expect 100");
+        assert!(!head("GET / HTTP/1.0\r\n\r\n").unwrap().keep_alive);
+        let h = head("POST / HTTP/1.1\r\nExpect: something\r\nExpect: 100-continue\r\nContent-Length: 0\r\n\r\n");
+        let h = h.unwrap();
+        assert!(!h.expects_continue, "the first Expect is the one read");
+        assert!(matches!(h.framing, BodyFraming::None));
     }
 }
