@@ -173,7 +173,8 @@ pub async fn once(
     ticket: &mut Ticket,
     continuing: Option<(&str, Mode)>,
 ) -> Result<(Answer, Learned), AttemptError> {
-    let started = Instant::now();
+    // (Every call has a ticket made just before it.)
+    let started = ticket.started();
     ticket.judge_for(|| {
         let json = walk.json.as_ref().is_some_and(|p| p.content.is_some());
         let offers_tools = walk.json.as_ref().is_some_and(|p| !p.tools.is_empty());

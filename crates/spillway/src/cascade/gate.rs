@@ -15,8 +15,7 @@ use std::sync::atomic::Ordering;
 
 /// Why a target cannot be tried now, if it cannot; `needed` is the
 /// context the request needs (0: no context gate).
-fn closed_gate(ctx: &Context<'_>, target: &Target, needed: u64) -> Option<AttemptError> {
-    let now = now_ms();
+fn closed_gate(ctx: &Context<'_>, target: &Target, needed: u64, now: u64) -> Option<AttemptError> {
     if let Some(mark) = target.provider_health.dead.get(now) {
         return Some(AttemptError::new(Failure::SkippedDead, format!("provider dead: {}", mark.reason.as_str())));
     }
@@ -95,7 +94,7 @@ pub fn any_after(walk: &Walk<'_>, target: &Target) -> bool {
     let needed = walk.req.prompt_tokens.max(walk.min_context.load(Ordering::Relaxed));
     let now = now_ms();
     targets[at + 1..].iter().any(|t| {
-        closed_gate(&walk.ctx, t, needed).is_none()
+        closed_gate(&walk.ctx, t, needed, now).is_none()
             && match t.health.breaker_state() {
                 State::Closed | State::HalfOpen { probing: false, .. } => true,
                 State::Open { until_ms, .. } => now >= until_ms,
@@ -115,7 +114,9 @@ pub fn readmit(ctx: &Context<'_>, target: &Target) -> Option<Pass> {
 
 /// Every gate for one target: its pass, or why it is closed.
 fn pass_gates(ctx: &Context<'_>, target: &Target, needed: u64) -> Result<Pass, AttemptError> {
-    if let Some(e) = closed_gate(ctx, target, needed) {
+    // One reading of the clock for every gate.
+    let now = now_ms();
+    if let Some(e) = closed_gate(ctx, target, needed, now) {
         return Err(e);
     }
     // The bulkhead before the breaker: a saturated provider must not
@@ -123,7 +124,7 @@ fn pass_gates(ctx: &Context<'_>, target: &Target, needed: u64) -> Result<Pass, A
     let Some(slot) = target.provider.try_acquire() else {
         return Err(AttemptError::new(Failure::Saturated, "provider at max_in_flight"));
     };
-    match target.health.admit(&ctx.health.events) {
+    match target.health.admit_at(now, &ctx.health.events) {
         Admission::Reject => {
             let state = target.health.breaker_state();
             Err(AttemptError::new(Failure::SkippedOpen, format!("breaker {}", state.label())))

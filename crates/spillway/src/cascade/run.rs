@@ -38,8 +38,10 @@ pub async fn run(ctx: Context<'_>, plan: &Arc<CascadePlan>, req: &ChatRequest) -
         json,
     };
     let mut cursor = Cursor::new(plan);
+    let mut first = true;
     loop {
-        if Instant::now() >= walk.deadline {
+        // (The first turn starts where the deadline was set.)
+        if !std::mem::take(&mut first) && Instant::now() >= walk.deadline {
             break;
         }
         let Some((i, pass)) = cursor.next(&walk) else {

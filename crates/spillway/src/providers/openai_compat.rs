@@ -92,10 +92,13 @@ pub(crate) async fn post_and_read(
         let failure = classify(status, retry, &body);
         return Err(AttemptError::new(failure, format!("HTTP {status}{}", short_message(&body))));
     }
-    if let Some(reset) = crate::health::ratelimit::reset_hint(resp.headers(), std::time::SystemTime::now()) {
-        req.hints.set_exhausted_for(reset);
+    // (The clock is read only for an answer that names a quota.)
+    if crate::health::ratelimit::Headers::any_name_starts_with(resp.headers(), "x-ratelimit-") {
+        if let Some(reset) = crate::health::ratelimit::reset_hint(resp.headers(), std::time::SystemTime::now()) {
+            req.hints.set_exhausted_for(reset);
+        }
+        req.hints.set_quota_left(crate::health::ratelimit::quota_left(resp.headers()));
     }
-    req.hints.set_quota_left(crate::health::ratelimit::quota_left(resp.headers()));
     let is_sse = resp.headers().get("content-type").is_some_and(|v| v.starts_with(b"text/event-stream"));
     if req.stream && (is_sse || !req.accept_whole) {
         if !is_sse {

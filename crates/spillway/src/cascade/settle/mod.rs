@@ -127,6 +127,11 @@ impl Ticket {
         }
     }
 
+    /// When the attempt started (its ticket was made, just before its call).
+    pub fn started(&self) -> Instant {
+        self.started
+    }
+
     /// The request's journal, when it has one.
     pub fn journal(&self) -> Option<&Arc<Journal>> {
         self.journal.as_ref().map(|n| &n.journal)

@@ -18,14 +18,13 @@ impl Ticket {
         let target = &self.plan.targets[self.index];
         target.metrics.in_flight.dec();
         let health = &target.health;
-        let now = now_ms();
         if let Some(ttft) = self.first_token {
             health.record_ttft(ttft.as_secs_f64() * 1000.0);
             target.metrics.ttft.observe(ttft.as_secs_f64());
         }
         if let Some(reset) = self.exhausted {
             tracing::info!(model = %target.name, reset_ms = ms(reset), "Quota used up: skipping the model until it resets.");
-            health.mark_dead(now + ms(reset), DeadReason::QuotaUsedUp);
+            health.mark_dead(now_ms() + ms(reset), DeadReason::QuotaUsedUp);
         }
         let quota_used_up = self.exhausted.is_some();
         let breaker_before = self.journal.as_ref().map(|_| breaker_word(health.breaker_state()));
@@ -39,6 +38,8 @@ impl Ticket {
                 (AttemptOutcome::Answered, None)
             }
             Settled::Failed(error) => {
+                // (The clock is read only here: an answered attempt needs no time.)
+                let now = now_ms();
                 target.metrics.attempt_failed(&error.failure);
                 health.note_error(now, &error.to_string());
                 // An answer that failed its JSON check or broke mid-stream

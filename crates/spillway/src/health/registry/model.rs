@@ -89,7 +89,12 @@ impl ModelHealth {
 
     /// Asks the breaker for admission.
     pub fn admit(&self, events: &broadcast::Sender<HealthEvent>) -> Admission {
-        let (admission, transition) = lock(&self.breaker).admit(now_ms());
+        self.admit_at(now_ms(), events)
+    }
+
+    /// [`Self::admit`] at `now` (ms since the epoch) the caller read already.
+    pub fn admit_at(&self, now: u64, events: &broadcast::Sender<HealthEvent>) -> Admission {
+        let (admission, transition) = lock(&self.breaker).admit(now);
         if let Some(t) = transition {
             self.announce(t, events);
         }

@@ -190,7 +190,8 @@ struct Seen<'h> {
 
 impl<'h> Seen<'h> {
     fn of(headers: &'h HeaderMap) -> Self {
-        let mut seen = Self { last_encoding: None, length: Ok(None), close: false, keep: false, expects_continue: false };
+        let mut seen =
+            Self { last_encoding: None, length: Ok(None), close: false, keep: false, expects_continue: false };
         let mut expect_read = false;
         for (name, value) in headers {
             let v = value.as_bytes();
