@@ -34,7 +34,6 @@ use crate::gateway::Live;
 use crate::metrics::Metrics;
 use hyper_util::service::TowerToHyperService;
 use std::future::Future;
-use std::pin::Pin;
 use std::sync::atomic::AtomicUsize;
 use std::sync::Arc;
 use tokio::net::TcpListener;
@@ -76,37 +75,49 @@ struct Front {
 }
 
 impl http1::Handler for Front {
-    fn call(&self, mut req: http::Request<http1::RequestBody>) -> Pin<Box<dyn Future<Output = http1::Answer> + Send>> {
+    fn call(&self, mut req: http::Request<http1::RequestBody>) -> impl Future<Output = http1::Answer> + Send {
         let entered = {
             let gw = self.state.gateway.load();
             conventions::enter(&mut req, gw.config.server.cors.as_ref(), self.link.clone())
         };
-        let entered = match entered {
-            Ok(e) => e,
-            Err(preflight) => return Box::pin(std::future::ready(*preflight)),
+        let route = match entered {
+            Ok(entered) => {
+                aliases::add_v1(&mut req);
+                let chat = req.method() == http::Method::POST && req.uri().path() == "/v1/chat/completions";
+                Route::Serve { chat, req, entered }
+            }
+            Err(preflight) => Route::Answered(preflight),
         };
-        let span = entered.span.clone();
-        aliases::add_v1(&mut req);
-        if req.method() == http::Method::POST && req.uri().path() == "/v1/chat/completions" {
-            let state = self.state.clone();
-            // The handler's future is made inside the boxed one, not moved
-            // into it: moved, its state (kilobytes) was copied three times
-            // a request (bench/instructions.sh: +8,000 instructions of memcpy).
-            Box::pin(async move {
-                let served = tracing::Instrument::instrument(chat::chat(state, req), span).await;
-                conventions::leave(served, entered)
-            })
-        } else {
-            let routed = hyper::service::Service::call(&self.router, req);
-            Box::pin(async move {
-                let resp = match tracing::Instrument::instrument(routed, span).await {
+        async move {
+            let (chat, req, entered) = match route {
+                Route::Answered(preflight) => return *preflight,
+                Route::Serve { chat, req, entered } => (chat, req, entered),
+            };
+            let span = entered.span.clone();
+            // The chat handler's future is made here, where it is awaited: in
+            // the connection's state, not moved (its state is kilobytes).
+            let resp = if chat {
+                tracing::Instrument::instrument(chat::chat(self.state.clone(), req), span).await
+            } else {
+                match tracing::Instrument::instrument(hyper::service::Service::call(&self.router, req), span).await {
                     Ok(r) => r,
                     Err(never) => match never {},
-                };
-                conventions::leave(resp, entered)
-            })
+                }
+            };
+            conventions::leave(resp, entered)
         }
     }
+}
+
+/// Where [`Front`] sends a request. (Made and taken apart once a request,
+/// never stored: boxing the request to even the variants out would cost
+/// an allocation on every one.)
+#[allow(clippy::large_enum_variant)]
+enum Route {
+    /// A CORS preflight, answered at the door.
+    Answered(Box<http1::Answer>),
+    /// To the chat handler (`chat`) or the router.
+    Serve { chat: bool, req: http::Request<http1::RequestBody>, entered: conventions::Entered },
 }
 
 /// Serves until `shutdown` is cancelled, then drains within the grace period.

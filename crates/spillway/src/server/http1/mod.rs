@@ -54,8 +54,11 @@ pub type Answer = http::Response<axum::body::Body>;
 
 /// What answers the requests of a connection.
 pub trait Handler: Send + Sync + 'static {
-    /// Answers one request.
-    fn call(&self, request: http::Request<RequestBody>) -> Pin<Box<dyn Future<Output = Answer> + Send>>;
+    /// Answers one request. The future runs in the connection's own state,
+    /// not boxed: a chat request's future is kilobytes, and boxing it copied
+    /// all of it into the heap on every request (a memcpy of its whole size,
+    /// whatever of it was in use).
+    fn call(&self, request: http::Request<RequestBody>) -> impl Future<Output = Answer> + Send;
 }
 
 /// A connection's bounds (`server:`).
@@ -148,8 +151,11 @@ impl<I: AsyncRead + AsyncWrite + Unpin + Send> Conn<I> {
                 head_method: parts.method == http::Method::HEAD,
                 keep_alive: keep_alive && whole,
             };
-            let answer = handler.call(http::Request::from_parts(parts, body));
-            let Some(response) = self.wait_for(answer).await else {
+            let answered = {
+                let answer = std::pin::pin!(handler.call(http::Request::from_parts(parts, body)));
+                self.wait_for(answer).await
+            };
+            let Some(response) = answered else {
                 return; // The client left; the handler's future is dropped.
             };
             match self.send(response, asked).await {
@@ -326,7 +332,7 @@ impl<I: AsyncRead + AsyncWrite + Unpin + Send> Conn<I> {
     }
 
     /// The handler's answer; `None` when the client left first.
-    async fn wait_for(&mut self, mut answer: Pin<Box<dyn Future<Output = Answer> + Send>>) -> Option<Answer> {
+    async fn wait_for(&mut self, mut answer: Pin<&mut impl Future<Output = Answer>>) -> Option<Answer> {
         poll_fn(|cx| {
             if let Poll::Ready(response) = answer.as_mut().poll(cx) {
                 return Poll::Ready(Some(response));

@@ -14,7 +14,7 @@ type Reply = Pin<Box<dyn Future<Output = Answer> + Send>>;
 struct Handle<F>(F);
 
 impl<F: Fn(http::Request<RequestBody>) -> Reply + Send + Sync + 'static> Handler for Handle<F> {
-    fn call(&self, request: http::Request<RequestBody>) -> Reply {
+    fn call(&self, request: http::Request<RequestBody>) -> impl Future<Output = Answer> + Send {
         (self.0)(request)
     }
 }
