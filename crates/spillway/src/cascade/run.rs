@@ -148,7 +148,7 @@ fn serve(walk: &Walk<'_>, win: Attempted<'_>, finish: Finish) -> Served {
             let idle = walk.ctx.rules.timeouts.idle;
             let stamp = Stamp::new(target.name.clone());
             let req = walk.req;
-            ServedBody::Forward(Box::new(Forward::new(
+            ServedBody::Forward(Forward::new(
                 head,
                 rest,
                 stamp,
@@ -158,7 +158,7 @@ fn serve(walk: &Walk<'_>, win: Attempted<'_>, finish: Finish) -> Served {
                 req.prompt_tokens,
                 ticket,
                 finish,
-            )))
+            ))
         }
     };
     Served {

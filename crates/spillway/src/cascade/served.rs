@@ -15,7 +15,7 @@ pub enum ServedBody {
     /// A stamped `chat.completion`.
     Complete(crate::api::completion::Completion),
     /// An upstream stream, forwarded as it arrives (it settles itself).
-    Forward(Box<Forward>),
+    Forward(Forward),
     /// SSE bytes the gateway wrote itself (the handoff reply).
     Canned(BoxStream<'static, Result<Bytes, std::convert::Infallible>>),
 }

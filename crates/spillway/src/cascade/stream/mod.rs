@@ -62,7 +62,9 @@ use tokio::time::{Duration, Instant};
 /// A stream ready to forward; the handler may attach a [`Meter`] and a
 /// [`Continuation`] first.
 pub struct Forward {
-    state: State,
+    /// Boxed once, where it is made: the frames' unfold takes the box as
+    /// it is (moved by value, the state was copied whole twice more).
+    state: Box<State>,
 }
 
 impl Forward {
@@ -80,7 +82,7 @@ impl Forward {
         ticket: Ticket,
         finish: Finish,
     ) -> Self {
-        let mut state = State::new(head.into(), rest, stamp, idle, deadline, include_usage);
+        let mut state = Box::new(State::new(head.into(), rest, stamp, idle, deadline, include_usage));
         state.journal = ticket.journal().cloned();
         state.prompt_tokens = prompt_tokens;
         state.ticket = Some(ticket);
@@ -115,7 +117,7 @@ impl Forward {
     /// The client's SSE bytes, a frame per upstream read.
     pub fn into_stream(self) -> BoxStream<'static, Result<Bytes, Infallible>> {
         // Boxed: the unfold moves its state into each frame's future.
-        futures_util::stream::unfold(Box::new(self.state), |mut st| async move {
+        futures_util::stream::unfold(self.state, |mut st| async move {
             if st.done {
                 return None;
             }
