@@ -67,18 +67,34 @@ where
     B: hyper::body::Body<Data = Bytes> + Send + 'static,
     B::Error: std::error::Error + Send + Sync + 'static,
 {
-    match chat_inner(state, request).await {
+    let notes = super::conventions::notes(&request);
+    chat_noted(state, request, notes).await
+}
+
+/// [`chat`] with the request's notes handed over by the server (not put
+/// into the request's extensions and looked up again).
+pub(super) async fn chat_noted<B>(state: Arc<AppState>, request: http::Request<B>, notes: Arc<RequestNotes>) -> Response
+where
+    B: hyper::body::Body<Data = Bytes> + Send + 'static,
+    B::Error: std::error::Error + Send + Sync + 'static,
+{
+    match chat_inner(state, request, notes).await {
         Ok(r) => r,
         Err(e) => e.into_response(),
     }
 }
 
-async fn chat_inner<B>(state: Arc<AppState>, request: http::Request<B>) -> Result<Response, ApiError>
+async fn chat_inner<B>(
+    state: Arc<AppState>,
+    request: http::Request<B>,
+    notes: Arc<RequestNotes>,
+) -> Result<Response, ApiError>
 where
     B: hyper::body::Body<Data = Bytes> + Send + 'static,
     B::Error: std::error::Error + Send + Sync + 'static,
 {
-    let Admitted { gw, body, caller, escalate, who, permit, notes } = admit(state, request, auth::bearer).await?;
+    let Admitted { gw, body, caller, escalate, who, permit, notes } =
+        admit_noted(state, request, auth::bearer, notes).await?;
     let mut req = ChatRequest::parse(body)?;
     req.caller = caller;
     let served = serve(&gw, req, escalate, &notes, &who).await?;
@@ -97,10 +113,24 @@ where
     B: hyper::body::Body<Data = Bytes> + Send + 'static,
     B::Error: std::error::Error + Send + Sync + 'static,
 {
+    let notes = super::conventions::notes(&request);
+    admit_noted(state, request, key_from, notes).await
+}
+
+/// [`admit`] with the request's notes at hand.
+async fn admit_noted<B>(
+    state: Arc<AppState>,
+    request: http::Request<B>,
+    key_from: KeyFrom,
+    notes: Arc<RequestNotes>,
+) -> Result<Admitted, ApiError>
+where
+    B: hyper::body::Body<Data = Bytes> + Send + 'static,
+    B::Error: std::error::Error + Send + Sync + 'static,
+{
     let gw = state.gateway.load_full();
     let server = &gw.config.server;
     let escalate = crate::escalation::rules::forced(request.headers());
-    let notes = super::conventions::notes(&request);
     if let Some(journal) = gw.shared.telemetry.begin(notes.id.as_str(), request.uri().path(), request.headers()) {
         notes.set_journal(journal);
     }

@@ -47,8 +47,10 @@ pub(super) struct Entered {
     allowed_origin: Option<HeaderValue>,
 }
 
-/// Names the request, answers a CORS preflight (`Err`: the response), and
-/// puts the notes into its extensions (with `link`, the connection it came on).
+/// Names the request and answers a CORS preflight (`Err`: the response);
+/// the notes (with `link`, the connection it came on) go to the handler
+/// with the request: as an argument to the chat handler, in the request's
+/// extensions through the router ([`carry`]).
 pub(super) fn enter<B>(
     req: &mut http::Request<B>,
     cors: Option<&CorsConfig>,
@@ -67,8 +69,13 @@ pub(super) fn enter<B>(
         key = tracing::field::Empty,
         user = tracing::field::Empty
     );
-    req.extensions_mut().insert(notes.clone());
     Ok(Entered { notes, span, allowed_origin })
+}
+
+/// Puts a request's notes into its extensions, where the router's handlers
+/// find them ([`notes`]).
+pub(super) fn carry<B>(req: &mut http::Request<B>, entered: &Entered) {
+    req.extensions_mut().insert(entered.notes.clone());
 }
 
 /// The notes the front door put into a request (a fresh set for a request

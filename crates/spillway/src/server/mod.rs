@@ -97,8 +97,11 @@ impl http1::Handler for Front {
             // The chat handler's future is made here, where it is awaited: in
             // the connection's state, not moved (its state is kilobytes).
             let resp = if chat {
-                tracing::Instrument::instrument(chat::chat(self.state.clone(), req), span).await
+                let notes = entered.notes.clone();
+                tracing::Instrument::instrument(chat::chat_noted(self.state.clone(), req, notes), span).await
             } else {
+                let mut req = req;
+                conventions::carry(&mut req, &entered);
                 match tracing::Instrument::instrument(hyper::service::Service::call(&self.router, req), span).await {
                     Ok(r) => r,
                     Err(never) => match never {},
