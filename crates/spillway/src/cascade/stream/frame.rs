@@ -55,7 +55,10 @@ enum Step {
 /// The next frame for the client: every event ready now, at least one;
 /// settles the stream when it ends.
 pub(super) async fn next_frame(st: &mut State) -> Bytes {
-    let mut out = Vec::with_capacity(st.frame_len.min(MAX_FRAME) + 512);
+    // Room for the last frame's length (none yet: for a first frame's
+    // whole bound), so the buffer is not grown to it by doubling.
+    let room = if st.frame_len == 0 { FIRST_FRAME } else { st.frame_len.min(MAX_FRAME) };
+    let mut out = Vec::with_capacity(room + 512);
     // The first frame is what was read up to the first token and what is
     // ready behind it, up to a smaller bound: the client's first byte waits
     // for little of the backlog read with it.

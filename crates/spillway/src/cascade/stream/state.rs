@@ -79,7 +79,7 @@ pub(super) struct State {
     /// gets a turn to send it before the next is gathered.
     pub(super) cut_short: bool,
     /// The last frame's length: the next frame's buffer starts that large
-    /// (no string of doublings per frame).
+    /// (no string of doublings per frame); 0 before the first.
     pub(super) frame_len: usize,
 }
 
@@ -140,9 +140,7 @@ impl State {
             prefix: None,
             broke: None,
             cut_short: false,
-            // The first frame is gathered up to FIRST_FRAME: room for it at
-            // once, not grown to it by doubling.
-            frame_len: super::frame::FIRST_FRAME,
+            frame_len: 0,
         }
     }
 
