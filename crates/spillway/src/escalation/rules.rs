@@ -13,10 +13,14 @@ use axum::http::HeaderMap;
 use indexmap::IndexMap;
 use std::sync::Arc;
 
+/// `x-spillway-escalate`, parsed once (a name given as text is parsed again
+/// on every look-up).
+const X_SPILLWAY_ESCALATE: http::HeaderName = http::HeaderName::from_static("x-spillway-escalate");
+
 /// Whether the client forces escalation (`x-spillway-escalate: true`).
 pub fn forced(headers: &HeaderMap) -> bool {
     headers
-        .get("x-spillway-escalate")
+        .get(X_SPILLWAY_ESCALATE)
         .and_then(|v| v.to_str().ok())
         .is_some_and(|v| v.trim().eq_ignore_ascii_case("true"))
 }
