@@ -30,14 +30,17 @@ impl Stamp {
 /// A new completion id: `chatcmpl-` and 24 random hex digits.
 pub fn new_id() -> String {
     const HEX: &[u8; 16] = b"0123456789abcdef";
-    let mut id = String::with_capacity(33);
-    id.push_str("chatcmpl-");
-    let (hi, lo) = (fastrand::u64(..), fastrand::u32(..));
-    let digits =
-        (0..16).rev().map(|i| (hi >> (i * 4)) & 0xf).chain((0..8).rev().map(|i| u64::from(lo >> (i * 4)) & 0xf));
-    // A nibble indexes HEX; the cast cannot truncate.
-    id.extend(digits.map(|d| char::from(HEX[d as usize])));
-    id
+    let mut id = *b"chatcmpl-000000000000000000000000";
+    // 24 hex digits of 96 random bits, written in place (not a char at a
+    // time into a growing string).
+    let (hi, lo) = (fastrand::u64(..), u64::from(fastrand::u32(..)));
+    for (i, digit) in id[9..].iter_mut().enumerate() {
+        let (word, shift) = if i < 16 { (hi, 60 - 4 * i) } else { (lo, 28 - 4 * (i - 16)) };
+        // A nibble indexes HEX; the cast cannot truncate.
+        *digit = HEX[((word >> shift) & 0xf) as usize];
+    }
+    // Only ASCII was written: the conversion cannot fail.
+    String::from_utf8(id.to_vec()).unwrap_or_default()
 }
 
 /// Sets `key` to `value`, allocating the key only when it is new.
@@ -281,6 +284,16 @@ pub fn is_usage_chunk(v: &Value) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_completion_id_is_chatcmpl_and_its_96_random_bits_in_hex() {
+        fastrand::seed(7);
+        let id = new_id();
+        fastrand::seed(7);
+        let (hi, lo) = (fastrand::u64(..), fastrand::u32(..));
+        assert_eq!(id, format!("chatcmpl-{hi:016x}{lo:08x}"));
+        assert_ne!(new_id(), new_id());
+    }
     use serde_json::json;
 
     #[test]
