@@ -65,7 +65,11 @@ pub(super) async fn next_frame(st: &mut State) -> Bytes {
     let bound = if st.head.is_empty() { MAX_FRAME } else { FIRST_FRAME };
     loop {
         if let Some(failure) = st.broke.take() {
-            if st.try_continue(&failure).await {
+            // Boxed: the continuation's call (a whole attempt's future) is
+            // rare, and inline it made every frame's future — and the box
+            // the frames are polled from, copied whole when it is made —
+            // kilobytes larger.
+            if Box::pin(st.try_continue(&failure)).await {
                 continue;
             }
             st.end(Some(&failure));
