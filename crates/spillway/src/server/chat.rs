@@ -95,7 +95,9 @@ where
 {
     let Admitted { gw, body, caller, escalate, who, permit, notes } =
         admit_noted(state, request, auth::bearer, notes).await?;
-    let mut req = ChatRequest::parse(body)?;
+    // The prompt's facts only for a gateway whose cascades judge answers.
+    let judged = gw.config.cascades.values().any(|c| c.quality.is_some());
+    let mut req = ChatRequest::parse_judged(body, judged)?;
     req.caller = caller;
     let served = serve(&gw, req, escalate, &notes, &who).await?;
     Ok(respond(served, permit))

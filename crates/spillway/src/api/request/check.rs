@@ -105,13 +105,13 @@ pub(super) fn check<J: JsonView>(body: &J) -> Result<ChatRequest, ApiError> {
         user,
         body_user,
         max_tokens,
-        prompt: prompt_facts(body),
+        prompt: Default::default(),
         load_relief: Vec::new(),
     })
 }
 
 /// The quality judge's facts of the last user message (its first text).
-fn prompt_facts<J: JsonView>(body: &J) -> crate::quality::text::PromptFacts {
+pub(super) fn prompt_facts<J: JsonView>(body: &J) -> crate::quality::text::PromptFacts {
     let messages = body.get("messages").and_then(J::as_array).unwrap_or_default();
     let Some(last) = messages.iter().rev().find(|m| m.get("role").and_then(J::as_str) == Some("user")) else {
         return crate::quality::text::PromptFacts::default();

@@ -78,7 +78,9 @@ pub struct ChatRequest {
     /// `max_output_tokens`: what a key's admission reserves.
     pub max_tokens: Option<u64>,
     /// What the quality judge needs of the prompt (its last user
-    /// message's script and length), found once here.
+    /// message's script and length), found once here (left at its default
+    /// when parsed for a gateway whose cascades judge nothing:
+    /// [`Self::parse_judged`]).
     pub prompt: crate::quality::text::PromptFacts,
     /// The providers (with `load:`) on which this request's caller runs
     /// one load profile lighter than the load calls for: it is at or under
@@ -124,6 +126,13 @@ impl Clone for ChatRequest {
 impl ChatRequest {
     /// Parses and validates a request body.
     pub fn parse(bytes: Bytes) -> Result<Self, ApiError> {
+        Self::parse_judged(bytes, true)
+    }
+
+    /// [`Self::parse`]; `judged`: whether the quality judge may read the
+    /// prompt ([`Self::prompt`]) — when no cascade judges answers, the
+    /// prompt's facts are not worked out (a pass over up to 2 KiB of it).
+    pub fn parse_judged(bytes: Bytes, judged: bool) -> Result<Self, ApiError> {
         // One UTF-8 check of the whole body, not one per string.
         let text =
             std::str::from_utf8(&bytes).map_err(|e| ApiError::InvalidJson(format!("the body is not UTF-8: {e}")))?;
@@ -134,7 +143,10 @@ impl ChatRequest {
         let Json::Object(entries) = &json else {
             return Err(ApiError::InvalidJson("the body must be a JSON object".into()));
         };
-        let checked = check(&json)?;
+        let mut checked = check(&json)?;
+        if judged {
+            checked.prompt = check::prompt_facts(&json);
+        }
         let mut models = entries.iter().filter(|(k, _)| k == "model");
         let model_at = match (models.next(), models.next()) {
             (Some((_, Json::String(std::borrow::Cow::Borrowed(m)))), None) => {
@@ -152,7 +164,8 @@ impl ChatRequest {
     /// Validates an already parsed body.
     pub fn from_map(body: Map<String, Value>) -> Result<Self, ApiError> {
         let value = Value::Object(body);
-        let checked = check(&value)?;
+        let mut checked = check(&value)?;
+        checked.prompt = check::prompt_facts(&value);
         let raw = Bytes::from(serde_json::to_vec(&value).unwrap_or_default());
         let prompt_tokens = estimate_prompt_tokens(&value);
         let Value::Object(map) = value else { return Err(ApiError::InvalidJson("not an object".into())) };

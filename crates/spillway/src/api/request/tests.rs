@@ -144,3 +144,16 @@ fn prompt_estimate_is_the_same_on_both_trees() {
     assert_eq!(r.prompt_tokens, estimate_prompt_tokens(&value));
     assert!(r.shapes_output && !r.wants_json());
 }
+
+#[test]
+fn the_prompt_s_facts_are_worked_out_only_for_a_judge() {
+    let body =
+        Bytes::from_static(br#"{"model":"m","messages":[{"role":"user","content":"Bonjour, comment allez-vous?"}]}"#);
+    let judged = ChatRequest::parse_judged(body.clone(), true).unwrap();
+    assert_eq!(judged.prompt.script, Some(crate::quality::text::Script::Latin));
+    assert_eq!(judged.prompt.chars, 28);
+    assert_eq!(ChatRequest::parse(body.clone()).unwrap().prompt, judged.prompt);
+    let unjudged = ChatRequest::parse_judged(body, false).unwrap();
+    assert_eq!(unjudged.prompt, crate::quality::text::PromptFacts::default());
+    assert_eq!(unjudged.model, judged.model, "everything else is read alike");
+}
