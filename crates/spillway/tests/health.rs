@@ -127,19 +127,24 @@ async fn rate_limit_without_hints_uses_dead_ttl() {
     assert!((3590..=3600).contains(&left), "dead for {left}s, expected the 1h dead_ttl");
 }
 
+/// Read off a 200 answer's head, whole and streamed alike (the head is read
+/// before the answer's body takes either path).
 #[tokio::test]
 async fn remaining_zero_skips_the_model_without_spending_a_request() {
-    let (a, _b, gw) = setup("").await;
-    a.push(
-        Reply::text("last one")
-            .header("x-ratelimit-remaining-requests", "0")
-            .header("x-ratelimit-reset-requests", "30s"),
-    );
-    a.set_default(Reply::text("m2"));
-    assert_eq!(model_of(&gw).await, "a/m1", "the answer itself is served");
-    assert_eq!(model_of(&gw).await, "a/m2");
-    assert_eq!(asked(&a), ["m1", "m2"], "no request was spent to discover a 429");
-    assert_eq!(model(&admin_state(&gw).await, "a/m1")["dead"]["reason"], "quota_used_up");
+    for stream in [false, true] {
+        let (a, _b, gw) = setup("").await;
+        let last = if stream { Reply::stream(&["last one"]) } else { Reply::text("last one") };
+        a.push(last.header("x-ratelimit-remaining-requests", "0").header("x-ratelimit-reset-requests", "30s"));
+        a.set_default(if stream { Reply::stream(&["m2"]) } else { Reply::text("m2") });
+        for expected in ["a/m1", "a/m2"] {
+            let resp = gw.post(&chat("chat", stream)).await;
+            assert_eq!(resp.status(), 200);
+            assert_eq!(header(&resp, "x-spillway-model"), expected, "stream: {stream}");
+            let _ = resp.bytes().await;
+        }
+        assert_eq!(asked(&a), ["m1", "m2"], "no request was spent to discover a 429 (stream: {stream})");
+        assert_eq!(model(&admin_state(&gw).await, "a/m1")["dead"]["reason"], "quota_used_up", "stream: {stream}");
+    }
 }
 
 #[tokio::test]
