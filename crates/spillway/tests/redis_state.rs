@@ -215,3 +215,22 @@ async fn batched_answers_and_ttft_samples_count_like_single_ones() {
     assert!((r - m).abs() < 1e-9 && (r - 200.0).abs() < 1e-9, "{r} {m}");
     sup.stop(Duration::from_secs(2)).await;
 }
+
+/// The test servers' start: a port taken between `free_port` and the bind
+/// (by another server, or by any outgoing connection) is told apart from a
+/// started server, so `spawn_fresh` tries fresh ports instead of failing
+/// the test ten seconds later, or talking to someone else's server.
+#[tokio::test]
+async fn a_test_server_whose_port_is_taken_is_seen_to_fail_at_once() {
+    let Some(held) = Single::start().await else {
+        unavailable("a_test_server_whose_port_is_taken_is_seen_to_fail_at_once");
+        return;
+    };
+    let started = std::time::Instant::now();
+    let spawned = try_spawn("redis-server", &single_args(held.port), held.port).await;
+    assert!(matches!(spawned, Spawned::Exited), "a server that cannot bind is not another's answer");
+    assert!(started.elapsed() < Duration::from_secs(5), "{:?}", started.elapsed());
+    let (child, ports) = spawn_fresh("redis-server", 1, |p| single_args(p[0])).await.unwrap();
+    kill(&mut Some(child));
+    assert_ne!(ports[0], held.port);
+}

@@ -4,7 +4,7 @@
 //! directory that keeps each node's `nodes.conf`, so a stopped cluster
 //! comes back whole on [`Cluster::restart`].
 
-use super::{free_port, kill, spawn_server, TempDir};
+use super::{kill, spawn_fresh, spawn_server, TempDir};
 use std::process::Child;
 use std::time::Duration;
 
@@ -24,11 +24,13 @@ impl Cluster {
     /// Starts `masters` nodes and joins them; `None` when `redis-server` or
     /// `redis-cli` is missing.
     pub async fn start(masters: usize) -> Option<Self> {
-        let nodes = (0..masters).map(|_| Node { port: free_port(), bus: free_port(), child: None }).collect();
-        let mut cluster = Self { nodes, dir: TempDir::new("cluster") };
-        if !cluster.spawn_all().await {
-            return None;
+        let dir = TempDir::new("cluster");
+        let mut nodes = Vec::new();
+        for _ in 0..masters {
+            let (child, ports) = spawn_fresh("redis-server", 2, |p| node_args(&dir, p[0], p[1])).await?;
+            nodes.push(Node { port: ports[0], bus: ports[1], child: Some(child) });
         }
+        let cluster = Self { nodes, dir };
         let addresses: Vec<String> = cluster.nodes.iter().map(|n| format!("127.0.0.1:{}", n.port)).collect();
         let created = tokio::task::spawn_blocking(move || {
             std::process::Command::new("redis-cli")
@@ -51,29 +53,7 @@ impl Cluster {
 
     async fn spawn_all(&mut self) -> bool {
         for n in &mut self.nodes {
-            let (port, bus) = (n.port.to_string(), n.bus.to_string());
-            let (conf, dir) = (self.dir.join(&format!("nodes-{port}.conf")), self.dir.join(""));
-            let args = [
-                "--port",
-                &port,
-                "--cluster-port",
-                &bus,
-                "--bind",
-                "127.0.0.1",
-                "--cluster-enabled",
-                "yes",
-                "--cluster-config-file",
-                &conf,
-                "--cluster-node-timeout",
-                "2000",
-                "--dir",
-                &dir,
-                "--save",
-                "",
-                "--appendonly",
-                "no",
-            ];
-            n.child = spawn_server("redis-server", &args, n.port).await;
+            n.child = spawn_server("redis-server", &node_args(&self.dir, n.port, n.bus), n.port).await;
             if n.child.is_none() {
                 return false;
             }
@@ -126,4 +106,30 @@ impl Drop for Cluster {
     fn drop(&mut self) {
         self.stop();
     }
+}
+
+/// A node's arguments: its port, its bus port, its `nodes.conf` in `dir`.
+fn node_args(dir: &TempDir, port: u16, bus: u16) -> Vec<String> {
+    let (conf, data) = (dir.join(&format!("nodes-{port}.conf")), dir.join(""));
+    let args = [
+        "--port",
+        &port.to_string(),
+        "--cluster-port",
+        &bus.to_string(),
+        "--bind",
+        "127.0.0.1",
+        "--cluster-enabled",
+        "yes",
+        "--cluster-config-file",
+        &conf,
+        "--cluster-node-timeout",
+        "2000",
+        "--dir",
+        &data,
+        "--save",
+        "",
+        "--appendonly",
+        "no",
+    ];
+    args.map(String::from).to_vec()
 }

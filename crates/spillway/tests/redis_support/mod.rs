@@ -94,8 +94,8 @@ pub struct Single {
 impl Single {
     /// Starts one on a free port; `None` when `redis-server` is not installed.
     pub async fn start() -> Option<Self> {
-        let mut server = Self { port: free_port(), child: None };
-        server.restart().await.then_some(server)
+        let (child, ports) = spawn_fresh("redis-server", 1, |p| single_args(p[0])).await?;
+        Some(Self { port: ports[0], child: Some(child) })
     }
 
     /// `redis://127.0.0.1:PORT/0`.
@@ -105,9 +105,7 @@ impl Single {
 
     /// Starts the server again on the same port (after [`Self::stop`]).
     pub async fn restart(&mut self) -> bool {
-        let port = self.port.to_string();
-        let args = ["--port", port.as_str(), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"];
-        self.child = spawn_server("redis-server", &args, self.port).await;
+        self.child = spawn_server("redis-server", &single_args(self.port), self.port).await;
         self.child.is_some()
     }
 
@@ -123,18 +121,105 @@ impl Drop for Single {
     }
 }
 
-/// Spawns `program` (`redis-server`, `redis-sentinel`) with `args` and
-/// waits until it listens on `port`; `None` when it is not installed.
-pub async fn spawn_server(program: &str, args: &[&str], port: u16) -> Option<Child> {
-    let child = Command::new(program).args(args).stdout(Stdio::null()).stderr(Stdio::null()).spawn().ok()?;
+/// A lone server's arguments: no persistence.
+pub fn single_args(port: u16) -> Vec<String> {
+    let args =
+        ["--port", &port.to_string(), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"].map(String::from);
+    args.to_vec()
+}
+
+/// How a spawned server went.
+pub enum Spawned {
+    Up(Child),
+    /// The program is not installed.
+    Missing,
+    /// It exited before it listened: its port was taken meanwhile.
+    Exited,
+}
+
+/// Spawns `program` and waits until it answers on `port` as itself.
+pub async fn try_spawn(program: &str, args: &[String], port: u16) -> Spawned {
+    let Ok(mut child) = Command::new(program).args(args).stdout(Stdio::null()).stderr(Stdio::null()).spawn() else {
+        return Spawned::Missing;
+    };
     let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
     while tokio::time::Instant::now() < deadline {
-        if tokio::net::TcpStream::connect(("127.0.0.1", port)).await.is_ok() {
-            return Some(child);
+        if let Ok(Some(_)) = child.try_wait() {
+            return Spawned::Exited;
+        }
+        match server_pid(port).await {
+            Some(pid) if pid == child.id() => return Spawned::Up(child),
+            // Another process listens there: ours cannot bind.
+            Some(_) => {
+                kill(&mut Some(child));
+                return Spawned::Exited;
+            }
+            None => {}
         }
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
+    let _ = child.kill();
+    let _ = child.wait();
     panic!("{program} did not start on port {port}");
+}
+
+/// The process id of the Redis server answering on `port` (`INFO
+/// server`), `None` while none answers.
+async fn server_pid(port: u16) -> Option<u32> {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut conn = tokio::net::TcpStream::connect(("127.0.0.1", port)).await.ok()?;
+    conn.write_all(b"*2\r\n$4\r\nINFO\r\n$6\r\nserver\r\n").await.ok()?;
+    let mut answer = Vec::new();
+    let read = async {
+        let mut chunk = [0u8; 4096];
+        loop {
+            let n = conn.read(&mut chunk).await.ok()?;
+            if n == 0 {
+                return None;
+            }
+            answer.extend_from_slice(&chunk[..n]);
+            let text = String::from_utf8_lossy(&answer);
+            if let Some((_, rest)) = text.split_once("process_id:") {
+                if let Some((pid, _)) = rest.split_once("\r\n") {
+                    return pid.parse().ok();
+                }
+            }
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(2), read).await.ok()?
+}
+
+/// Spawns `program` (`redis-server`, `redis-sentinel`) with `args` and
+/// waits until it listens on `port`; `None` when it is not installed.
+/// For a server coming back on ports it had: one that exits fails the test.
+pub async fn spawn_server(program: &str, args: &[String], port: u16) -> Option<Child> {
+    match try_spawn(program, args, port).await {
+        Spawned::Up(child) => Some(child),
+        Spawned::Missing => None,
+        Spawned::Exited => panic!("{program} exited instead of listening on port {port}"),
+    }
+}
+
+/// Spawns `program` on `count` free ports (`args` makes its arguments from
+/// them; the first is the one it answers on) and waits until it listens;
+/// `None` when it is not installed. A free port can be taken between
+/// [`free_port`] and the server's bind (every outgoing connection of a
+/// parallel test draws from the same range): a server that exits is
+/// started again on fresh ports.
+pub async fn spawn_fresh(
+    program: &str,
+    count: usize,
+    mut args: impl FnMut(&[u16]) -> Vec<String>,
+) -> Option<(Child, Vec<u16>)> {
+    for _ in 0..5 {
+        let ports: Vec<u16> = (0..count).map(|_| free_port()).collect();
+        match try_spawn(program, &args(&ports), ports[0]).await {
+            Spawned::Up(child) => return Some((child, ports)),
+            Spawned::Missing => return None,
+            Spawned::Exited => continue,
+        }
+    }
+    panic!("{program} exited five times on fresh ports");
 }
 
 /// Kills a server with SIGKILL (`kill -9`: no goodbye to its clients) and reaps it.

@@ -3,7 +3,7 @@
 //! without answers), each on free ports with a private writable config
 //! (Sentinels rewrite their file), in a temporary directory.
 
-use super::{free_port, kill, spawn_server, TempDir};
+use super::{kill, spawn_fresh, TempDir};
 use std::process::Child;
 use std::time::Duration;
 
@@ -35,35 +35,49 @@ impl Sentinels {
     /// failover needs their votes). `None` when a binary is missing.
     pub async fn start() -> Option<Self> {
         let dir = TempDir::new("sentinel");
-        let master = free_port();
         let mut data = Vec::new();
-        for (i, replica_of) in [None, Some(master)].into_iter().enumerate() {
-            let port = if i == 0 { master } else { free_port() };
-            let (p, d, m) = (port.to_string(), dir.join(&format!("data-{i}")), master.to_string());
+        let mut master = 0;
+        for i in 0..2 {
+            let d = dir.join(&format!("data-{i}"));
             std::fs::create_dir_all(&d).unwrap();
-            let mut args = vec!["--port", &p, "--bind", "127.0.0.1", "--dir", &d, "--save", "", "--appendonly", "no"];
-            if replica_of.is_some() {
-                args.extend(["--replicaof", "127.0.0.1", &m]);
+            let args = |p: &[u16]| {
+                let port = p[0].to_string();
+                let mut args =
+                    vec!["--port", &port, "--bind", "127.0.0.1", "--dir", &d, "--save", "", "--appendonly", "no"]
+                        .into_iter()
+                        .map(String::from)
+                        .collect::<Vec<_>>();
+                if i == 1 {
+                    args.extend(["--replicaof".into(), "127.0.0.1".into(), master.to_string()]);
+                }
+                args
+            };
+            let (child, ports) = spawn_fresh("redis-server", 1, args).await?;
+            if i == 0 {
+                master = ports[0];
             }
-            let child = spawn_server("redis-server", &args, port).await?;
-            data.push(Server { port, child: Some(child) });
+            data.push(Server { port: ports[0], child: Some(child) });
         }
         let mut set = Self { data, sentinels: Vec::new(), _dir: dir };
         for i in 0..3 {
-            let port = free_port();
             let file = set._dir.join(&format!("sentinel-{i}.conf"));
-            std::fs::write(
-                &file,
-                format!(
-                    "port {port}\nbind 127.0.0.1\ndir {}\nsentinel monitor {MASTER} 127.0.0.1 {master} 2\n\
-                     sentinel down-after-milliseconds {MASTER} 1000\nsentinel failover-timeout {MASTER} 10000\n\
-                     sentinel parallel-syncs {MASTER} 1\n",
-                    set._dir.join("")
-                ),
-            )
-            .unwrap();
-            let child = spawn_server("redis-sentinel", &[&file], port).await?;
-            set.sentinels.push(Server { port, child: Some(child) });
+            // Sentinels rewrite their file: written afresh for every port tried.
+            let conf = |p: &[u16]| {
+                std::fs::write(
+                    &file,
+                    format!(
+                        "port {}\nbind 127.0.0.1\ndir {}\nsentinel monitor {MASTER} 127.0.0.1 {master} 2\n\
+                         sentinel down-after-milliseconds {MASTER} 1000\nsentinel failover-timeout {MASTER} 10000\n\
+                         sentinel parallel-syncs {MASTER} 1\n",
+                        p[0],
+                        set._dir.join("")
+                    ),
+                )
+                .unwrap();
+                vec![file.clone()]
+            };
+            let (child, ports) = spawn_fresh("redis-sentinel", 1, conf).await?;
+            set.sentinels.push(Server { port: ports[0], child: Some(child) });
         }
         set.wait_ready().await;
         Some(set)
