@@ -68,19 +68,31 @@ where
     B::Error: std::error::Error + Send + Sync + 'static,
 {
     let notes = super::conventions::notes(&request);
-    chat_noted(state, request, notes).await
+    match chat_noted(state, request, notes).await {
+        (mut r, Some(laid)) => {
+            laid.into_map(r.headers_mut());
+            r
+        }
+        (r, None) => r,
+    }
 }
 
 /// [`chat`] with the request's notes handed over by the server (not put
-/// into the request's extensions and looked up again).
-pub(super) async fn chat_noted<B>(state: Arc<AppState>, request: http::Request<B>, notes: Arc<RequestNotes>) -> Response
+/// into the request's extensions and looked up again), and an answer's
+/// headers handed back to be laid out by the server (`None` for an error,
+/// whose headers are in its response).
+pub(super) async fn chat_noted<B>(
+    state: Arc<AppState>,
+    request: http::Request<B>,
+    notes: Arc<RequestNotes>,
+) -> (Response, Option<AnswerHeaders>)
 where
     B: hyper::body::Body<Data = Bytes> + Send + 'static,
     B::Error: std::error::Error + Send + Sync + 'static,
 {
     match chat_inner(state, request, notes).await {
-        Ok(r) => r,
-        Err(e) => e.into_response(),
+        Ok((r, laid)) => (r, Some(laid)),
+        Err(e) => (e.into_response(), None),
     }
 }
 
@@ -88,7 +100,7 @@ async fn chat_inner<B>(
     state: Arc<AppState>,
     request: http::Request<B>,
     notes: Arc<RequestNotes>,
-) -> Result<Response, ApiError>
+) -> Result<(Response, AnswerHeaders), ApiError>
 where
     B: hyper::body::Body<Data = Bytes> + Send + 'static,
     B::Error: std::error::Error + Send + Sync + 'static,
@@ -335,19 +347,6 @@ const X_HANDOFF_ID: HeaderName = HeaderName::from_static("x-spillway-handoff-id"
 const X_ESCALATED: HeaderName = HeaderName::from_static("x-spillway-escalated");
 const X_ACCEL_BUFFERING: HeaderName = HeaderName::from_static("x-accel-buffering");
 
-/// A small count as a header value without allocating.
-fn count_value(n: u32) -> HeaderValue {
-    const DIGITS: [&str; 10] = ["0", "1", "2", "3", "4", "5", "6", "7", "8", "9"];
-    usize::try_from(n)
-        .ok()
-        .and_then(|i| DIGITS.get(i))
-        .map_or_else(|| HeaderValue::from(n), |d| HeaderValue::from_static(d))
-}
-
-fn header_value(s: &str) -> HeaderValue {
-    HeaderValue::from_str(s).unwrap_or_else(|_| HeaderValue::from_static("invalid"))
-}
-
 /// The SSE events of a streamed answer.
 pub(super) type Events = BoxStream<'static, Result<Bytes, Infallible>>;
 
@@ -358,9 +357,9 @@ pub(super) enum Answer {
 }
 
 /// The chat completion as the client asked for it: the whole body, or its
-/// events as they arrive.
-fn respond(served: Served, permit: Permit) -> Response {
-    respond_with(served, permit, |answer| answer)
+/// events as they arrive; its headers not laid out yet.
+fn respond(served: Served, permit: Permit) -> (Response, AnswerHeaders) {
+    respond_laid(served, permit, |answer| answer)
 }
 
 /// A served chat answer in another entry point's format: `translate`
@@ -368,6 +367,13 @@ fn respond(served: Served, permit: Permit) -> Response {
 /// the chat SSE stream (chunks, the error event, `[DONE]`) into that
 /// format's event stream, as it passes. The headers are the same for all.
 pub(super) fn respond_with(served: Served, permit: Permit, translate: impl FnOnce(Answer) -> Answer) -> Response {
+    let (mut r, laid) = respond_laid(served, permit, translate);
+    laid.into_map(r.headers_mut());
+    r
+}
+
+/// [`respond_with`], its headers handed back to be laid out by the caller.
+fn respond_laid(served: Served, permit: Permit, translate: impl FnOnce(Answer) -> Answer) -> (Response, AnswerHeaders) {
     let Served {
         cascade,
         model,
@@ -382,11 +388,18 @@ pub(super) fn respond_with(served: Served, permit: Permit, translate: impl FnOnc
         quality,
         ..
     } = served;
-    let upstream_id = |mut r: Response| {
-        if let Some(v) = upstream_request_id.as_deref().and_then(|id| HeaderValue::from_str(id).ok()) {
-            r.headers_mut().insert(super::conventions::X_UPSTREAM_REQUEST_ID, v);
-        }
-        r
+    let mut laid = AnswerHeaders {
+        streamed: false,
+        quality: None,
+        cascade,
+        model,
+        tier,
+        rank,
+        attempts,
+        load_profile,
+        handoff_id,
+        escalated,
+        upstream_request_id,
     };
     let stream = match body {
         ServedBody::Complete(c) => {
@@ -396,25 +409,8 @@ pub(super) fn respond_with(served: Served, permit: Permit, translate: impl FnOnc
                 // A whole answer stays whole; no translation makes it a stream.
                 Answer::Events(_) => Bytes::new(),
             };
-            let mut r = Response::new(Body::from(bytes));
-            r.headers_mut().reserve(ANSWER_HEADERS);
-            r.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
-            if !quality.is_empty() {
-                if let Ok(v) = HeaderValue::from_str(&quality.labels()) {
-                    r.headers_mut().insert(super::conventions::X_QUALITY, v);
-                }
-            }
-            return upstream_id(headers(
-                r,
-                &cascade,
-                &model,
-                tier,
-                rank,
-                attempts,
-                load_profile,
-                handoff_id,
-                escalated,
-            ));
+            laid.quality = (!quality.is_empty()).then(|| quality.labels());
+            return (Response::new(Body::from(bytes)), laid);
         }
         ServedBody::Forward(f) => f.into_stream(),
         ServedBody::Canned(s) => s,
@@ -428,13 +424,8 @@ pub(super) fn respond_with(served: Served, permit: Permit, translate: impl FnOnc
         let _held = &permit;
         chunk
     });
-    let mut r = Response::new(Body::from_stream(s));
-    let h = r.headers_mut();
-    h.reserve(ANSWER_HEADERS);
-    h.insert(header::CONTENT_TYPE, HeaderValue::from_static("text/event-stream"));
-    h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
-    h.insert(X_ACCEL_BUFFERING, HeaderValue::from_static("no"));
-    upstream_id(headers(r, &cascade, &model, tier, rank, attempts, load_profile, handoff_id, escalated))
+    laid.streamed = true;
+    (Response::new(Body::from_stream(s)), laid)
 }
 
 /// Room for an answer's headers, made once: its type, the `x-spillway-*`
@@ -448,35 +439,163 @@ fn body_failure(e: &(dyn std::error::Error + 'static)) -> Option<super::http1::B
     std::iter::successors(Some(e), |e| e.source()).find_map(|e| e.downcast_ref().copied())
 }
 
-/// The `x-spillway-*` headers of an answer.
-#[allow(clippy::too_many_arguments)]
-pub(super) fn headers(
-    mut resp: Response,
-    cascade: &str,
-    model: &str,
-    tier: crate::outcome::Tier,
-    rank: Option<usize>,
-    attempts: u32,
-    load_profile: Option<String>,
-    handoff_id: Option<String>,
-    escalated: bool,
-) -> Response {
-    let h = resp.headers_mut();
-    h.insert(X_CASCADE, header_value(cascade));
-    h.insert(X_MODEL, header_value(model));
-    h.insert(X_TIER, HeaderValue::from_static(tier.as_str()));
-    h.insert(X_ATTEMPTS, count_value(attempts));
-    if let Some(rank) = rank {
-        h.insert(X_RANK, count_value(u32::try_from(rank).unwrap_or(u32::MAX)));
+/// The headers of a served answer (SPEC §5): its type, the
+/// `x-spillway-*` ones and the upstream's request id, worked out once and
+/// laid out either into a response's map ([`Self::into_map`]: the entry
+/// points the router serves) or as header lines the server writes as
+/// they are ([`Self::write_lines`]: chat completions from the front door,
+/// where a map was built, hashed into and dropped on every request only
+/// to be written out).
+pub(super) struct AnswerHeaders {
+    /// `text/event-stream` (with `cache-control: no-cache` and
+    /// `x-accel-buffering: no`), else `application/json`.
+    pub streamed: bool,
+    /// A whole answer's quality signals (`x-spillway-quality`).
+    pub quality: Option<String>,
+    pub cascade: String,
+    pub model: String,
+    pub tier: crate::outcome::Tier,
+    pub rank: Option<usize>,
+    pub attempts: u32,
+    pub load_profile: Option<String>,
+    pub handoff_id: Option<String>,
+    pub escalated: bool,
+    pub upstream_request_id: Option<String>,
+}
+
+/// What a header value may hold (`HeaderValue::from_str`'s rule: visible
+/// characters, spaces and tabs; no CR, LF or other controls).
+fn is_value(v: &[u8]) -> bool {
+    v.iter().all(|&b| (b >= 0x20 && b != 0x7f) || b == b'\t')
+}
+
+impl AnswerHeaders {
+    /// Each header in the order it goes out, its value checked (a name the
+    /// gateway did not make, unfit for a header, reads `invalid`; an
+    /// upstream's id unfit for one is left out).
+    fn each(&self, mut put: impl FnMut(&HeaderName, &[u8])) {
+        fn text(v: &str) -> &[u8] {
+            if is_value(v.as_bytes()) {
+                v.as_bytes()
+            } else {
+                b"invalid"
+            }
+        }
+        let mut digits = [0u8; 20];
+        if self.streamed {
+            put(&header::CONTENT_TYPE, b"text/event-stream");
+            put(&header::CACHE_CONTROL, b"no-cache");
+            put(&X_ACCEL_BUFFERING, b"no");
+        } else {
+            put(&header::CONTENT_TYPE, b"application/json");
+        }
+        if let Some(q) = self.quality.as_deref().filter(|q| is_value(q.as_bytes())) {
+            put(&super::conventions::X_QUALITY, q.as_bytes());
+        }
+        put(&X_CASCADE, text(&self.cascade));
+        put(&X_MODEL, text(&self.model));
+        put(&X_TIER, self.tier.as_str().as_bytes());
+        put(&X_ATTEMPTS, decimal(u64::from(self.attempts), &mut digits));
+        if let Some(rank) = self.rank {
+            put(&X_RANK, decimal(rank as u64, &mut digits));
+        }
+        if let Some(profile) = &self.load_profile {
+            put(&X_LOAD_PROFILE, text(profile));
+        }
+        if let Some(id) = &self.handoff_id {
+            put(&X_HANDOFF_ID, text(id));
+        }
+        if self.escalated {
+            put(&X_ESCALATED, b"true");
+        }
+        if let Some(id) = self.upstream_request_id.as_deref().filter(|id| is_value(id.as_bytes())) {
+            put(&super::conventions::X_UPSTREAM_REQUEST_ID, id.as_bytes());
+        }
     }
-    if let Some(profile) = load_profile {
-        h.insert(X_LOAD_PROFILE, header_value(&profile));
+
+    /// Into a response's map.
+    pub(super) fn into_map(self, h: &mut http::HeaderMap) {
+        h.reserve(ANSWER_HEADERS);
+        self.each(|name, value| {
+            if let Ok(v) = HeaderValue::from_bytes(value) {
+                h.insert(name.clone(), v);
+            }
+        });
     }
-    if let Some(id) = handoff_id {
-        h.insert(X_HANDOFF_ID, header_value(&id));
+
+    /// As header lines (`name: value\r\n`) at the end of `out`.
+    pub(super) fn write_lines(&self, out: &mut Vec<u8>) {
+        self.each(|name, value| {
+            out.extend_from_slice(name.as_str().as_bytes());
+            out.extend_from_slice(b": ");
+            out.extend_from_slice(value);
+            out.extend_from_slice(b"\r\n");
+        });
     }
-    if escalated {
-        h.insert(X_ESCALATED, HeaderValue::from_static("true"));
+}
+
+/// `n` in decimal, written into `digits`.
+fn decimal(n: u64, digits: &mut [u8; 20]) -> &[u8] {
+    let (mut n, mut at) = (n, digits.len());
+    loop {
+        at -= 1;
+        digits[at] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
     }
-    resp
+    &digits[at..]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::outcome::Tier;
+
+    fn answer(streamed: bool) -> AnswerHeaders {
+        AnswerHeaders {
+            streamed,
+            quality: Some("short".into()),
+            cascade: "support".into(),
+            model: "bad\r\nx-evil: 1".into(),
+            tier: Tier::Discovered,
+            rank: Some(12),
+            attempts: 3,
+            load_profile: Some("busy".into()),
+            handoff_id: None,
+            escalated: true,
+            upstream_request_id: Some("req\u{7f}".into()),
+        }
+    }
+
+    /// The lines the server writes and the map the router's entry points
+    /// fill hold the same headers, in the same order, with the same checks.
+    #[test]
+    fn an_answer_s_headers_are_the_same_as_lines_and_in_a_map() {
+        for streamed in [false, true] {
+            let mut lines = Vec::new();
+            answer(streamed).write_lines(&mut lines);
+            let mut map = http::HeaderMap::new();
+            answer(streamed).into_map(&mut map);
+            let from_map: String = map.iter().map(|(n, v)| format!("{n}: {}\r\n", v.to_str().unwrap_or("?"))).collect();
+            assert_eq!(String::from_utf8(lines).unwrap(), from_map);
+            let kind = if streamed { "text/event-stream" } else { "application/json" };
+            assert!(from_map.starts_with(&format!("content-type: {kind}\r\n")), "{from_map}");
+            assert_eq!(streamed, from_map.contains("cache-control: no-cache\r\nx-accel-buffering: no\r\n"));
+            for line in [
+                "x-spillway-quality: short",
+                "x-spillway-cascade: support",
+                "x-spillway-model: invalid",
+                "x-spillway-tier: discovered",
+                "x-spillway-attempts: 3",
+                "x-spillway-rank: 12",
+                "x-spillway-load-profile: busy",
+                "x-spillway-escalated: true",
+            ] {
+                assert!(from_map.contains(&format!("{line}\r\n")), "{line} in {from_map}");
+            }
+            assert!(!from_map.contains("x-evil") && !from_map.contains("upstream-request-id"), "{from_map}");
+        }
+    }
 }

@@ -84,14 +84,24 @@ pub fn notes<B>(req: &http::Request<B>) -> Arc<RequestNotes> {
     req.extensions().get::<Arc<RequestNotes>>().cloned().unwrap_or_else(|| RequestNotes::new(RequestId::generate()))
 }
 
-/// Adds the request id, an error's hints and CORS to a response; a
+/// Adds the request id, an error's hints and CORS to a response, with
+/// the headers of a chat answer (`laid`) laid out as lines after them; a
 /// streamed body is polled inside the request's span.
-pub(super) fn leave(mut resp: Response, entered: Entered) -> Response {
+pub(super) fn leave(
+    mut resp: Response,
+    laid: Option<super::chat::AnswerHeaders>,
+    entered: Entered,
+) -> super::http1::Answer {
     let Entered { notes, span, allowed_origin } = entered;
-    let h = resp.headers_mut();
-    if let Ok(v) = HeaderValue::from_str(notes.id.as_str()) {
-        h.insert(X_REQUEST_ID, v);
+    // The id as a line: a map built for it alone cost more than the line
+    // (a request id is visible ASCII, checked where it is made).
+    let mut lines = Vec::with_capacity(if laid.is_some() { 320 } else { 64 });
+    if let Some(laid) = &laid {
+        laid.write_lines(&mut lines);
     }
+    lines.extend_from_slice(b"x-request-id: ");
+    lines.extend_from_slice(notes.id.as_str().as_bytes());
+    lines.extend_from_slice(b"\r\n");
     let status = resp.status();
     if let Some(journal) = notes.journal() {
         journal.status(status.as_u16(), None);
@@ -117,12 +127,16 @@ pub(super) fn leave(mut resp: Response, entered: Entered) -> Response {
         h.insert(header::ACCESS_CONTROL_EXPOSE_HEADERS, HeaderValue::from_static(EXPOSE));
         h.append(header::VARY, HeaderValue::from_static("origin"));
     }
-    let streamed =
-        resp.headers().get(header::CONTENT_TYPE).is_some_and(|v| v.as_bytes().starts_with(b"text/event-stream"));
+    let streamed = match &laid {
+        Some(laid) => laid.streamed,
+        None => {
+            resp.headers().get(header::CONTENT_TYPE).is_some_and(|v| v.as_bytes().starts_with(b"text/event-stream"))
+        }
+    };
     if streamed {
         resp = resp.map(|inner| Body::new(InSpan { inner, span }));
     }
-    resp
+    super::http1::Answer { response: resp, lines }
 }
 
 fn is_preflight<B>(req: &http::Request<B>) -> bool {

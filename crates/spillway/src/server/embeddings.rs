@@ -11,7 +11,7 @@
 //! write vectors). The answer carries the same `x-spillway-*` headers.
 
 use super::auth::bearer;
-use super::chat::{admit, headers, Admitted};
+use super::chat::{admit, Admitted, AnswerHeaders};
 use super::AppState;
 use crate::api::embeddings::{encode, EmbeddingRequest};
 use crate::api::ApiError;
@@ -19,7 +19,6 @@ use crate::cascade::{self, NoAnswer, RequestOutcome};
 use crate::usage::Tokens;
 use axum::body::Body;
 use axum::extract::{Request, State};
-use axum::http::{header, HeaderValue};
 use axum::response::{IntoResponse, Response};
 use std::sync::Arc;
 
@@ -108,9 +107,19 @@ async fn embed(state: Arc<AppState>, request: Request) -> Result<Response, ApiEr
     }
     let bytes = encode(&target.name, &done.vectors.data, req.base64, prompt_tokens);
     let mut r = Response::new(Body::from(bytes));
-    r.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
-    if let Some(v) = done.vectors.upstream_request_id.as_deref().and_then(|id| HeaderValue::from_str(id).ok()) {
-        r.headers_mut().insert(super::conventions::X_UPSTREAM_REQUEST_ID, v);
-    }
-    Ok(headers(r, &plan.name, &target.name, target.tier, Some(target.rank), done.calls, None, None, false))
+    let laid = AnswerHeaders {
+        streamed: false,
+        quality: None,
+        cascade: plan.name.clone(),
+        model: target.name.clone(),
+        tier: target.tier,
+        rank: Some(target.rank),
+        attempts: done.calls,
+        load_profile: None,
+        handoff_id: None,
+        escalated: false,
+        upstream_request_id: done.vectors.upstream_request_id,
+    };
+    laid.into_map(r.headers_mut());
+    Ok(r)
 }

@@ -86,7 +86,7 @@ impl http1::Handler for Front {
                 let chat = req.method() == http::Method::POST && req.uri().path() == "/v1/chat/completions";
                 Route::Serve { chat, req, entered }
             }
-            Err(preflight) => Route::Answered(preflight),
+            Err(preflight) => Route::Answered(Box::new(http1::Answer::from(*preflight))),
         };
         async move {
             let (chat, req, entered) = match route {
@@ -96,18 +96,18 @@ impl http1::Handler for Front {
             let span = entered.span.clone();
             // The chat handler's future is made here, where it is awaited: in
             // the connection's state, not moved (its state is kilobytes).
-            let resp = if chat {
+            let (resp, laid) = if chat {
                 let notes = entered.notes.clone();
                 tracing::Instrument::instrument(chat::chat_noted(self.state.clone(), req, notes), span).await
             } else {
                 let mut req = req;
                 conventions::carry(&mut req, &entered);
                 match tracing::Instrument::instrument(hyper::service::Service::call(&self.router, req), span).await {
-                    Ok(r) => r,
+                    Ok(r) => (r, None),
                     Err(never) => match never {},
                 }
             };
-            conventions::leave(resp, entered)
+            conventions::leave(resp, laid, entered)
         }
     }
 }

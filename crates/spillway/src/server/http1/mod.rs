@@ -49,8 +49,23 @@ use tokio::time::{Duration, Instant, Sleep};
 use tokio_util::sync::{CancellationToken, WaitForCancellationFutureOwned};
 use write::{Asked, Framing, Outgoing};
 
-/// A response as handlers make it.
-pub type Answer = http::Response<axum::body::Body>;
+/// A response as handlers make it: a response, and header lines the
+/// handler laid out itself (`name: value\r\n` each, written after the
+/// response's own headers). The lines spare the hot path a map that would
+/// be built, hashed into and dropped only to be written out: the chat
+/// answer's `x-spillway-*` headers and every response's `x-request-id`
+/// go this way. Nothing the server reads for framing (`content-length`,
+/// `transfer-encoding`, `connection`, `date`) may be among them.
+pub struct Answer {
+    pub response: http::Response<axum::body::Body>,
+    pub lines: Vec<u8>,
+}
+
+impl From<http::Response<axum::body::Body>> for Answer {
+    fn from(response: http::Response<axum::body::Body>) -> Self {
+        Self { response, lines: Vec::new() }
+    }
+}
 
 /// What answers the requests of a connection.
 pub trait Handler: Send + Sync + 'static {
@@ -346,11 +361,11 @@ impl<I: AsyncRead + AsyncWrite + Unpin + Send> Conn<I> {
     }
 
     /// Writes a response; whether the connection can take another request.
-    async fn send(&mut self, response: Answer, asked: Asked) -> io::Result<bool> {
-        let (mut parts, body) = response.into_parts();
+    async fn send(&mut self, answer: Answer, asked: Asked) -> io::Result<bool> {
+        let (mut parts, body) = answer.response.into_parts();
         let asked = Asked { keep_alive: asked.keep_alive && !self.shutdown.is_cancelled(), ..asked };
         let hint = hyper::body::Body::size_hint(&body);
-        let plan = write::head(self.out.scratch(), parts.status, &mut parts.headers, &hint, asked);
+        let plan = write::head(self.out.scratch(), parts.status, &mut parts.headers, &answer.lines, &hint, asked);
         self.out.take_scratch();
         drop(parts);
         let mut sending = Sending { body: Some(body), framing: plan.framing, left: u64::MAX };

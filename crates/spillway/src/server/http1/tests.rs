@@ -9,13 +9,14 @@ use std::sync::Arc;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
-type Reply = Pin<Box<dyn Future<Output = Answer> + Send>>;
+type Reply = Pin<Box<dyn Future<Output = http::Response<Body>> + Send>>;
 
 struct Handle<F>(F);
 
 impl<F: Fn(http::Request<RequestBody>) -> Reply + Send + Sync + 'static> Handler for Handle<F> {
     fn call(&self, request: http::Request<RequestBody>) -> impl Future<Output = Answer> + Send {
-        (self.0)(request)
+        let reply = (self.0)(request);
+        async move { Answer::from(reply.await) }
     }
 }
 
@@ -355,7 +356,7 @@ async fn a_client_that_leaves_while_its_request_is_served_drops_the_handler() {
         let held = guard.lock().unwrap().take();
         Box::pin(async move {
             let _held = held;
-            std::future::pending::<Answer>().await
+            std::future::pending::<http::Response<Body>>().await
         })
     })
     .await;

@@ -42,13 +42,14 @@ pub(super) struct Asked {
 }
 
 /// Lays the head of a response out at the end of `out`: the status line,
-/// the handler's headers, then what framing the body takes and whether
+/// the handler's headers (its map, then its own `lines`), then what framing the body takes and whether
 /// the connection stays open (`Content-Length` from the body's exact size
 /// when the handler gave none, else chunked; `connection`; `date`).
 pub(super) fn head(
     out: &mut BytesMut,
     status: StatusCode,
     headers: &mut HeaderMap,
+    lines: &[u8],
     hint: &SizeHint,
     asked: Asked,
 ) -> Plan {
@@ -75,7 +76,7 @@ pub(super) fn head(
     if seen.content_length && (no_body || declared.is_none()) {
         headers.remove(CONTENT_LENGTH);
     }
-    out.reserve(64 + headers.len() * 48);
+    out.reserve(64 + headers.len() * 48 + lines.len());
     out.put_slice(if asked.version == Version::HTTP_11 { b"HTTP/1.1 " } else { b"HTTP/1.0 " });
     out.put_slice(status.as_str().as_bytes());
     out.put_u8(b' ');
@@ -90,6 +91,7 @@ pub(super) fn head(
         out.put_slice(value.as_bytes());
         out.put_slice(b"\r\n");
     }
+    out.put_slice(lines);
     match framing {
         Framing::Length(n) if declared.is_none() => {
             out.put_slice(b"content-length: ");
@@ -316,8 +318,27 @@ mod tests {
 
     fn laid_out(status: StatusCode, headers: &mut HeaderMap, hint: SizeHint, asked: Asked) -> (String, Plan) {
         let mut out = BytesMut::new();
-        let plan = head(&mut out, status, headers, &hint, asked);
+        let plan = head(&mut out, status, headers, b"", &hint, asked);
         (String::from_utf8(out.to_vec()).unwrap(), plan)
+    }
+
+    #[test]
+    fn the_handlers_own_lines_follow_its_map_before_the_framing() {
+        let mut h = HeaderMap::new();
+        h.insert("content-type", "application/json".parse().unwrap());
+        let mut out = BytesMut::new();
+        let lines = b"x-spillway-model: p/m\r\nx-request-id: req_1\r\n";
+        let plan =
+            head(&mut out, StatusCode::OK, &mut h, lines, &SizeHint::with_exact(2), asked(Version::HTTP_11, true));
+        let text = String::from_utf8(out.to_vec()).unwrap();
+        assert!(
+            text.starts_with(
+                "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\nx-spillway-model: p/m\r\n\
+                 x-request-id: req_1\r\ncontent-length: 2\r\ndate: "
+            ),
+            "{text}"
+        );
+        assert_eq!(plan.framing, Framing::Length(2));
     }
 
     #[test]
