@@ -20,7 +20,7 @@ from collections import defaultdict
 
 # Bottom first. A module may import from lower layers only.
 LAYERS = [
-    ["client_link", "journal"],
+    ["client_link", "journal", "digits"],
     ["outcome", "quality", "telemetry", "supervisor", "secret"],
     ["api", "normalize"],
     ["config"],

@@ -15,6 +15,7 @@ pub mod cascade;
 pub mod cli;
 pub mod client_link;
 pub mod config;
+pub mod digits;
 pub mod discovery;
 pub mod drill;
 pub mod escalation;

@@ -29,16 +29,12 @@ impl Stamp {
 
 /// A new completion id: `chatcmpl-` and 24 random hex digits.
 pub fn new_id() -> String {
-    const HEX: &[u8; 16] = b"0123456789abcdef";
     let mut id = *b"chatcmpl-000000000000000000000000";
     // 24 hex digits of 96 random bits, written in place (not a char at a
     // time into a growing string).
     let (hi, lo) = (fastrand::u64(..), u64::from(fastrand::u32(..)));
-    for (i, digit) in id[9..].iter_mut().enumerate() {
-        let (word, shift) = if i < 16 { (hi, 60 - 4 * i) } else { (lo, 28 - 4 * (i - 16)) };
-        // A nibble indexes HEX; the cast cannot truncate.
-        *digit = HEX[((word >> shift) & 0xf) as usize];
-    }
+    id[9..25].copy_from_slice(&crate::digits::hex_word(hi));
+    id[25..].copy_from_slice(&crate::digits::hex_word(lo)[8..]);
     // Only ASCII was written: the conversion cannot fail.
     String::from_utf8(id.to_vec()).unwrap_or_default()
 }

@@ -495,9 +495,9 @@ impl AnswerHeaders {
         put(&X_CASCADE, text(&self.cascade));
         put(&X_MODEL, text(&self.model));
         put(&X_TIER, self.tier.as_str().as_bytes());
-        put(&X_ATTEMPTS, decimal(u64::from(self.attempts), &mut digits));
+        put(&X_ATTEMPTS, crate::digits::decimal(u64::from(self.attempts), &mut digits));
         if let Some(rank) = self.rank {
-            put(&X_RANK, decimal(rank as u64, &mut digits));
+            put(&X_RANK, crate::digits::decimal(rank as u64, &mut digits));
         }
         if let Some(profile) = &self.load_profile {
             put(&X_LOAD_PROFILE, text(profile));
@@ -532,20 +532,6 @@ impl AnswerHeaders {
             out.extend_from_slice(b"\r\n");
         });
     }
-}
-
-/// `n` in decimal, written into `digits`.
-fn decimal(n: u64, digits: &mut [u8; 20]) -> &[u8] {
-    let (mut n, mut at) = (n, digits.len());
-    loop {
-        at -= 1;
-        digits[at] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
-            break;
-        }
-    }
-    &digits[at..]
 }
 
 #[cfg(test)]

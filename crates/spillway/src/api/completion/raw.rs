@@ -573,7 +573,7 @@ fn write_stamp(stamp: &Stamp, object: &str, out: &mut Vec<u8>) {
     out.extend_from_slice(b"\",\"object\":\"");
     out.extend_from_slice(object.as_bytes());
     out.extend_from_slice(b"\",\"created\":");
-    out.extend_from_slice(stamp.created.to_string().as_bytes());
+    out.extend_from_slice(crate::digits::decimal(stamp.created, &mut [0; 20]));
     out.extend_from_slice(b",\"model\":");
     write_string(out, &stamp.model);
 }

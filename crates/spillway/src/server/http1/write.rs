@@ -95,7 +95,7 @@ pub(super) fn head(
     match framing {
         Framing::Length(n) if declared.is_none() => {
             out.put_slice(b"content-length: ");
-            decimal(out, n);
+            out.put_slice(crate::digits::decimal(n, &mut [0; 20]));
             out.put_slice(b"\r\n");
         }
         Framing::Chunked if !asked.head_method => out.put_slice(b"transfer-encoding: chunked\r\n"),
@@ -150,22 +150,6 @@ impl Seen {
         }
         seen
     }
-}
-
-/// `n` in decimal.
-fn decimal(out: &mut BytesMut, n: u64) {
-    let mut digits = [0u8; 20];
-    let mut at = digits.len();
-    let mut n = n;
-    loop {
-        at -= 1;
-        digits[at] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
-            break;
-        }
-    }
-    out.put_slice(&digits[at..]);
 }
 
 /// `n` in hexadecimal (a chunk's size).
@@ -420,12 +404,7 @@ mod tests {
     }
 
     #[test]
-    fn numbers_are_written_in_full() {
-        for n in [0u64, 7, 10, 99, 100, 12_345, u64::MAX] {
-            let mut out = BytesMut::new();
-            decimal(&mut out, n);
-            assert_eq!(out, n.to_string().as_bytes());
-        }
+    fn chunk_sizes_are_written_in_full() {
         for n in [0usize, 15, 16, 255, 65_536] {
             let mut out = BytesMut::new();
             hex(&mut out, n);
