@@ -61,14 +61,13 @@ pub(crate) fn identify(
     gw: &crate::gateway::Gateway,
     token: Option<&str>,
 ) -> Result<crate::tenancy::admit::Caller, crate::api::ApiError> {
-    let now = crate::health::clock::now_ms();
     let caller = crate::tenancy::admit::identify(
         &gw.keys,
         &gw.shared.tenancy.registry,
         &gw.config.server.api_keys,
         |keys, t| find(keys, t).cloned(),
         token,
-        now,
+        crate::health::clock::now_ms,
     )
     .ok_or(crate::api::ApiError::Unauthorized)?;
     if let Some(k) = caller.key() {

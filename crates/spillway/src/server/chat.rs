@@ -336,16 +336,36 @@ async fn unanswered_request(
     Err(ApiError::AllModelsFailed { cascade: plan.name.clone(), attempts })
 }
 
-// Checked at compile time (`from_static` in a const), not per response.
-const X_CASCADE: HeaderName = HeaderName::from_static("x-spillway-cascade");
-const X_MODEL: HeaderName = HeaderName::from_static("x-spillway-model");
-const X_TIER: HeaderName = HeaderName::from_static("x-spillway-tier");
-const X_ATTEMPTS: HeaderName = HeaderName::from_static("x-spillway-attempts");
-const X_RANK: HeaderName = HeaderName::from_static("x-spillway-rank");
-const X_LOAD_PROFILE: HeaderName = HeaderName::from_static("x-spillway-load-profile");
-const X_HANDOFF_ID: HeaderName = HeaderName::from_static("x-spillway-handoff-id");
-const X_ESCALATED: HeaderName = HeaderName::from_static("x-spillway-escalated");
-const X_ACCEL_BUFFERING: HeaderName = HeaderName::from_static("x-accel-buffering");
+/// A header of an answer: its name for a map, and the start of its line
+/// (`name: `) for the server to write as it is.
+struct Named {
+    name: HeaderName,
+    line: &'static str,
+}
+
+/// A [`Named`] header, checked at compile time (`from_static` in a const).
+macro_rules! named {
+    ($name:literal) => {
+        Named { name: HeaderName::from_static($name), line: concat!($name, ": ") }
+    };
+}
+
+const CONTENT_TYPE: Named = named!("content-type");
+const CACHE_CONTROL: Named = named!("cache-control");
+const X_ACCEL_BUFFERING: Named = named!("x-accel-buffering");
+/// The quality signals a whole answer showed (`cascades.*.quality`),
+/// comma-separated; absent when it showed none.
+const X_QUALITY: Named = named!("x-spillway-quality");
+const X_CASCADE: Named = named!("x-spillway-cascade");
+const X_MODEL: Named = named!("x-spillway-model");
+const X_TIER: Named = named!("x-spillway-tier");
+const X_ATTEMPTS: Named = named!("x-spillway-attempts");
+const X_RANK: Named = named!("x-spillway-rank");
+const X_LOAD_PROFILE: Named = named!("x-spillway-load-profile");
+const X_HANDOFF_ID: Named = named!("x-spillway-handoff-id");
+const X_ESCALATED: Named = named!("x-spillway-escalated");
+/// The id the answering upstream gave its own call, when it sent one.
+const X_UPSTREAM_REQUEST_ID: Named = named!("x-spillway-upstream-request-id");
 
 /// The SSE events of a streamed answer.
 pub(super) type Events = BoxStream<'static, Result<Bytes, Infallible>>;
@@ -404,7 +424,10 @@ fn respond_laid(served: Served, permit: Permit, translate: impl FnOnce(Answer) -
     let stream = match body {
         ServedBody::Complete(c) => {
             drop(permit);
-            let bytes = match translate(Answer::Whole(Bytes::from(c.to_bytes()))) {
+            // Its exact size (shrunk in place): a `Bytes` made from a vector
+            // with room to spare allocates a shared header besides.
+            let bytes = Bytes::from(c.to_bytes().into_boxed_slice());
+            let bytes = match translate(Answer::Whole(bytes)) {
                 Answer::Whole(b) => b,
                 // A whole answer stays whole; no translation makes it a stream.
                 Answer::Events(_) => Bytes::new(),
@@ -473,7 +496,7 @@ impl AnswerHeaders {
     /// Each header in the order it goes out, its value checked (a name the
     /// gateway did not make, unfit for a header, reads `invalid`; an
     /// upstream's id unfit for one is left out).
-    fn each(&self, mut put: impl FnMut(&HeaderName, &[u8])) {
+    fn each(&self, mut put: impl FnMut(&Named, &[u8])) {
         fn text(v: &str) -> &[u8] {
             if is_value(v.as_bytes()) {
                 v.as_bytes()
@@ -483,14 +506,14 @@ impl AnswerHeaders {
         }
         let mut digits = [0u8; 20];
         if self.streamed {
-            put(&header::CONTENT_TYPE, b"text/event-stream");
-            put(&header::CACHE_CONTROL, b"no-cache");
+            put(&CONTENT_TYPE, b"text/event-stream");
+            put(&CACHE_CONTROL, b"no-cache");
             put(&X_ACCEL_BUFFERING, b"no");
         } else {
-            put(&header::CONTENT_TYPE, b"application/json");
+            put(&CONTENT_TYPE, b"application/json");
         }
         if let Some(q) = self.quality.as_deref().filter(|q| is_value(q.as_bytes())) {
-            put(&super::conventions::X_QUALITY, q.as_bytes());
+            put(&X_QUALITY, q.as_bytes());
         }
         put(&X_CASCADE, text(&self.cascade));
         put(&X_MODEL, text(&self.model));
@@ -509,25 +532,24 @@ impl AnswerHeaders {
             put(&X_ESCALATED, b"true");
         }
         if let Some(id) = self.upstream_request_id.as_deref().filter(|id| is_value(id.as_bytes())) {
-            put(&super::conventions::X_UPSTREAM_REQUEST_ID, id.as_bytes());
+            put(&X_UPSTREAM_REQUEST_ID, id.as_bytes());
         }
     }
 
     /// Into a response's map.
     pub(super) fn into_map(self, h: &mut http::HeaderMap) {
         h.reserve(ANSWER_HEADERS);
-        self.each(|name, value| {
+        self.each(|header, value| {
             if let Ok(v) = HeaderValue::from_bytes(value) {
-                h.insert(name.clone(), v);
+                h.insert(header.name.clone(), v);
             }
         });
     }
 
     /// As header lines (`name: value\r\n`) at the end of `out`.
     pub(super) fn write_lines(&self, out: &mut Vec<u8>) {
-        self.each(|name, value| {
-            out.extend_from_slice(name.as_str().as_bytes());
-            out.extend_from_slice(b": ");
+        self.each(|header, value| {
+            out.extend_from_slice(header.line.as_bytes());
             out.extend_from_slice(value);
             out.extend_from_slice(b"\r\n");
         });

@@ -26,11 +26,6 @@ use std::task::{Context, Poll};
 
 /// The request id, as clients send it and get it back.
 pub const X_REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
-/// The id the answering upstream gave its own call, when it sent one.
-pub const X_UPSTREAM_REQUEST_ID: HeaderName = HeaderName::from_static("x-spillway-upstream-request-id");
-/// The quality signals a whole answer showed (`cascades.*.quality`),
-/// comma-separated; absent when it showed none.
-pub const X_QUALITY: HeaderName = HeaderName::from_static("x-spillway-quality");
 const X_ATTEMPTS: HeaderName = HeaderName::from_static("x-spillway-attempts");
 /// What a browser may read of a cross-origin answer.
 const EXPOSE: &str = "x-request-id, request-id, retry-after, x-spillway-cascade, x-spillway-model, \

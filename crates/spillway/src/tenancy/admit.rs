@@ -60,7 +60,7 @@ pub fn identify(
     plain: &[Secret],
     find_plain: impl Fn(&[Secret], &str) -> Option<Secret>,
     token: Option<&str>,
-    now_ms: u64,
+    now_ms: impl FnOnce() -> u64,
 ) -> Option<Caller> {
     let runtime = registry.any();
     if index.is_empty() && plain.is_empty() && !runtime {
@@ -70,7 +70,8 @@ pub fn identify(
     if !index.is_empty() || runtime {
         let sha = crate::secret::sha256_hex(token);
         if let Some(k) = index.get(&sha).cloned().or_else(|| registry.find(&sha)) {
-            if k.expires_at_ms.is_some_and(|at| at <= now_ms) {
+            // The clock is read only for a key that can expire.
+            if k.expires_at_ms.is_some_and(|at| at <= now_ms()) {
                 return None;
             }
             return Some(Caller::Key(k));

@@ -92,7 +92,8 @@ impl OwnedBooks {
 /// the provider's `price_per_1m`.
 pub fn price(config: &Config, discovery: &DiscoveryState, model_ref: &str) -> Option<Price> {
     let (provider, model) = model_ref.split_once('/')?;
-    let configured = config.providers.get(provider).and_then(|p| p.models.iter().find(|m| m.id == model));
+    let provider_config = config.providers.get(provider);
+    let configured = provider_config.and_then(|p| p.models.iter().find(|m| m.id == model));
     if let Some(p) = configured.and_then(|m| m.price) {
         return Some(p);
     }
@@ -101,7 +102,7 @@ pub fn price(config: &Config, discovery: &DiscoveryState, model_ref: &str) -> Op
     if listed.is_some_and(|l| l.free) {
         return Some(Price { input: 0.0, output: 0.0 });
     }
-    let fallback = config.providers.get(provider).and_then(|p| p.price);
+    let fallback = provider_config.and_then(|p| p.price);
     let input = listed.and_then(|l| l.price_in_per_1m).or(fallback.map(|p| p.input));
     let output = listed.and_then(|l| l.price_out_per_1m).or(fallback.map(|p| p.output));
     Some(Price { input: input?, output: output? })
@@ -146,7 +147,11 @@ impl Ledger {
         tokens_in.inc_by(input);
         tokens_out.inc_by(output);
         let Some(p) = price(b.config, b.discovery, model_ref) else {
-            handles.unpriced(m, provider, model).inc();
+            // Counted before: warned about before (the counter goes up only
+            // here), so the lock and the look-up are for a model's first time.
+            if handles.unpriced(m, provider, model).inc() > 0 {
+                return None;
+            }
             let mut warned = self.warned.lock().unwrap_or_else(PoisonError::into_inner);
             if !warned.contains(model_ref) {
                 warned.insert(model_ref.to_string());
