@@ -170,8 +170,15 @@ where
     if declared.is_some_and(|n| n > limit) {
         return Err(ApiError::BodyTooLarge(limit));
     }
-    let read = crate::providers::http::read_to_end(request.into_body(), limit);
-    let body = match tokio::time::timeout(server.body_read_timeout, read).await {
+    let mut read = std::pin::pin!(crate::providers::http::read_to_end(request.into_body(), limit));
+    // The server hands over a body it has read already: looked at once
+    // before a timer is made for it (a timer costs a clock read and a
+    // handle on the runtime's, made and dropped on every request).
+    let read = match futures_util::poll!(read.as_mut()) {
+        std::task::Poll::Ready(read) => Ok(read),
+        std::task::Poll::Pending => tokio::time::timeout(server.body_read_timeout, read).await,
+    };
+    let body = match read {
         Err(_) => return Err(ApiError::BodyTimeout(server.body_read_timeout)),
         Ok(Err(crate::providers::http::ReadError::TooLarge)) => return Err(ApiError::BodyTooLarge(limit)),
         // The server reads a body before the handler runs, within the same
