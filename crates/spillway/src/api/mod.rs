@@ -22,6 +22,7 @@ mod completion_proptests;
 pub mod continuation;
 pub mod embeddings;
 pub mod error;
+pub mod headers;
 pub mod json;
 pub mod legacy;
 mod lex;

@@ -19,8 +19,7 @@ const X_SPILLWAY_ESCALATE: http::HeaderName = http::HeaderName::from_static("x-s
 
 /// Whether the client forces escalation (`x-spillway-escalate: true`).
 pub fn forced(headers: &HeaderMap) -> bool {
-    headers
-        .get(X_SPILLWAY_ESCALATE)
+    crate::api::headers::find(headers, &X_SPILLWAY_ESCALATE)
         .and_then(|v| v.to_str().ok())
         .is_some_and(|v| v.trim().eq_ignore_ascii_case("true"))
 }

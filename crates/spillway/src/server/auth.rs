@@ -15,7 +15,7 @@ use std::sync::OnceLock;
 /// The token of `Authorization: Bearer <token>` (the scheme matched
 /// without regard to case, RFC 7235), trimmed; `None` without one.
 pub(crate) fn bearer(headers: &HeaderMap) -> Option<&str> {
-    let value = headers.get(header::AUTHORIZATION)?.to_str().ok()?;
+    let value = crate::api::headers::find(headers, &header::AUTHORIZATION)?.to_str().ok()?;
     let (scheme, token) = value.trim_start().split_once(' ')?;
     let token = token.trim();
     (scheme.eq_ignore_ascii_case("bearer") && !token.is_empty()).then_some(token)

@@ -152,9 +152,7 @@ where
     let caller = identified.plain().cloned();
     let who = Who {
         key: identified.key().cloned(),
-        user_header: request
-            .headers()
-            .get(super::keyed::X_SPILLWAY_USER)
+        user_header: crate::api::headers::find(request.headers(), &super::keyed::X_SPILLWAY_USER)
             .and_then(|v| v.to_str().ok())
             .map(str::to_string),
     };
@@ -162,9 +160,7 @@ where
     // client trickling its body must not hold one of
     // `max_concurrent_requests` while others wait.
     let limit = server.max_body_bytes;
-    let declared = request
-        .headers()
-        .get(header::CONTENT_LENGTH)
+    let declared = crate::api::headers::find(request.headers(), &header::CONTENT_LENGTH)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.parse::<usize>().ok());
     if declared.is_some_and(|n| n > limit) {

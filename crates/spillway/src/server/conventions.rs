@@ -51,7 +51,7 @@ pub(super) fn enter<B>(
     cors: Option<&CorsConfig>,
     link: Option<Arc<ClientLink>>,
 ) -> Result<Entered, Box<Response>> {
-    let id = RequestId::from_client(req.headers().get(X_REQUEST_ID).map(HeaderValue::as_bytes));
+    let id = RequestId::from_client(crate::api::headers::find(req.headers(), &X_REQUEST_ID).map(HeaderValue::as_bytes));
     let notes = RequestNotes::on(id, link);
     let allowed_origin = cors.and_then(|c| allowed(c, req.headers()));
     if let Some(c) = cors.filter(|_| is_preflight(req)) {

@@ -1,0 +1,40 @@
+//! A client request's headers, looked up the way a request's few are
+//! cheapest to look up.
+
+use http::{HeaderMap, HeaderName, HeaderValue};
+
+/// The first value of `name` in a request's `headers`, as
+/// [`HeaderMap::get`] finds it. A request has a handful of headers:
+/// comparing each name costs less than hashing the one asked for (a
+/// `x-spillway-*` name is hashed byte by byte), and most names asked for
+/// on every request are not there. A long map is looked up by hash.
+pub fn find<'h>(headers: &'h HeaderMap, name: &HeaderName) -> Option<&'h HeaderValue> {
+    if headers.len() > 16 {
+        return headers.get(name);
+    }
+    headers.iter().find_map(|(n, v)| (n == name).then_some(v))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_header_is_found_as_the_map_finds_it() {
+        let mut short = HeaderMap::new();
+        for (n, v) in [("Host", "h"), ("x-spillway-user", "u1"), ("X-Spillway-User", "u2"), ("authorization", "a")] {
+            short.append(HeaderName::from_bytes(n.as_bytes()).unwrap(), HeaderValue::from_static(v));
+        }
+        let mut long = short.clone();
+        for i in 0..20 {
+            long.insert(HeaderName::from_bytes(format!("x-extra-{i}").as_bytes()).unwrap(), HeaderValue::from(i));
+        }
+        for map in [&short, &long] {
+            for name in ["x-spillway-user", "authorization", "host", "x-spillway-escalate", "content-length"] {
+                let name = HeaderName::from_static(name);
+                assert_eq!(find(map, &name), map.get(&name), "{name}");
+            }
+        }
+        assert_eq!(find(&short, &HeaderName::from_static("x-spillway-user")).unwrap(), "u1");
+    }
+}
