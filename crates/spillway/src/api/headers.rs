@@ -15,6 +15,13 @@ pub fn find<'h>(headers: &'h HeaderMap, name: &HeaderName) -> Option<&'h HeaderV
     headers.iter().find_map(|(n, v)| (n == name).then_some(v))
 }
 
+/// What a header value may hold (`HeaderValue::from_str`'s rule: visible
+/// characters, spaces and tabs; no CR, LF or other controls): a value
+/// checked here is written as it is, without a `HeaderValue` made of it.
+pub fn is_value(v: &[u8]) -> bool {
+    v.iter().all(|&b| (b >= 0x20 && b != 0x7f) || b == b'\t')
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -36,5 +43,12 @@ mod tests {
             }
         }
         assert_eq!(find(&short, &HeaderName::from_static("x-spillway-user")).unwrap(), "u1");
+    }
+
+    #[test]
+    fn a_value_is_what_header_value_takes() {
+        for v in ["req_1", "a b\tc", "caf\u{e9}", "", "a\r\nb", "a\u{7f}", "\u{1}"] {
+            assert_eq!(is_value(v.as_bytes()), HeaderValue::from_str(v).is_ok(), "{v:?}");
+        }
     }
 }

@@ -22,24 +22,25 @@ pub(crate) fn upstream_request_id(headers: &(impl crate::health::ratelimit::Head
         .then(|| String::from_utf8_lossy(b).into_owned())
 }
 
-/// `x-request-id: <id>` for an upstream call, when the id is a valid value.
-pub(crate) fn request_id_value(id: Option<&str>) -> Option<HeaderValue> {
-    id.and_then(|id| HeaderValue::from_str(id).ok())
-}
-
 /// The names [`call_headers`] sets: a call's own value replaces a fixed
 /// header of the same name.
 pub(crate) const CALL_HEADERS: [&str; 3] = ["x-request-id", "traceparent", "tracestate"];
 
-/// The headers of a call's ids, each when its value is a valid header value.
-pub(crate) fn call_headers(ids: CallIds<'_>) -> impl Iterator<Item = (HeaderName, HeaderValue)> + '_ {
+/// The headers of a call's ids, each when its value is a valid header
+/// value, as text (written as it is by the gateway's own client).
+pub(crate) fn call_values(ids: CallIds<'_>) -> impl Iterator<Item = (HeaderName, &str)> + '_ {
     [
         (X_REQUEST_ID, ids.request_id),
         (HeaderName::from_static("traceparent"), ids.traceparent),
         (HeaderName::from_static("tracestate"), ids.tracestate),
     ]
     .into_iter()
-    .filter_map(|(name, value)| Some((name, request_id_value(value)?)))
+    .filter_map(|(name, value)| Some((name, value.filter(|v| crate::api::headers::is_value(v.as_bytes()))?)))
+}
+
+/// [`call_values`] as header values, for the clients that take a map.
+pub(crate) fn call_headers(ids: CallIds<'_>) -> impl Iterator<Item = (HeaderName, HeaderValue)> + '_ {
+    call_values(ids).filter_map(|(name, value)| Some((name, HeaderValue::from_str(value).ok()?)))
 }
 
 /// `content-type: application/json` plus the configured extra headers.

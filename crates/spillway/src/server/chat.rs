@@ -489,11 +489,7 @@ pub(super) struct AnswerHeaders {
     pub upstream_request_id: Option<String>,
 }
 
-/// What a header value may hold (`HeaderValue::from_str`'s rule: visible
-/// characters, spaces and tabs; no CR, LF or other controls).
-fn is_value(v: &[u8]) -> bool {
-    v.iter().all(|&b| (b >= 0x20 && b != 0x7f) || b == b'\t')
-}
+use crate::api::headers::is_value;
 
 impl AnswerHeaders {
     /// Each header in the order it goes out, its value checked (a name the

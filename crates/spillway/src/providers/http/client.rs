@@ -136,7 +136,7 @@ impl Endpoint {
     /// its trace's `traceparent`.
     pub async fn post_as(&self, body: Bytes, ids: crate::providers::types::CallIds<'_>) -> Result<Response, HttpError> {
         let slot = pool::slot() % SLOTS;
-        let request = self.prefix.request(crate::providers::headers::call_headers(ids), &body);
+        let request = self.prefix.request(crate::providers::headers::call_values(ids), &body);
         if let Some(mut link) = self.pool.take(slot) {
             // A write that fails on a reused connection: the upstream had
             // closed it while it was idle. Once more on a new one.

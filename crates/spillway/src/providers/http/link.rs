@@ -276,7 +276,7 @@ impl Prefix {
             if crate::providers::headers::CALL_HEADERS.contains(&name.as_str()) {
                 replaceable.push((name.clone(), value.clone()));
             } else {
-                header_line(&mut head, name, value);
+                header_line(&mut head, name, value.as_bytes());
             }
         }
         Self { head, replaceable }
@@ -284,36 +284,32 @@ impl Prefix {
 
     /// A request laid out for [`Link::send`]: the prefix, the call's own
     /// headers, `content-length`, then the body.
-    pub(super) fn request(
-        &self,
-        call: impl Iterator<Item = (http::HeaderName, http::HeaderValue)>,
-        body: &[u8],
-    ) -> Vec<u8> {
+    pub(super) fn request<'v>(&self, call: impl Iterator<Item = (http::HeaderName, &'v str)>, body: &[u8]) -> Vec<u8> {
         let mut out = Vec::with_capacity(self.head.len() + 192 + body.len());
         out.extend_from_slice(&self.head);
         let mut set: [Option<http::HeaderName>; 3] = Default::default();
         for (i, (name, value)) in call.enumerate() {
-            header_line(&mut out, &name, &value);
+            header_line(&mut out, &name, value.as_bytes());
             if let Some(slot) = set.get_mut(i) {
                 *slot = Some(name);
             }
         }
         for (name, value) in &self.replaceable {
             if !set.iter().flatten().any(|n| n == name) {
-                header_line(&mut out, name, value);
+                header_line(&mut out, name, value.as_bytes());
             }
         }
         out.extend_from_slice(b"content-length: ");
-        out.extend_from_slice(body.len().to_string().as_bytes());
+        out.extend_from_slice(crate::digits::decimal(body.len() as u64, &mut [0; 20]));
         out.extend_from_slice(b"\r\n\r\n");
         out.extend_from_slice(body);
         out
     }
 }
 
-fn header_line(out: &mut Vec<u8>, name: &http::HeaderName, value: &http::HeaderValue) {
+fn header_line(out: &mut Vec<u8>, name: &http::HeaderName, value: &[u8]) {
     out.extend_from_slice(name.as_str().as_bytes());
     out.extend_from_slice(b": ");
-    out.extend_from_slice(value.as_bytes());
+    out.extend_from_slice(value);
     out.extend_from_slice(b"\r\n");
 }
