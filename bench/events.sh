@@ -242,8 +242,9 @@ if [ "$SLOW_MS" != 0 ]; then
   # Warm every proxy's connections to the slow upstream first, as the fast
   # one's were: a cold pool opens its 256 connections inside measured
   # requests (the default-threads gateway's first round read a p99 of
-  # 0.2 to 1 s from that alone: SYNs dropped at the upstream's accept queue
-  # come back after a one-second retransmit).
+  # 0.2 to 1 s from that alone; a p99 of 1.01 s looks like connection
+  # attempts dropped at the upstream and sent again after TCP's one-second
+  # retransmit).
   wrk -t2 -c256 -d2s -s "$work/stream.lua" "$(url "$NGXS")" >/dev/null
   for p in "${GWS[@]}" "$GWD"; do wrk -t2 -c256 -d2s -s "$work/slowstream.lua" "$(url "$p")" >/dev/null; done
   echo "# an upstream taking ${SLOW_MS} ms an answer (20-event streams), 256 connections"
