@@ -119,7 +119,7 @@ pub fn run(path: &Path, listen: Option<&str>) -> ExitCode {
                 return ExitCode::from(1);
             }
         };
-        let listener = match std::net::TcpListener::bind(listen).and_then(|l| l.set_nonblocking(true).map(|()| l)) {
+        let listener = match crate::server::workers::listen(listen) {
             Ok(l) => l,
             Err(e) => {
                 tracing::error!(%listen, error = %e, "Cannot listen.");
