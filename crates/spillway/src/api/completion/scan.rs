@@ -154,14 +154,18 @@ impl<'a> Fields<'a> for ChoiceCheck<'a> {
 }
 
 impl<'a> ChoiceCheck<'a> {
-    /// A `choices` array.
-    fn read_all(lx: &mut Lex<'a>) -> Option<Vec<Self>> {
-        let mut choices = Vec::with_capacity(1);
+    /// A `choices` array, each choice handed to `each` with its place as
+    /// it is read (not gathered first: a vector allocated, and each
+    /// choice's few hundred bytes copied into it, on every answer and
+    /// every stream event); how many there were.
+    fn read_each(lx: &mut Lex<'a>, mut each: impl FnMut(usize, &Self) -> Option<()>) -> Option<usize> {
+        let mut count = 0;
         lx.elements(|lx| {
-            choices.push(Self::read(lx)?);
+            each(count, &Self::read(lx)?)?;
+            count += 1;
             Some(())
         })?;
-        Some(choices)
+        Some(count)
     }
 }
 
@@ -190,9 +194,20 @@ impl<'a> Fields<'a> for GroqCheck<'a> {
     }
 }
 
+/// A completion's choices read whole (the test oracle's way).
+#[cfg(test)]
 pub(super) fn check_choices(choices: &[ChoiceCheck<'_>]) -> Option<Checked> {
     let mut out = Checked { has_answer: false, content_chars: 0 };
     for (i, c) in choices.iter().enumerate() {
+        out.add(i, c)?;
+    }
+    Some(out)
+}
+
+impl Checked {
+    /// Choice `i` of a completion; `None` when it needs the general path.
+    fn add(&mut self, i: usize, c: &ChoiceCheck<'_>) -> Option<()> {
+        let out = self;
         if !matches!(c.index, Shape::Int(n) if u64::try_from(i).ok() == Some(n)) {
             return None;
         }
@@ -211,8 +226,8 @@ pub(super) fn check_choices(choices: &[ChoiceCheck<'_>]) -> Option<Checked> {
             out.content_chars += text.chars().count();
         }
         out.has_answer |= m.refusal.as_str().is_some_and(|r| !r.is_empty());
+        Some(())
     }
-    Some(out)
 }
 
 pub(super) fn check_usage(u: &UsageCheck<'_>) -> Option<Tokens> {
@@ -255,9 +270,33 @@ pub(super) struct ChunkChecked {
     pub(super) content_at: Option<usize>,
 }
 
+/// A chunk's choices read whole (the test oracle's way).
+#[cfg(test)]
 pub(super) fn check_deltas(choices: &[ChoiceCheck<'_>], text: &str) -> Option<ChunkChecked> {
-    let mut out = ChunkChecked { empty: choices.is_empty(), ..ChunkChecked::default() };
-    for c in choices {
+    let mut deltas = Deltas::new(text);
+    for (i, c) in choices.iter().enumerate() {
+        deltas.add(i, c)?;
+    }
+    Some(deltas.finish(choices.len()))
+}
+
+/// A chunk's choices checked one by one as they are read.
+struct Deltas<'t> {
+    out: ChunkChecked,
+    text: &'t str,
+    /// The first choice's content was found in place and not copied: if
+    /// more choices follow, [`Self::finish`] copies it.
+    in_place: bool,
+}
+
+impl<'t> Deltas<'t> {
+    fn new(text: &'t str) -> Self {
+        Self { out: ChunkChecked::default(), text, in_place: false }
+    }
+
+    /// Choice `i`; `None` when the chunk needs the general path.
+    fn add(&mut self, i: usize, c: &ChoiceCheck<'_>) -> Option<()> {
+        let out = &mut self.out;
         if !matches!(c.index, Shape::Int(_)) || !matches!(c.logprobs, Shape::Absent | Shape::Null) {
             return None;
         }
@@ -281,13 +320,15 @@ pub(super) fn check_deltas(choices: &[ChoiceCheck<'_>], text: &str) -> Option<Ch
         out.content_chars += d.content.as_str().map_or(0, |t| t.chars().count());
         match c.index {
             Shape::Int(0) => {
-                // Found in place, it is not copied (the chunk's tail has it).
-                if let (Shape::Str(Cow::Borrowed(content)), 1) = (&d.content, choices.len()) {
-                    out.content_at = offset_in(text, content);
+                // Found in place, it is not copied (the chunk's tail has it)
+                // when it is the chunk's one choice: so far, the first.
+                if let (Shape::Str(Cow::Borrowed(content)), 0) = (&d.content, i) {
+                    out.content_at = offset_in(self.text, content);
                 }
                 if let Some(t) = d.content.as_str().filter(|t| !t.is_empty()) {
                     out.content_len = t.len();
-                    if out.content_at.is_none() {
+                    self.in_place = i == 0 && out.content_at.is_some();
+                    if !self.in_place {
                         out.content = t.into();
                     }
                 }
@@ -298,8 +339,22 @@ pub(super) fn check_deltas(choices: &[ChoiceCheck<'_>], text: &str) -> Option<Ch
         let refusal = d.refusal.as_str().is_some_and(|t| !t.is_empty());
         out.has_token |= refusal;
         out.refusal |= refusal;
+        Some(())
     }
-    Some(out)
+
+    /// The chunk's `count` choices checked: content is found in place only
+    /// in a chunk of one choice (a first choice's, in place so far, is
+    /// copied out when more followed).
+    fn finish(mut self, count: usize) -> ChunkChecked {
+        let out = &mut self.out;
+        out.empty = count == 0;
+        if count != 1 {
+            if let Some(at) = out.content_at.take().filter(|_| self.in_place) {
+                out.content = self.text.get(at..at + out.content_len).unwrap_or_default().into();
+            }
+        }
+        self.out
+    }
 }
 
 /// Where `part`, a string borrowed from `text` between quotes, starts in
@@ -376,11 +431,15 @@ pub(super) fn top(text: &str, chunk: bool) -> Option<Top> {
                     true
                 }
                 "choices" if chunk => {
-                    top.chunk = Some(check_deltas(&ChoiceCheck::read_all(&mut lx)?, text)?);
+                    let mut deltas = Deltas::new(text);
+                    let count = ChoiceCheck::read_each(&mut lx, |i, c| deltas.add(i, c))?;
+                    top.chunk = Some(deltas.finish(count));
                     true
                 }
                 "choices" => {
-                    top.checked = Some(check_choices(&ChoiceCheck::read_all(&mut lx)?)?);
+                    let mut checked = Checked { has_answer: false, content_chars: 0 };
+                    ChoiceCheck::read_each(&mut lx, |i, c| checked.add(i, c))?;
+                    top.checked = Some(checked);
                     true
                 }
                 "usage" => {
@@ -449,4 +508,45 @@ pub(super) fn split(text: &str, chunk: bool) -> Option<(Top, String)> {
         tail.push_str(entry);
     }
     Some((top, tail))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn chunk(choices: &str) -> ChunkChecked {
+        let text =
+            format!(r#"{{"id":"c","object":"chat.completion.chunk","created":1,"model":"m","choices":[{choices}]}}"#);
+        top(&text, true).and_then(|t| t.chunk).unwrap_or_else(|| panic!("not checked: {text}"))
+    }
+
+    fn delta(index: u32, content: &str) -> String {
+        format!(r#"{{"index":{index},"delta":{{"content":{content}}},"finish_reason":null}}"#)
+    }
+
+    /// Choices are checked as they are read: a first choice's content is
+    /// left in place only when no other choice follows it; the content kept
+    /// otherwise is the last non-empty one of choice 0, as when the choices
+    /// were gathered and counted first.
+    #[test]
+    fn content_stays_in_place_only_in_a_chunk_of_one_choice() {
+        let one = chunk(&delta(0, r#""Hi""#));
+        assert!(one.content_at.is_some() && one.content.is_empty() && one.content_len == 2, "{one:?}");
+        let empty = chunk(&delta(0, r#""""#));
+        assert!(empty.content_at.is_some() && empty.content_len == 0, "{empty:?}");
+        let cases = [
+            (format!("{},{}", delta(0, r#""Hi""#), delta(1, r#""Yo""#)), "Hi"),
+            (format!("{},{}", delta(1, r#""Yo""#), delta(0, r#""Hi""#)), "Hi"),
+            (format!("{},{}", delta(0, r#""Hi""#), delta(0, r#""""#)), "Hi"),
+            (format!("{},{}", delta(0, r#""Hi""#), delta(0, r#""a\nb""#)), "a\nb"),
+            (format!("{},{}", delta(0, r#""a\nb""#), delta(0, r#""Hi""#)), "Hi"),
+        ];
+        for (choices, content) in cases {
+            let c = chunk(&choices);
+            assert_eq!((c.content_at, &*c.content, c.content_len), (None, content, content.len()), "{choices}");
+            assert!(c.other_choice || !choices.contains(r#""index":1"#), "{choices}");
+        }
+        let none = chunk("");
+        assert!(none.empty && none.content_at.is_none());
+    }
 }
