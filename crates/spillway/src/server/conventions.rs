@@ -84,7 +84,7 @@ pub fn notes<B>(req: &http::Request<B>) -> Arc<RequestNotes> {
 /// streamed body is polled inside the request's span.
 pub(super) fn leave(
     mut resp: Response,
-    laid: Option<super::chat::AnswerHeaders>,
+    laid: Option<super::answer_headers::AnswerHeaders>,
     entered: Entered,
 ) -> super::http1::Answer {
     let Entered { notes, span, allowed_origin } = entered;

@@ -10,8 +10,9 @@
 //! no model answered (there is no handoff for embeddings: a person cannot
 //! write vectors). The answer carries the same `x-spillway-*` headers.
 
+use super::answer_headers::AnswerHeaders;
 use super::auth::bearer;
-use super::chat::{admit, Admitted, AnswerHeaders};
+use super::chat::{admit, Admitted};
 use super::AppState;
 use crate::api::embeddings::{encode, EmbeddingRequest};
 use crate::api::ApiError;

@@ -12,6 +12,7 @@ pub mod admin_keys;
 pub mod admin_load;
 pub mod admin_state;
 pub mod aliases;
+pub mod answer_headers;
 pub mod auth;
 pub mod chat;
 pub mod client_io;
