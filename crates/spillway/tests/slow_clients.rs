@@ -156,6 +156,15 @@ async fn a_whole_answer_whose_client_reads_nothing_is_cut_at_the_write_timeout()
     let gw = start(&config(&up, "  client_write_timeout: 500ms\n", "60s")).await;
     let sock = stalled(&gw, false).await;
     assert!(up.wait_for(Duration::from_secs(10), |u| u.finished() == 1).await);
+    // The answer's head reaches the client (peeked, not read): the whole
+    // answer was built. The upstream having sent it all is not enough: the
+    // gateway may still be reading and checking it.
+    let mut head = [0u8; 12];
+    let end = Instant::now() + Duration::from_secs(10);
+    while tokio::time::timeout_at(end, sock.peek(&mut head)).await.expect("no answer head").unwrap() < head.len() {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    assert_eq!(&head, b"HTTP/1.1 200");
     // A whole answer holds no slot while it is written.
     assert_eq!(gw.post(&chat("chat", false)).await.status(), 200);
     assert!(cut_once(&gw, "client_write_timeout").await, "the connection was never cut");
