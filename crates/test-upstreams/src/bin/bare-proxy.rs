@@ -70,8 +70,7 @@ fn main() {
         args.iter().position(|a| a == name).and_then(|i| args.get(i + 1)).and_then(|v| v.parse().ok()).unwrap_or(0)
     };
     let upstream = arg("--upstream");
-    let listener = std::net::TcpListener::bind(("127.0.0.1", arg("--port"))).unwrap();
-    listener.set_nonblocking(true).unwrap();
+    let listener = test_upstreams::listen(arg("--port")).unwrap();
     println!("listening on {}", listener.local_addr().unwrap());
     let threads: Vec<_> = (0..std::thread::available_parallelism().map_or(1, |n| n.get()))
         .map(|_| {

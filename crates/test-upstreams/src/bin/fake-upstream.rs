@@ -117,7 +117,7 @@ async fn main() {
         status: arg("--status", 200) as u16,
         hang: arg("--hang", 0) == 1,
     };
-    let listener = tokio::net::TcpListener::bind(("127.0.0.1", arg("--port", 0) as u16)).await.unwrap();
+    let listener = tokio::net::TcpListener::from_std(test_upstreams::listen(arg("--port", 0) as u16).unwrap()).unwrap();
     println!("listening on {}", listener.local_addr().unwrap());
     loop {
         let Ok((stream, _)) = listener.accept().await else { continue };
