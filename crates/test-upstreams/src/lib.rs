@@ -290,3 +290,34 @@ impl Reply {
         builder.body(Body::from_stream(stream.boxed())).unwrap_or_else(|_| Response::new(Body::empty()))
     }
 }
+
+/// Opens up to 300 connections to `addr` at once, none of them accepted
+/// yet, each given 700 ms: how many completed their handshake, out of how
+/// many tried (300, or fewer where `net.core.somaxconn` caps a backlog
+/// below it). Behind a backlog of 128, 129 complete and the rest wait a
+/// second for TCP's retransmit.
+pub async fn connect_burst(addr: std::net::SocketAddr) -> (usize, usize) {
+    let cap = std::fs::read_to_string("/proc/sys/net/core/somaxconn")
+        .ok()
+        .and_then(|s| s.trim().parse::<usize>().ok())
+        .unwrap_or(4096);
+    let clients = 300.min(cap.saturating_sub(1));
+    let connects = (0..clients)
+        .map(|_| tokio::time::timeout(std::time::Duration::from_millis(700), tokio::net::TcpStream::connect(addr)));
+    let connected = futures_util::future::join_all(connects).await;
+    (connected.iter().filter(|c| matches!(c, Ok(Ok(_)))).count(), clients)
+}
+
+#[cfg(test)]
+mod tests {
+    /// A burst of connections to a bench upstream that accepts none yet
+    /// all complete at once ([`super::connect_burst`]).
+    #[tokio::test]
+    async fn a_bench_upstream_holds_a_burst_of_connections_in_its_backlog() {
+        let listener = super::listen(0).unwrap_or_else(|e| panic!("listen: {e}"));
+        let addr = listener.local_addr().unwrap_or_else(|e| panic!("addr: {e}"));
+        let (done, clients) = super::connect_burst(addr).await;
+        assert_eq!(done, clients, "{done} of {clients} connected without a retry");
+        drop(listener);
+    }
+}

@@ -124,7 +124,6 @@ async fn heartbeat() -> std::convert::Infallible {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::time::Duration;
 
     /// More clients than the standard library's backlog of 128 connect at
     /// once while none is accepted yet: every handshake completes at once
@@ -133,17 +132,8 @@ mod tests {
     async fn a_burst_of_connections_waits_in_the_backlog_not_for_a_retry() {
         let listener = listen("127.0.0.1:0".parse().unwrap()).unwrap();
         let addr = listener.local_addr().unwrap();
-        // The kernel caps the backlog at `net.core.somaxconn`.
-        let cap = std::fs::read_to_string("/proc/sys/net/core/somaxconn")
-            .ok()
-            .and_then(|s| s.trim().parse::<usize>().ok())
-            .unwrap_or(4096);
-        let clients = 300.min(cap.saturating_sub(1));
-        let connects = (0..clients)
-            .map(|_| tokio::time::timeout(Duration::from_millis(700), tokio::net::TcpStream::connect(addr)));
-        let connected = futures_util::future::join_all(connects).await;
-        let done = connected.iter().filter(|c| matches!(c, Ok(Ok(_)))).count();
-        assert_eq!(done, clients, "{done} of {clients} connected without a retry (backlog {cap} at most)");
+        let (done, clients) = test_upstreams::connect_burst(addr).await;
+        assert_eq!(done, clients, "{done} of {clients} connected without a retry");
         drop(listener);
     }
 }
