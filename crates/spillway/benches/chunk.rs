@@ -4,8 +4,14 @@
 //! event of a stream costs when it fits the shape the one before left
 //! (`RawChunk::check_like`: only its new content string is read).
 //!
+//! And what the one-pass check of a whole answer costs
+//! (`RawCompletion::check`, every passed-through answer), on the bench
+//! upstream's answer and a typical OpenAI one.
+//!
 //! `cargo bench -p spillway --bench chunk` (the release profile) prints the
-//! median and the fastest of 100 batches, ns per chunk.
+//! median and the fastest of 100 batches, ns per chunk;
+//! `cargo bench -p spillway --bench chunk -- answer` only the cases whose
+//! name holds `answer` (one case alone, for callgrind).
 
 #![allow(clippy::disallowed_methods)] // a benchmark times itself with std's clock
 #![allow(clippy::unwrap_used)]
@@ -13,23 +19,69 @@
 #[path = "support/timing.rs"]
 mod timing;
 
-use spillway::api::completion::{ChunkShape, RawChunk};
+use spillway::api::completion::{ChunkShape, RawChunk, RawCompletion};
 use std::hint::black_box;
 
 fn main() {
+    // `cargo bench` passes `--bench`; the first other word picks cases.
+    let only = std::env::args().skip(1).find(|a| !a.starts_with("--")).unwrap_or_default();
+    let picked = |name: &str| name.contains(only.as_str());
     let typical = r#"{"id":"chatcmpl-9x2","object":"chat.completion.chunk","created":1733000000,"model":"gpt-4o-mini","system_fingerprint":"fp_1","choices":[{"index":0,"delta":{"content":" word1.........."},"logprobs":null,"finish_reason":null}]}"#;
     let groq = r#"{"id":"chatcmpl-1","object":"chat.completion.chunk","created":1733000000,"model":"llama-3.1-8b-instant","system_fingerprint":"fp_1","choices":[{"index":0,"delta":{"role":"assistant","content":""},"logprobs":null,"finish_reason":null}],"x_groq":{"id":"req_01"}}"#;
-    for (name, text) in [("typical chunk", typical), ("Groq's first chunk", groq)] {
+    for (name, text) in
+        [("typical chunk", typical), ("Groq's first chunk", groq)].into_iter().filter(|(n, _)| picked(n))
+    {
         assert!(RawChunk::check(text).is_some());
         let (m, f) = timing::median_ns(20_000, || {
             black_box(RawChunk::check(black_box(text)));
         });
         println!("{name:<20} RawChunk::check median {m:7.1} ns  fastest {f:7.1} ns");
     }
+    let bench_upstream = r#"{"id":"chatcmpl-bench","object":"chat.completion","created":1760000000,"model":"bench","choices":[{"index":0,"message":{"role":"assistant","content":"Hello from the benchmark upstream.","refusal":null},"logprobs":null,"finish_reason":"stop"}],"usage":{"prompt_tokens":9,"completion_tokens":6,"total_tokens":15}}"#;
+    let openai = r#"{
+  "id": "chatcmpl-B9MHDbslfkBeAs8l4bebGdFOJ6PeG",
+  "object": "chat.completion",
+  "created": 1741570283,
+  "model": "gpt-4o-2024-08-06",
+  "choices": [
+    {
+      "index": 0,
+      "message": {
+        "role": "assistant",
+        "content": "The image shows a wooden boardwalk path running through a lush green field or meadow.",
+        "refusal": null,
+        "annotations": []
+      },
+      "logprobs": null,
+      "finish_reason": "stop"
+    }
+  ],
+  "usage": {
+    "prompt_tokens": 1117,
+    "completion_tokens": 46,
+    "total_tokens": 1163,
+    "prompt_tokens_details": { "cached_tokens": 0, "audio_tokens": 0 },
+    "completion_tokens_details": { "reasoning_tokens": 0, "audio_tokens": 0, "accepted_prediction_tokens": 0, "rejected_prediction_tokens": 0 }
+  },
+  "service_tier": "default",
+  "system_fingerprint": "fp_fc9f1d7035"
+}"#;
+    for (name, text) in
+        [("the bench's answer", bench_upstream), ("an OpenAI answer", openai)].into_iter().filter(|(n, _)| picked(n))
+    {
+        let bytes = bytes::Bytes::from_static(text.as_bytes());
+        assert!(RawCompletion::check(bytes.clone()).is_some());
+        let (m, f) = timing::median_ns(20_000, || {
+            black_box(RawCompletion::check(black_box(bytes.clone())));
+        });
+        println!("{name:<20} RawCompletion::check median {m:7.1} ns  fastest {f:7.1} ns");
+    }
     let next = typical.replace(" word1..........", " word2 \\n 2nd..");
     let mut shape = ChunkShape::default();
     assert!(RawChunk::check_like(typical.as_bytes(), &mut shape).is_some());
-    for (name, text) in [("the next event", typical.to_string()), ("the next, escaped", next)] {
+    for (name, text) in
+        [("the next event", typical.to_string()), ("the next, escaped", next)].into_iter().filter(|(n, _)| picked(n))
+    {
         assert_eq!(RawChunk::check_like(text.as_bytes(), &mut shape), RawChunk::check(&text));
         let (m, f) = timing::median_ns(20_000, || {
             black_box(RawChunk::check_like(black_box(text.as_bytes()), &mut shape));

@@ -111,6 +111,13 @@ impl<'a> Lex<'a> {
 
     /// The next byte after blanks (JSON's four), not taken.
     pub(super) fn peek(&mut self) -> Option<u8> {
+        // Compact JSON has no blanks: the byte at the cursor is most often
+        // the answer.
+        match self.bytes().get(self.at) {
+            Some(&c) if c > b' ' => return Some(c),
+            None => return None,
+            Some(_) => {}
+        }
         while let Some(b' ' | b'\n' | b'\r' | b'\t') = self.bytes().get(self.at) {
             self.at += 1;
         }
@@ -231,10 +238,16 @@ impl<'a> Lex<'a> {
             *at > from
         };
         let int_from = self.at;
+        // The integer part's value, worked out as it is read (exact up to
+        // 19 digits; longer ones are worked out again below, checked).
+        let mut value: u64 = 0;
         match b.get(self.at)? {
             b'0' => self.at += 1,
             b'1'..=b'9' => {
-                digits(&mut self.at);
+                while let Some(&d) = b.get(self.at).filter(|d| d.is_ascii_digit()) {
+                    value = value.wrapping_mul(10).wrapping_add(u64::from(d - b'0'));
+                    self.at += 1;
+                }
             }
             _ => return None,
         }
@@ -260,6 +273,9 @@ impl<'a> Lex<'a> {
         let text = self.text.get(from..self.at)?;
         if !plain {
             return Some((text, None));
+        }
+        if int_to - int_from <= 19 {
+            return Some((text, Some(value)));
         }
         let mut n: u64 = 0;
         for &d in b.get(int_from..int_to)? {
@@ -383,6 +399,22 @@ mod tests {
                 .find(|&i| bytes[i] == b'"' || bytes[i] == b'\\' || bytes[i] < 0x20)
                 .unwrap_or(bytes.len());
             prop_assert_eq!(super::plain_run(&bytes, from), naive);
+        }
+
+        /// A number's value is what `u64` parsing reads from digits alone
+        /// (none past `u64::MAX`: 20 digits and more), and none for a
+        /// sign, fraction or exponent; its text is the whole number.
+        #[test]
+        fn a_number_s_value_is_its_digits_as_a_u64(
+            digits in "(0|[1-9][0-9]{0,24})",
+            rest in prop_oneof![Just(""), Just(".5"), Just("e3"), Just("E-2")],
+            sign in prop_oneof![Just(""), Just("-")],
+            after in prop_oneof![Just(""), Just(","), Just("}"), Just(" ")],
+        ) {
+            let text = format!("{sign}{digits}{rest}{after}");
+            let mut lx = super::Lex::new(&text);
+            let want = (sign.is_empty() && rest.is_empty()).then(|| digits.parse::<u64>().ok()).flatten();
+            prop_assert_eq!(lx.number_text(), Some((&text[..text.len() - after.len()], want)));
         }
 
         /// A string is written byte for byte as serde_json writes it.
