@@ -66,26 +66,47 @@ pub async fn assemble(
         acc.absorb_item(item);
     }
     let mut gap = Gap::new();
-    loop {
+    // Every item a read brought is absorbed in one poll; a wait for the
+    // next is bounded by `idle` (after a finish reason, the grace), and all
+    // by `deadline`.
+    let quiet = |acc: &Assembled| {
         let quiet = if acc.finish.is_some() { idle.min(FINISH_GRACE) } else { idle };
-        let item = match gap.next(&mut rest, || deadline.min(Instant::now() + quiet)).await {
-            Ok(item) => item,
-            Err(_) if acc.finish.is_some() => None,
-            Err(_) if Instant::now() >= deadline => {
-                return Err(AttemptError::new(Failure::Timeout, "the answer ran past timeouts.total"))
-            }
-            Err(_) => return Err(AttemptError::new(Failure::Timeout, "the answer stalled longer than timeouts.idle")),
-        };
-        match item {
-            Some(Ok(StreamItem::Done)) => break,
-            None if acc.finish.is_some() => break,
-            None => return Err(AttemptError::new(Failure::BrokenBody, "the stream ended without a finish signal")),
-            // Finished: what broke after it was only the usage or [DONE].
-            Some(Err(_)) if acc.finish.is_some() => break,
-            Some(Err(e)) => return Err(e),
-            Some(Ok(StreamItem::Skipped)) => {}
-            Some(Ok(chunk)) => acc.absorb_item(chunk),
+        deadline.min(Instant::now() + quiet)
+    };
+    let end = gap.drain(&mut rest, &mut acc, absorb, quiet).await;
+    match end {
+        Ok(End::Complete) => {}
+        // Finished: what stalled or broke after it was only the usage or [DONE].
+        Err(_) | Ok(End::Failed(_)) if acc.finish.is_some() => {}
+        Ok(End::Failed(e)) => return Err(e),
+        Err(_) if Instant::now() >= deadline => {
+            return Err(AttemptError::new(Failure::Timeout, "the answer ran past timeouts.total"))
         }
+        Err(_) => return Err(AttemptError::new(Failure::Timeout, "the answer stalled longer than timeouts.idle")),
     }
     Ok(acc.into_completion())
+}
+
+/// How the stream of an answer being assembled ended.
+enum End {
+    /// `[DONE]`, or the end of a stream that gave its finish reason.
+    Complete,
+    /// An error, or an end without a finish reason.
+    Failed(AttemptError),
+}
+
+/// Takes one item of the stream in (`None`: the stream ended); `Some` when
+/// the stream is over.
+fn absorb(acc: &mut Assembled, item: Option<Result<StreamItem, AttemptError>>) -> Option<End> {
+    match item {
+        Some(Ok(StreamItem::Done)) => Some(End::Complete),
+        None if acc.finish.is_some() => Some(End::Complete),
+        None => Some(End::Failed(AttemptError::new(Failure::BrokenBody, "the stream ended without a finish signal"))),
+        Some(Err(e)) => Some(End::Failed(e)),
+        Some(Ok(StreamItem::Skipped)) => None,
+        Some(Ok(chunk)) => {
+            acc.absorb_item(chunk);
+            None
+        }
+    }
 }
