@@ -211,14 +211,21 @@ for r in $(seq "$((FAST == 0 ? 0 : ROUNDS))"); do
       run gw0-whole "$c" whole "$GW0" events "$GW0_PID"
     fi
   done
-  # shellcheck disable=SC2046
-  run nginx-pass 64 pass "$NGX" requests $(nginx_pids)
-  run gw-pass 64 pass "$GW" requests "$GW_PID"
-  [ -z "${GW0:-}" ] || run gw0-pass 64 pass "$GW0" requests "$GW0_PID"
-  # shellcheck disable=SC2046
-  run nginx-pass 1 pass "$NGX" requests $(nginx_pids)
-  run gw-pass 1 pass "$GW" requests "$GW_PID"
-  [ -z "${GW0:-}" ] || run gw0-pass 1 pass "$GW0" requests "$GW0_PID"
+  # The pass-through rows take turns in the other order every second
+  # round: a proxy's place in the sequence (right after nginx's run, or
+  # after another gateway's) is then the same for each over two rounds.
+  order=(nginx gw gw0)
+  [ $((r % 2)) = 0 ] && order=(gw0 gw nginx)
+  for c in 64 1; do
+    for who in "${order[@]}"; do
+      case $who in
+        # shellcheck disable=SC2046
+        nginx) run nginx-pass "$c" pass "$NGX" requests $(nginx_pids) ;;
+        gw) run gw-pass "$c" pass "$GW" requests "$GW_PID" ;;
+        gw0) [ -z "${GW0:-}" ] || run gw0-pass "$c" pass "$GW0" requests "$GW0_PID" ;;
+      esac
+    done
+  done
 done
 TTFB_ROUNDS=${TTFB_ROUNDS:-5}
 [ "$FAST" != 0 ] || TTFB_ROUNDS=0
