@@ -6,7 +6,10 @@
 //!
 //! And what the one-pass check of a whole answer costs
 //! (`RawCompletion::check`, every passed-through answer), on the bench
-//! upstream's answer and a typical OpenAI one.
+//! upstream's answer and a typical OpenAI one; and what the next answer
+//! of the same upstream costs when it fits the shape the one before left
+//! (`AnswerShapes::check`: only its id, `created`, content and counts are
+//! read).
 //!
 //! `cargo bench -p spillway --bench chunk` (the release profile) prints the
 //! median and the fastest of 100 batches, ns per chunk;
@@ -19,7 +22,7 @@
 #[path = "support/timing.rs"]
 mod timing;
 
-use spillway::api::completion::{ChunkShape, RawChunk, RawCompletion};
+use spillway::api::completion::{AnswerShapes, ChunkShape, RawChunk, RawCompletion};
 use std::hint::black_box;
 
 fn main() {
@@ -75,6 +78,39 @@ fn main() {
             black_box(RawCompletion::check(black_box(bytes.clone())));
         });
         println!("{name:<20} RawCompletion::check median {m:7.1} ns  fastest {f:7.1} ns");
+    }
+    // The next answer of the same upstream: other id, `created`, content
+    // and counts, checked against the shape the first one left.
+    for (name, first, next) in [
+        (
+            "the bench's next answer",
+            bench_upstream.to_string(),
+            bench_upstream
+                .replace("chatcmpl-bench", "chatcmpl-bench-2")
+                .replace("from the", "from the other")
+                .replace(":6,", ":7,"),
+        ),
+        (
+            "the next OpenAI answer",
+            openai.to_string(),
+            openai
+                .replace("B9MHDbslfkBeAs8l4bebGdFOJ6PeG", "B9MHDbslfkBeAs8l4bebGdFOJ7Qfh")
+                .replace("wooden", "stone")
+                .replace("46", "45"),
+        ),
+    ]
+    .into_iter()
+    .filter(|(n, _, _)| picked(n))
+    {
+        let shapes = AnswerShapes::default();
+        assert!(shapes.check(bytes::Bytes::from(first)).is_some());
+        let bytes = bytes::Bytes::from(next);
+        let whole = RawCompletion::check(bytes.clone()).map(|r| r.to_bytes());
+        assert!(whole.is_some() && shapes.check(bytes.clone()).map(|r| r.to_bytes()) == whole);
+        let (m, f) = timing::median_ns(20_000, || {
+            black_box(shapes.check(black_box(bytes.clone())));
+        });
+        println!("{name:<20} AnswerShapes::check median {m:7.1} ns  fastest {f:7.1} ns");
     }
     let next = typical.replace(" word1..........", " word2 \\n 2nd..");
     let mut shape = ChunkShape::default();

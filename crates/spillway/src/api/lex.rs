@@ -77,6 +77,48 @@ fn plain_run(b: &[u8], mut at: usize) -> usize {
     at
 }
 
+/// A JSON string read by [`string_at`].
+pub(super) enum Str<'a> {
+    /// Plain ASCII, as it is written (no escapes).
+    Ascii(&'a [u8]),
+    /// Any other text, decoded.
+    Text(Cow<'a, str>),
+}
+
+/// The JSON string whose opening quote is byte `at` of `bytes`: where it
+/// ends (after its closing quote) and its text. Only the string is checked
+/// to be UTF-8 (`bytes` need not be text elsewhere), and plain ASCII only
+/// as that; escapes are read as [`Lex::string`] reads them.
+pub(super) fn string_at(bytes: &[u8], at: usize) -> Option<(usize, Str<'_>)> {
+    if bytes.get(at) != Some(&b'"') {
+        return None;
+    }
+    let end = plain_run(bytes, at + 1);
+    if bytes.get(end) == Some(&b'"') {
+        let run = bytes.get(at + 1..end)?;
+        if run.is_ascii() {
+            return Some((end + 1, Str::Ascii(run)));
+        }
+        return Some((end + 1, Str::Text(Cow::Borrowed(std::str::from_utf8(run).ok()?))));
+    }
+    let mut lx = Lex::new(std::str::from_utf8(bytes.get(at..)?).ok()?);
+    let (_, text) = lx.string()?;
+    Some((at + lx.at, Str::Text(text)))
+}
+
+/// The integer whose first digit is byte `at` of `bytes`, digits alone
+/// (JSON's: no leading zero) that fit a `u64`: where it ends and its value.
+pub(super) fn integer_at(bytes: &[u8], at: usize) -> Option<(usize, u64)> {
+    let mut end = at;
+    let mut value: u64 = 0;
+    while let Some(&d) = bytes.get(end).filter(|d| d.is_ascii_digit()) {
+        value = value.checked_mul(10)?.checked_add(u64::from(d - b'0'))?;
+        end += 1;
+    }
+    let leading_zero = end - at > 1 && bytes.get(at) == Some(&b'0');
+    (end > at && !leading_zero).then_some((end, value))
+}
+
 /// Writes `s` as a JSON string, exactly as `serde_json` writes it: text
 /// with nothing to escape (most answers: no quote, backslash or control
 /// character) is copied whole, found eight bytes at a time; the rest goes
@@ -103,6 +145,11 @@ pub(super) struct Lex<'a> {
 impl<'a> Lex<'a> {
     pub(super) fn new(text: &'a str) -> Self {
         Self { text, at: 0 }
+    }
+
+    /// Where the cursor is.
+    pub(super) fn pos(&self) -> usize {
+        self.at
     }
 
     fn bytes(&self) -> &'a [u8] {

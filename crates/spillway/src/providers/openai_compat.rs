@@ -13,7 +13,7 @@ use super::headers::{base_headers, secret_header};
 use super::http::{proxy, BodyError, Endpoint, HttpError};
 use super::translate::StreamItem;
 use super::types::{AttemptRequest, BuildError, ChunkStream, Reply};
-use crate::api::completion::{ChunkShape, Completion, RawChunk, RawCompletion};
+use crate::api::completion::{AnswerShapes, ChunkShape, Completion, RawChunk};
 use crate::api::sse::SseParser;
 use crate::config::{HealthConfig, ProviderConfig};
 use crate::outcome::{AttemptError, Failure};
@@ -27,6 +27,8 @@ use std::collections::VecDeque;
 pub struct OpenAiCompat {
     /// `{base_url}/chat/completions` with the key and extra headers, pooled.
     endpoint: Endpoint,
+    /// The shape of its last whole answer.
+    shapes: AnswerShapes,
 }
 
 impl OpenAiCompat {
@@ -55,7 +57,7 @@ impl OpenAiCompat {
         }
         let endpoint = Endpoint::new(&url, &headers, config.ca_file.as_deref(), health.timeouts.connect, proxy)
             .map_err(|e| err(e.0))?;
-        Ok(Self { endpoint })
+        Ok(Self { endpoint, shapes: AnswerShapes::default() })
     }
 
     /// Sends one attempt: the body with only `model` replaced, the answer
@@ -65,7 +67,7 @@ impl OpenAiCompat {
             .body
             .encode_with_model(req.model_id)
             .map_err(|e| AttemptError::new(Failure::BrokenBody, e.to_string()))?;
-        post_and_read(&self.endpoint, bytes.into(), &req, classify_openai_error).await
+        post_and_read(&self.endpoint, &self.shapes, bytes.into(), &req, classify_openai_error).await
     }
 }
 
@@ -76,9 +78,11 @@ pub(crate) type Classify = fn(u16, Option<std::time::Duration>, &[u8]) -> Failur
 
 /// One attempt posted to `endpoint` and read as an OpenAI-compatible
 /// answer: a non-2xx status through `classify`, a stream decoded as it
-/// arrives, a whole body kept as bytes when it needs only the stamp.
+/// arrives, a whole body kept as bytes when it needs only the stamp
+/// (checked against `shapes`, the provider's last answer's shape, first).
 pub(crate) async fn post_and_read(
     endpoint: &Endpoint,
+    shapes: &AnswerShapes,
     bytes: Bytes,
     req: &AttemptRequest<'_>,
     classify: Classify,
@@ -113,7 +117,7 @@ pub(crate) async fn post_and_read(
     }
     let body = resp.into_body().bytes().await.map_err(|e| body_error(&e))?;
     // Most answers need only the gateway's stamp: kept as bytes.
-    if let Some(raw) = RawCompletion::check(body.clone()) {
+    if let Some(raw) = shapes.check(body.clone()) {
         return Ok(Reply::Complete(Completion::Raw(raw)));
     }
     let value: Value = serde_json::from_slice(&body)

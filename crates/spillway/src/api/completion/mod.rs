@@ -17,6 +17,7 @@ pub mod raw;
 mod scan;
 #[cfg(test)]
 mod scan_oracle;
+mod shape;
 #[cfg(test)]
 mod tests;
 mod text;
@@ -24,5 +25,6 @@ pub mod types;
 
 pub use super::tokens::Tokens;
 pub use raw::{chunk_prefix, ChunkShape, RawChunk, RawCompletion};
+pub use shape::AnswerShapes;
 pub use text::TextBuf;
 pub use types::Completion;

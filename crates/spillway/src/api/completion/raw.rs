@@ -23,8 +23,11 @@ use std::ops::Range;
 pub struct RawCompletion {
     bytes: Bytes,
     /// Its top-level entries other than `id`, `object`, `created` and
-    /// `model`, as `,"key":value` runs ready to be written after the stamp.
-    tail: Vec<u8>,
+    /// `model`, as `,"key":value` runs ready to be written after the stamp:
+    /// a slice of `bytes` when they lie in one run there (an assembled
+    /// answer's, and most upstreams' checked against a shape), else put
+    /// together.
+    tail: Bytes,
     stamp: Option<Stamp>,
     has_answer: bool,
     usage: Option<Tokens>,
@@ -59,28 +62,30 @@ impl RawCompletion {
         if !FINISH_REASONS.contains(&finish_reason) {
             return Err(content);
         }
-        let mut tail = Vec::with_capacity(content.len() + 192);
-        tail.extend_from_slice(br#","choices":[{"index":0,"message":{"role":"assistant","content":"#);
-        write_string(&mut tail, &content);
-        tail.extend_from_slice(br#","refusal":"#);
+        // Written once, as the body; the tail is its slice.
+        const OPEN: &[u8] = br#"{"object":"chat.completion""#;
+        let mut bytes = Vec::with_capacity(content.len() + 224);
+        bytes.extend_from_slice(OPEN);
+        bytes.extend_from_slice(br#","choices":[{"index":0,"message":{"role":"assistant","content":"#);
+        write_string(&mut bytes, &content);
+        bytes.extend_from_slice(br#","refusal":"#);
         match refusal {
-            Some(refusal) => write_string(&mut tail, refusal),
-            None => tail.extend_from_slice(b"null"),
+            Some(refusal) => write_string(&mut bytes, refusal),
+            None => bytes.extend_from_slice(b"null"),
         }
-        tail.extend_from_slice(br#"},"logprobs":null,"finish_reason":"#);
-        write_string(&mut tail, finish_reason);
-        tail.extend_from_slice(b"}]");
+        bytes.extend_from_slice(br#"},"logprobs":null,"finish_reason":"#);
+        write_string(&mut bytes, finish_reason);
+        bytes.extend_from_slice(b"}]");
         if let Some((json, _)) = usage {
-            tail.extend_from_slice(br#","usage":"#);
-            tail.extend_from_slice(json);
+            bytes.extend_from_slice(br#","usage":"#);
+            bytes.extend_from_slice(json);
         }
-        let mut bytes = Vec::with_capacity(tail.len() + 32);
-        bytes.extend_from_slice(br#"{"object":"chat.completion""#);
-        bytes.extend_from_slice(&tail);
         bytes.push(b'}');
+        let bytes = Bytes::from(bytes);
+        let tail = bytes.slice(OPEN.len()..bytes.len() - 1);
         let refused = refusal.is_some_and(|r| !r.is_empty()) || finish_reason == "content_filter";
         Ok(Self {
-            bytes: Bytes::from(bytes),
+            bytes,
             tail,
             stamp: None,
             has_answer: !content.trim().is_empty() || refusal.is_some_and(|r| !r.is_empty()),
@@ -99,7 +104,7 @@ impl RawCompletion {
         let (top, tail) = split(text, false)?;
         let checked = top.checked?;
         Some(Self {
-            tail: tail.into_bytes(),
+            tail: Bytes::from(tail.into_bytes()),
             stamp: None,
             has_answer: checked.has_answer,
             usage: top.usage,
@@ -108,6 +113,28 @@ impl RawCompletion {
             bytes,
             assembled: None,
         })
+    }
+
+    /// What the check found, apart from the bytes.
+    pub(super) fn found(&self) -> Found {
+        Found {
+            has_answer: self.has_answer,
+            usage: self.usage,
+            usage_counted: self.usage_counted,
+            content_chars: self.content_chars,
+        }
+    }
+
+    /// Its entries after the stamp's, as `,"key":value` runs.
+    pub(super) fn tail(&self) -> &[u8] {
+        &self.tail
+    }
+
+    /// An upstream's body whose check found `found` and cut out `tail`
+    /// (checked against a shape: `shape.rs`).
+    pub(super) fn from_found(bytes: Bytes, tail: Bytes, found: Found) -> Self {
+        let Found { has_answer, usage, usage_counted, content_chars } = found;
+        Self { bytes, tail, stamp: None, has_answer, usage, usage_counted, content_chars, assembled: None }
     }
 
     /// Sets the gateway's id, `created` and `model`, written in front of
@@ -173,6 +200,15 @@ impl RawCompletion {
         out.push(b'}');
         out
     }
+}
+
+/// What the check of a whole answer found in it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct Found {
+    pub(super) has_answer: bool,
+    pub(super) usage: Option<Tokens>,
+    pub(super) usage_counted: bool,
+    pub(super) content_chars: usize,
 }
 
 /// An upstream stream chunk that needs nothing but the stamp, kept as the
@@ -543,7 +579,7 @@ fn string_body<'a>(bytes: &'a [u8], quoted: impl FnOnce() -> Option<&'a [u8]>) -
 
 /// The characters of `text`: its bytes that do not continue a character
 /// (one pass the compiler can vectorize).
-fn chars(text: &str) -> usize {
+pub(super) fn chars(text: &str) -> usize {
     text.bytes().filter(|&b| b & 0xC0 != 0x80).count()
 }
 

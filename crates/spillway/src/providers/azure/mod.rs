@@ -32,6 +32,7 @@ use super::headers::{base_headers, secret_header};
 use super::http::{proxy, Endpoint};
 use super::openai_compat::post_and_read;
 use super::types::{AttemptRequest, BuildError, Reply};
+use crate::api::completion::AnswerShapes;
 use crate::config::{HealthConfig, ProviderConfig};
 use crate::outcome::{AttemptError, Failure};
 use futures_util::StreamExt;
@@ -58,6 +59,8 @@ pub struct AzureAdapter {
     query: String,
     /// The v1 surface: one path, the deployment in the body.
     v1: bool,
+    /// The shape of its last whole answer.
+    shapes: AnswerShapes,
 }
 
 impl AzureAdapter {
@@ -95,7 +98,7 @@ impl AzureAdapter {
                 deployments.insert(m.id.clone(), endpoint);
             }
         }
-        Ok(Self { origin, deployments, prefix, query, v1 })
+        Ok(Self { origin, deployments, prefix, query, v1, shapes: AnswerShapes::default() })
     }
 
     /// Sends one attempt to the deployment `req.model_id`.
@@ -116,7 +119,7 @@ impl AzureAdapter {
                 &built
             }
         };
-        match post_and_read(endpoint, bytes.into(), &req, classify_azure_error).await? {
+        match post_and_read(endpoint, &self.shapes, bytes.into(), &req, classify_azure_error).await? {
             Reply::Stream(s) => Ok(Reply::Stream(s.filter_map(|item| std::future::ready(tidy(item))).boxed())),
             whole => Ok(whole),
         }
