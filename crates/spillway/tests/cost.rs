@@ -7,6 +7,7 @@
 mod common;
 
 use common::*;
+use serde_json::{json, Value};
 use std::time::Duration;
 
 /// Every fake answer has usage 5 prompt + 2 completion tokens; at
@@ -134,4 +135,77 @@ async fn answers_without_usage_are_priced_from_an_estimate() {
     assert_eq!(gw.post(&chat("other", false)).await.status(), 200);
     let text = gw.get("/metrics").await.text().await.unwrap();
     assert_eq!(metric(&text, "spillway_tokens_total{provider=\"unpriced\",model=\"m\",kind=\"output\"}"), Some(3.0));
+}
+
+/// Whole answers passed through one after another (the provider keeps the
+/// last one's shape and checks the next against it): each client gets its
+/// own answer's content and usage, and each answer is counted by its own
+/// usage — in the layout upstreams write (compact, the stamp's fields
+/// first) and in serde's (keys sorted), with one answer of another
+/// structure between and an in-band error that must not pass.
+#[tokio::test]
+async fn whole_answers_in_a_row_are_each_read_and_counted_as_their_own() {
+    let up = FakeUpstream::start().await;
+    let yaml = format!(
+        "providers:\n{}    whole_as_stream: false\n    models: [{{ id: m }}]\n{FAST_HEALTH}cascades:\n  chat:\n    models: [up/m]\n",
+        openai_provider("up", &up)
+    );
+    let gw = start(&yaml).await;
+    let compact = |n: u64, content: &str, finish: &str| {
+        format!(
+            r#"{{"id":"chatcmpl-{n}","object":"chat.completion","created":{},"model":"m-2025","choices":[{{"index":0,"message":{{"role":"assistant","content":{},"refusal":null}},"logprobs":null,"finish_reason":"{finish}"}}],"usage":{{"prompt_tokens":{},"completion_tokens":{n},"total_tokens":{}}},"system_fingerprint":"fp_{n}"}}"#,
+            1_760_000_000 + n,
+            serde_json::to_string(content).unwrap(),
+            10 * n,
+            11 * n
+        )
+    };
+    let sorted = |n: u64, content: &str| {
+        let mut v = test_upstreams::reply::completion(content);
+        v["id"] = json!(format!("chatcmpl-{n}"));
+        v["usage"] = json!({"prompt_tokens": 10 * n, "completion_tokens": n, "total_tokens": 11 * n});
+        Reply::json(v)
+    };
+    let answers: Vec<(Reply, Option<(&str, u64)>)> = vec![
+        (Reply::raw(200, "application/json", compact(1, "first", "stop")), Some(("first", 1))),
+        (
+            Reply::raw(200, "application/json", compact(2, "second, longer\nwith a newline", "stop")),
+            Some(("second, longer\nwith a newline", 2)),
+        ),
+        (Reply::raw(200, "application/json", compact(3, "cut short", "length")), Some(("cut short", 3))),
+        (Reply::raw(200, "application/json", compact(4, "Привет", "length")), Some(("Привет", 4))),
+        (
+            Reply::raw(
+                200,
+                "application/json",
+                compact(5, "broken", "stop").replace("\"logprobs\":null", "\"logprobs\":null,\"x\":1").replacen(
+                    '{',
+                    "{\"error\":{\"message\":\"boom\"},",
+                    1,
+                ),
+            ),
+            None,
+        ),
+        (sorted(6, "sorted keys"), Some(("sorted keys", 6))),
+        (sorted(7, "sorted again"), Some(("sorted again", 7))),
+    ];
+    let mut output = 0;
+    for (reply, want) in answers {
+        up.push(reply);
+        let resp = gw.post(&chat("chat", false)).await;
+        let Some((content, n)) = want else {
+            assert_ne!(resp.status(), 200, "an in-band error passed");
+            continue;
+        };
+        assert_eq!(resp.status(), 200);
+        let body: Value = resp.json().await.unwrap();
+        assert_eq!(body["choices"][0]["message"]["content"], content, "{body}");
+        assert_eq!(body["usage"]["completion_tokens"], n, "{body}");
+        assert_eq!(body["usage"]["prompt_tokens"], 10 * n, "{body}");
+        assert_ne!(body["id"], format!("chatcmpl-{n}"), "the gateway's own id");
+        assert_eq!(body["object"], "chat.completion");
+        output += n;
+        let counted = "spillway_tokens_total{provider=\"up\",model=\"m\",kind=\"output\"}";
+        assert_eq!(metric_eventually(&gw, counted).await, Some(output as f64), "after answer {n}");
+    }
 }
