@@ -290,7 +290,7 @@ impl Walk {
 /// shape does not slot that change every time: `logprobs`, per-answer
 /// annotations) would pay for a new shape on every answer (a walk and a
 /// copy of it, about as much again as the check). A shape that has not
-/// fitted an answer is replaced on one miss in [`RETRY`] only.
+/// fitted an answer is replaced on one miss in `RETRY` (16) only.
 #[derive(Default)]
 pub struct AnswerShapes {
     last: ArcSwapOption<AnswerShape>,
@@ -301,6 +301,12 @@ pub struct AnswerShapes {
 /// One miss in this many makes a new shape while the last one has fitted
 /// nothing.
 const RETRY: u32 = 16;
+
+/// No shape is made of a longer answer: a shape keeps a copy of its
+/// answer for as long as the provider lives, and an upstream may send up
+/// to [`crate::providers::http::MAX_BODY`] (an answer this long is checked
+/// whole; its check costs far more than the copy's saving matters).
+const MAX_SHAPED: usize = 256 * 1024;
 
 impl std::fmt::Debug for AnswerShapes {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -321,6 +327,9 @@ impl AnswerShapes {
             }
         }
         let raw = RawCompletion::check(body.clone())?;
+        if body.len() > MAX_SHAPED {
+            return Some(raw);
+        }
         let unfit = last.as_ref().is_some_and(|shape| !shape.fitted.load(Ordering::Relaxed));
         if unfit && self.misses.fetch_add(1, Ordering::Relaxed) % RETRY != RETRY - 1 {
             return Some(raw);

@@ -150,6 +150,20 @@ fn answers_that_never_fit_make_a_new_shape_only_now_and_then() {
     assert!(shapes.fill(&other).is_some(), "a shape that fitted is replaced at the first miss");
 }
 
+/// An answer past `MAX_SHAPED` is checked whole and makes no shape (a
+/// shape keeps a copy of its answer).
+#[test]
+fn a_very_long_answer_makes_no_shape() {
+    let shapes = AnswerShapes::default();
+    let long = "x".repeat(MAX_SHAPED);
+    let body = Bytes::from(answer(r#""a""#, "1", &json(&long), ("9", "1", "10"), r#""fp""#));
+    assert_eq!(seen(shapes.check(body.clone())), seen(RawCompletion::check(body.clone())));
+    assert!(shapes.fill(&body).is_none(), "a long answer made a shape");
+    let short = Bytes::from(answer(r#""a""#, "1", r#""Hi""#, ("9", "1", "10"), r#""fp""#));
+    shapes.check(short.clone());
+    assert!(shapes.fill(&short).is_some());
+}
+
 fn text() -> impl Strategy<Value = String> {
     proptest::collection::vec(
         prop_oneof![
