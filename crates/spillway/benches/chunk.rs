@@ -22,8 +22,9 @@
 #[path = "support/timing.rs"]
 mod timing;
 
-use spillway::api::completion::{AnswerShapes, ChunkShape, RawChunk, RawCompletion};
+use spillway::api::completion::{AnswerShapes, ChunkShape, ChunkShapes, RawChunk, RawCompletion};
 use std::hint::black_box;
+use std::sync::Arc;
 
 fn main() {
     // `cargo bench` passes `--bench`; the first other word picks cases.
@@ -124,4 +125,55 @@ fn main() {
         });
         println!("{name:<20} RawChunk::check_like median {m:7.1} ns  fastest {f:7.1} ns");
     }
+    // A whole stream of 20 content events, checked as a provider's
+    // stream is: against the shapes its earlier streams left (the role's
+    // chunk, content, the finish, usage). The bench upstream's, and
+    // OpenAI's (`obfuscation` in every chunk, `include_usage`).
+    for (name, events) in [("the bench's stream", bench_stream()), ("an OpenAI stream", openai_stream())]
+        .into_iter()
+        .filter(|(n, _)| picked(n))
+    {
+        let shared = Arc::new(ChunkShapes::default());
+        for _ in 0..2 {
+            let mut shape = ChunkShape::of(&shared);
+            for data in &events {
+                assert_eq!(RawChunk::check_like(data.as_bytes(), &mut shape), RawChunk::check(data));
+            }
+        }
+        let (m, f) = timing::median_ns(2_000, || {
+            let mut shape = ChunkShape::of(&shared);
+            for data in &events {
+                black_box(RawChunk::check_like(black_box(data.as_bytes()), &mut shape));
+            }
+        });
+        println!("{name:<20} a stream of {} events: median {m:9.1} ns  fastest {f:9.1} ns", events.len());
+    }
+}
+
+/// `bench/events.sh`'s upstream's stream of 20 content events of 16 bytes.
+fn bench_stream() -> Vec<String> {
+    let head =
+        r#"{"id":"c","object":"chat.completion.chunk","created":1,"model":"bench","choices":[{"index":0,"delta":"#;
+    let mut out = vec![format!(r#"{head}{{"role":"assistant","content":"Hello"}},"finish_reason":null}}]}}"#)];
+    out.extend((0..20).map(|i| format!(r#"{head}{{"content":"word{i:.<12}"}},"finish_reason":null}}]}}"#)));
+    out.push(format!(r#"{head}{{}},"finish_reason":"stop"}}]}}"#));
+    out
+}
+
+/// An OpenAI stream of 20 content events: a new `obfuscation` string in
+/// every chunk, `usage` in its last.
+fn openai_stream() -> Vec<String> {
+    let head = r#"{"id":"chatcmpl-CE4bUkr4ahYpsP7xmVIl8XTzkTAy9","object":"chat.completion.chunk","created":1757588512,"model":"gpt-4o-mini-2024-07-18","service_tier":"default","system_fingerprint":"fp_560af6e559","choices":["#;
+    let choice = |delta: &str, finish: &str| {
+        format!(r#"{{"index":0,"delta":{delta},"logprobs":null,"finish_reason":{finish}}}],"usage":null"#)
+    };
+    let mut rests = vec![choice(r#"{"role":"assistant","content":"","refusal":null}"#, "null")];
+    rests.extend((0..20).map(|i| choice(&format!(r#"{{"content":" word{i:.<10}"}}"#), "null")));
+    rests.push(choice("{}", r#""stop""#));
+    rests.push(r#"],"usage":{"prompt_tokens":12,"completion_tokens":20,"total_tokens":32,"prompt_tokens_details":{"cached_tokens":0,"audio_tokens":0},"completion_tokens_details":{"reasoning_tokens":0,"audio_tokens":0,"accepted_prediction_tokens":0,"rejected_prediction_tokens":0}}"#.to_string());
+    rests
+        .iter()
+        .enumerate()
+        .map(|(i, rest)| format!(r#"{head}{rest},"obfuscation":"{:x}"}}"#, 0x9e37_79b9u32.wrapping_mul(i as u32 + 1)))
+        .collect()
 }

@@ -209,3 +209,124 @@ async fn whole_answers_in_a_row_are_each_read_and_counted_as_their_own() {
         assert_eq!(metric_eventually(&gw, counted).await, Some(output as f64), "after answer {n}");
     }
 }
+
+/// Polls `/metrics` until the series reads `want` (a stream's usage is
+/// counted when the server drops it, just after the client read the last
+/// byte), up to 5 s; the last value read.
+async fn metric_reaches(gw: &TestGateway, prefix: &str, want: f64) -> Option<f64> {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+    loop {
+        let text = gw.get("/metrics").await.text().await.unwrap();
+        let read = metric(&text, prefix);
+        if read == Some(want) || tokio::time::Instant::now() > deadline {
+            return read;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+/// Streams of one provider one after another, written as OpenAI writes
+/// them (a new `obfuscation` string in every chunk, `"usage":null` until
+/// the usage chunk), each with its own id, `created`, content and counts:
+/// after the first, every chunk is read against the shapes the provider's
+/// earlier chunks left. Each client gets its own content and usage,
+/// streamed and assembled into a whole answer alike, and
+/// `spillway_tokens_total` counts each stream's own completion tokens; a
+/// stream cut short by another finish reason is read as itself, and one
+/// with an in-band error fails.
+#[tokio::test]
+async fn streams_in_a_row_are_each_read_and_counted_as_their_own() {
+    let up = FakeUpstream::start().await;
+    let yaml = format!(
+        "providers:\n{}    models: [{{ id: m }}]\n{FAST_HEALTH}cascades:\n  chat:\n    models: [up/m]\n",
+        openai_provider("up", &up)
+    );
+    let gw = start(&yaml).await;
+    let events = |n: u64, texts: &[&str], finish: &str| -> Vec<String> {
+        let head = format!(
+            r#"{{"id":"chatcmpl-{n}","object":"chat.completion.chunk","created":{},"model":"m-2025","service_tier":"default","system_fingerprint":"fp_{n}","choices":["#,
+            1_760_000_000 + n
+        );
+        let choice = |delta: String, finish: &str| {
+            format!(r#"{{"index":0,"delta":{delta},"logprobs":null,"finish_reason":{finish}}}],"usage":null"#)
+        };
+        let mut rests = vec![choice(r#"{"role":"assistant","content":"","refusal":null}"#.into(), "null")];
+        rests.extend(texts.iter().map(|t| choice(json!({ "content": t }).to_string(), "null")));
+        rests.push(choice("{}".into(), &format!("\"{finish}\"")));
+        rests.push(format!(
+            r#"],"usage":{{"prompt_tokens":{},"completion_tokens":{n},"total_tokens":{},"prompt_tokens_details":{{"cached_tokens":{},"audio_tokens":0}},"completion_tokens_details":{{"reasoning_tokens":0,"audio_tokens":0,"accepted_prediction_tokens":0,"rejected_prediction_tokens":0}}}}"#,
+            10 * n,
+            11 * n,
+            n % 2
+        ));
+        rests
+            .iter()
+            .enumerate()
+            .map(|(i, rest)| format!("data: {head}{rest},\"obfuscation\":\"{:x}\"}}\n\n", (n * 31 + i as u64) * 7919))
+            .chain(["data: [DONE]\n\n".to_string()])
+            .collect()
+    };
+    let texts: [&[&str]; 6] = [
+        &["Hello", " world"],
+        &["line\none ", "\"quoted\"", " \u{e9}"],
+        &["Привет", ", ", "мир"],
+        &["cut", " short"],
+        &["and", " the", " last", ""],
+        &["again", " and"],
+    ];
+    let mut output = 0;
+    for (i, parts) in texts.iter().enumerate() {
+        let n = i as u64 + 1;
+        let finish = if n == 4 { "length" } else { "stop" };
+        let mut pieces = events(n, parts, finish);
+        if n == 6 {
+            // An in-band error after the first content: the attempt fails
+            // (last: what the client was sent of it is counted).
+            pieces.insert(2, format!("data: {{\"error\":{{\"message\":\"boom {n}\"}}}}\n\n"));
+        }
+        let refs: Vec<&str> = pieces.iter().map(String::as_str).collect();
+        up.push(Reply::sse_raw(&refs));
+        let streamed = n % 2 == 1;
+        let mut body = chat("chat", streamed);
+        if streamed {
+            body["stream_options"] = json!({"include_usage": true});
+        }
+        let resp = gw.post(&body).await;
+        let want: String = parts.concat();
+        if n == 6 {
+            if streamed {
+                let events = sse_events(resp).await;
+                assert!(events.iter().any(|e| e.contains("\"error\"")), "{events:?}");
+            } else {
+                assert_ne!(resp.status(), 200, "an in-band error passed");
+            }
+            continue;
+        }
+        assert_eq!(resp.status(), 200);
+        if streamed {
+            let events = sse_events(resp).await;
+            assert_eq!(streamed_text(&events), want, "stream {n}");
+            let usage: Vec<Value> = events
+                .iter()
+                .filter_map(|e| serde_json::from_str::<Value>(e).ok())
+                .filter(|v| v["usage"].is_object())
+                .collect();
+            assert_eq!(usage.len(), 1, "stream {n}: {events:?}");
+            assert_eq!(usage[0]["usage"]["completion_tokens"], n);
+            assert_eq!(usage[0]["usage"]["prompt_tokens"], 10 * n);
+            for e in events.iter().filter(|e| e.as_str() != "[DONE]") {
+                let v: Value = serde_json::from_str(e).unwrap();
+                assert_ne!(v["id"], format!("chatcmpl-{n}"), "the gateway's own id");
+                assert_eq!(v["object"], "chat.completion.chunk");
+            }
+        } else {
+            let body: Value = resp.json().await.unwrap();
+            assert_eq!(body["choices"][0]["message"]["content"], want, "{body}");
+            assert_eq!(body["choices"][0]["finish_reason"], finish, "{body}");
+            assert_eq!(body["usage"]["completion_tokens"], n, "{body}");
+        }
+        output += n;
+        let counted = "spillway_tokens_total{provider=\"up\",model=\"m\",kind=\"output\"}";
+        assert_eq!(metric_reaches(&gw, counted, output as f64).await, Some(output as f64), "after stream {n}");
+    }
+}

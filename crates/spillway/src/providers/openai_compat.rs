@@ -113,7 +113,7 @@ pub(crate) async fn post_and_read(
         }
         let mut body = resp.into_body();
         let completion = body.completion();
-        return Ok(Reply::Stream(sse_chunks_until(body, move || completion.mark())));
+        return Ok(Reply::Stream(sse_chunks_until(body, shapes.stream(), move || completion.mark())));
     }
     let body = resp.into_body().bytes().await.map_err(|e| body_error(&e))?;
     // Most answers need only the gateway's stamp: kept as bytes.
@@ -184,12 +184,14 @@ where
     S: futures_util::Stream<Item = Result<Bytes, E>> + Send + 'static,
     E: Into<AttemptErrorSource>,
 {
-    sse_chunks_until(bytes, || {})
+    sse_chunks_until(bytes, ChunkShape::default(), || {})
 }
 
-/// [`sse_chunks`], calling `on_done` when `[DONE]` arrives (the answer is
-/// complete even if the byte stream has not ended yet).
-pub fn sse_chunks_until<S, E, F>(bytes: S, on_done: F) -> ChunkStream
+/// [`sse_chunks`] checking its chunks against `shape` (the provider's
+/// chunk shapes: [`AnswerShapes::stream`]), calling `on_done` when
+/// `[DONE]` arrives (the answer is complete even if the byte stream has
+/// not ended yet).
+pub fn sse_chunks_until<S, E, F>(bytes: S, shape: ChunkShape, on_done: F) -> ChunkStream
 where
     S: futures_util::Stream<Item = Result<Bytes, E>> + Send + 'static,
     E: Into<AttemptErrorSource>,
@@ -199,7 +201,7 @@ where
         bytes: Box::pin(bytes),
         on_done: Some(on_done),
         parser: SseParser::new(),
-        shape: ChunkShape::default(),
+        shape,
         pending: VecDeque::new(),
         eof: false,
         finished: false,
@@ -214,8 +216,8 @@ struct SseChunks<S, F> {
     bytes: std::pin::Pin<Box<S>>,
     on_done: Option<F>,
     parser: SseParser,
-    /// The stream's last fully checked chunk, which the next are compared
-    /// with.
+    /// The shapes of the provider's chunks, which the stream's are
+    /// compared with.
     shape: ChunkShape,
     pending: VecDeque<Result<StreamItem, AttemptError>>,
     /// The byte stream ended.

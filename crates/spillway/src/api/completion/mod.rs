@@ -13,18 +13,21 @@
 //! ([`types`]) is either, and both give the client the same fields and
 //! values.
 
+mod chunk_shape;
 pub mod raw;
 mod scan;
 #[cfg(test)]
 mod scan_oracle;
 mod shape;
+mod slots;
 #[cfg(test)]
 mod tests;
 mod text;
 pub mod types;
 
 pub use super::tokens::Tokens;
-pub use raw::{chunk_prefix, ChunkShape, RawChunk, RawCompletion};
+pub use chunk_shape::{ChunkShape, ChunkShapes};
+pub use raw::{chunk_prefix, RawChunk, RawCompletion};
 pub use shape::AnswerShapes;
 pub use text::TextBuf;
 pub use types::Completion;

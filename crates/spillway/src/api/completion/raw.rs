@@ -9,6 +9,7 @@
 //! found.
 
 use super::scan::{split, FINISH_REASONS};
+use super::slots::offset_in;
 use crate::api::lex::write_string;
 use crate::api::tokens::{estimate_tokens, Tokens};
 use crate::api::wire::{self, Stamp};
@@ -218,30 +219,30 @@ pub struct RawChunk {
     /// Its entries after the stamp's, as `,"key":value` runs: a slice of
     /// the upstream's read when the event came whole in one and its entries
     /// lie in one run (nothing copied), else put together.
-    tail: Bytes,
+    pub(super) tail: Bytes,
     /// Its `usage`, boxed: one chunk of a stream has it, and every event
     /// is moved through the stream's layers by value (small, it moves in
     /// registers rather than by a call to copy it).
-    usage: Option<Box<ChunkUsage>>,
-    content: Text,
+    pub(super) usage: Option<Box<ChunkUsage>>,
+    pub(super) content: Text,
     /// Characters of content (an event is far shorter than 4 GiB).
-    content_chars: u32,
+    pub(super) content_chars: u32,
     /// Choice 0's `finish_reason`: its place in the known ones, plus one
     /// (0: none).
-    finish: u8,
-    has_token: bool,
-    finishes: bool,
-    usage_only: bool,
-    other_choice: bool,
-    refusal: bool,
+    pub(super) finish: u8,
+    pub(super) has_token: bool,
+    pub(super) finishes: bool,
+    pub(super) usage_only: bool,
+    pub(super) other_choice: bool,
+    pub(super) refusal: bool,
 }
 
 /// A chunk's counted `usage` object.
 #[derive(Clone, PartialEq, Eq)]
-struct ChunkUsage {
-    tokens: Tokens,
+pub(super) struct ChunkUsage {
+    pub(super) tokens: Tokens,
     /// Where the object is in the chunk's tail, when it is there.
-    at: Option<Range<usize>>,
+    pub(super) at: Option<Range<usize>>,
 }
 
 impl ChunkUsage {
@@ -257,7 +258,7 @@ fn finish_code(reason: Option<&'static str>) -> u8 {
 }
 
 /// An event's length as kept in a [`RawChunk`].
-fn short(n: usize) -> u32 {
+pub(super) fn short(n: usize) -> u32 {
     u32::try_from(n).unwrap_or(u32::MAX)
 }
 
@@ -274,36 +275,9 @@ impl RawChunk {
         Self::check_at(data).map(|(chunk, _)| chunk)
     }
 
-    /// [`Self::check`] for the next event of a stream whose earlier events
-    /// are summed up in `shape`: an event equal to the last fully checked
-    /// one everywhere but inside its content string has the same structure
-    /// (JSON's structure lies outside its strings), so only the new string
-    /// is read. Anything else takes the whole check, and a chunk that
-    /// passes it with one plain content string becomes the new shape.
-    ///
-    /// `data` as the upstream sent it: only what is read is checked to be
-    /// UTF-8 (the new string, or the whole event when it takes the whole
-    /// check; not UTF-8 is a `None`).
-    pub fn check_like(data: &[u8], shape: &mut ChunkShape) -> Option<Self> {
-        Self::check_like_in(data, None, shape)
-    }
-
-    /// [`Self::check_like`] for `data` read in place from `piece` (the
-    /// upstream's read it is a slice of, if it is): a chunk like the shape
-    /// keeps its tail as a slice of the piece, uncopied.
-    pub fn check_like_in(data: &[u8], piece: Option<&Bytes>, shape: &mut ChunkShape) -> Option<Self> {
-        if let Some(chunk) = shape.fill_in(data, piece) {
-            return Some(chunk);
-        }
-        let data = std::str::from_utf8(data).ok()?;
-        let (chunk, content_at) = Self::check_at(data)?;
-        shape.keep(data, &chunk, content_at);
-        Some(chunk)
-    }
-
     /// The whole check, and where the content string is in `data` and in
     /// the chunk's tail when a shape can be made of it.
-    fn check_at(data: &str) -> Option<(Self, Option<(usize, usize)>)> {
+    pub(super) fn check_at(data: &str) -> Option<(Self, Option<(usize, usize)>)> {
         let (top, tail) = split(data, true)?;
         let checked = top.chunk?;
         let at = checked.content_at.zip(top.content_in_tail);
@@ -424,18 +398,20 @@ impl RawChunk {
     }
 }
 
-/// A stream's last chunk that took the whole check and has one choice
-/// with a plain content string: the template [`RawChunk::check_like`]
-/// compares the next events with. Upstreams write every event of a stream
-/// alike (the same id, `created`, model and field order), so most events
-/// differ from it only inside that string.
+/// A stream's last checked chunk with one choice and a plain content
+/// string: what [`RawChunk::check_like`] compares the next event with
+/// first. Upstreams write every event of a stream alike (the same id,
+/// `created`, model and field order), so most events differ from it only
+/// inside that string: two comparisons and one string read, the cheapest
+/// check there is (the provider's shapes, `chunk_shape.rs`, take the
+/// rest).
 #[derive(Default)]
-pub struct ChunkShape {
+pub(super) struct LastChunk {
     /// The event's data up to its content string's opening quote
     /// (included).
-    head: String,
+    head: Vec<u8>,
     /// The event's data from its content string's closing quote on.
-    foot: String,
+    foot: Vec<u8>,
     /// The checked chunk.
     chunk: Option<RawChunk>,
     /// Where its content string is in its tail.
@@ -447,38 +423,36 @@ pub struct ChunkShape {
     run: Option<(usize, usize)>,
 }
 
-impl ChunkShape {
-    fn keep(&mut self, data: &str, chunk: &RawChunk, at: Option<(usize, usize)>) {
+impl LastChunk {
+    /// Keeps `chunk`, checked from `data` (the same bytes as text the
+    /// whole check or a shape's fill read: UTF-8), when its content
+    /// string is in place at `at` (in the data and in its tail).
+    pub(super) fn keep(&mut self, data: &[u8], chunk: &RawChunk, at: Option<(usize, usize)>) {
         let Some((at, at_tail)) = at else { return };
         let len = chunk.content_bytes().len();
         let (Some(head), Some(foot)) = (data.get(..at), data.get(at + len..)) else { return };
         self.head.clear();
-        self.head.push_str(head);
+        self.head.extend_from_slice(head);
         self.foot.clear();
-        self.foot.push_str(foot);
+        self.foot.extend_from_slice(foot);
         self.in_tail = at_tail..at_tail + len;
         let close = data.trim_ascii_end().len().saturating_sub(1);
         self.run = data
             .get(..close)
-            .filter(|before| before.as_bytes().ends_with(&chunk.tail))
+            .filter(|before| before.ends_with(&chunk.tail))
             .map(|_| (close - chunk.tail.len(), data.len() - close));
         self.chunk = Some(chunk.clone());
     }
 
-    /// `data` checked against the shape: `None` when it differs from it
-    /// outside the content string, or the new string is not one plain JSON
-    /// string (a quote, a control character, an escape cut at its end).
-    #[cfg(test)]
-    pub(super) fn fill(&self, data: &[u8]) -> Option<RawChunk> {
-        self.fill_in(data, None)
-    }
-
-    /// [`Self::fill`] for `data` read in place from `piece`: the tail is a
-    /// slice of it when it can be.
-    fn fill_in(&self, data: &[u8], piece: Option<&Bytes>) -> Option<RawChunk> {
+    /// `data` checked against it: `None` when it differs from it outside
+    /// the content string, or the new string is not one plain JSON string
+    /// (a quote, a control character, an escape cut at its end); the tail
+    /// a slice of `piece` (which `data` is read from, if it is) when it
+    /// can be.
+    pub(super) fn fill_in(&self, data: &[u8], piece: Option<&Bytes>) -> Option<RawChunk> {
         let like = self.chunk.as_ref()?;
         let end = data.len().checked_sub(self.foot.len())?;
-        if end < self.head.len() || !data.starts_with(self.head.as_bytes()) || !data.ends_with(self.foot.as_bytes()) {
+        if end < self.head.len() || !data.starts_with(&self.head) || !data.ends_with(&self.foot) {
             return None;
         }
         // The head and foot are the shape's own (UTF-8) text: only the
@@ -524,12 +498,6 @@ impl ChunkShape {
     fn in_tail(&self, len: usize) -> Text {
         Text::InTail(short(self.in_tail.start)..short(self.in_tail.start + len))
     }
-}
-
-/// Where `data` starts in `piece`, when it is a slice of it.
-fn offset_in(piece: &Bytes, data: &[u8]) -> Option<usize> {
-    let (base, at) = (piece.as_ptr() as usize, data.as_ptr() as usize);
-    (at >= base && at + data.len() <= base + piece.len()).then(|| at - base)
 }
 
 /// A JSON string's body as [`string_body`] read it.
@@ -586,7 +554,7 @@ pub(super) fn chars(text: &str) -> usize {
 /// A chunk's content: where it is in the tail when the upstream wrote it
 /// without escapes (nothing to copy out), or its decoded text.
 #[derive(Clone, PartialEq, Eq)]
-enum Text {
+pub(super) enum Text {
     InTail(Range<u32>),
     Own(Box<str>),
 }

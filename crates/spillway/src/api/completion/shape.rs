@@ -20,52 +20,22 @@
 //! or moved, another finish reason, a second choice, tool calls — differs
 //! outside the slots and takes the whole check, whose answer becomes the
 //! new shape. A shape is kept only if filling it from its own answer gives
-//! exactly what the whole check gave.
+//! exactly what the whole check gave. (The cutting and the comparing are
+//! `slots.rs`'s, shared with the shapes of stream chunks.)
 
+use super::chunk_shape::{ChunkShape, ChunkShapes};
 use super::raw::{Found, RawCompletion};
-use crate::api::lex::{self, Lex, Str};
+use super::slots::Slotted;
+use crate::api::lex::Str;
 use arc_swap::ArcSwapOption;
 use bytes::Bytes;
-use std::ops::Range;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::Arc;
-
-/// At most this many slots: an answer that passed the check has one key
-/// once, and eight of them make slots (`id`, `created`, `model`,
-/// `system_fingerprint`, the content and three counts).
-const MAX_SLOTS: usize = 8;
-
-/// What a slot holds, and what of it the check reports.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Slot {
-    /// Any string.
-    Text,
-    /// Any integer (`created`, `total_tokens`).
-    Integer,
-    /// Choice 0's content: its characters, and whether it is blank.
-    Content,
-    /// `usage.prompt_tokens`.
-    Input,
-    /// `usage.completion_tokens`.
-    Output,
-}
 
 /// An answer cut into the values that change from one answer to the next
 /// and the bytes between them.
 struct AnswerShape {
-    /// The answer it was made of.
-    text: Box<str>,
-    /// Where its slots are in `text` (strings with their quotes), in order.
-    slots: Vec<(Range<usize>, Slot)>,
-    /// Its top-level entries that follow the stamp (all but `id`,
-    /// `object`, `created` and `model`), each from its key's quote to the
-    /// end of its value: the runs of its tail. When they lie in one run
-    /// (compact JSON, the stamp's entries first: most upstreams), that run
-    /// alone, from the comma before it, and `run` is set: a filled answer's
-    /// tail is then a slice of its body. With each end, how many slots
-    /// come before it.
-    entries: Vec<(Range<usize>, [usize; 2])>,
-    run: bool,
+    slotted: Slotted,
     /// What the check found, the content's part left out when it has a
     /// slot (a refusal's text still counts as an answer).
     found: Found,
@@ -79,206 +49,40 @@ impl AnswerShape {
     /// from its slots.
     fn of(raw: &RawCompletion, body: &Bytes) -> Option<Self> {
         let text = std::str::from_utf8(body).ok()?;
+        let slotted = Slotted::of(text, raw.tail(), false)?;
         let mut found = raw.found();
-        let mut walk = Walk { slots: Vec::with_capacity(8), entries: Vec::with_capacity(8), refusal: false };
-        walk.top(text)?;
-        if walk.slots.iter().any(|(_, slot)| *slot == Slot::Content) {
-            found.has_answer = walk.refusal;
+        if slotted.has_content() {
+            found.has_answer = slotted.refusal;
             found.content_chars = 0;
         }
-        let mut entries = walk.entries;
-        let run = match (entries.first(), entries.last()) {
-            (Some(first), Some(last)) => {
-                let comma = first.start.checked_sub(1)?;
-                let joined = text.get(comma..last.end)?.as_bytes();
-                (joined == raw.tail()).then_some(comma..last.end)
-            }
-            _ => None,
-        };
-        if let Some(run) = &run {
-            entries = vec![run.clone()];
-        }
-        if walk.slots.len() > MAX_SLOTS {
-            return None;
-        }
-        let before = |at: usize| walk.slots.iter().take_while(|(slot, _)| slot.end <= at).count();
-        let entries = entries.into_iter().map(|e| (e.clone(), [before(e.start), before(e.end)])).collect();
-        let shape = Self {
-            text: text.into(),
-            slots: walk.slots,
-            entries,
-            run: run.is_some(),
-            found,
-            fitted: AtomicBool::new(false),
-        };
+        let shape = Self { slotted, found, fitted: AtomicBool::new(false) };
         // Filled from its own answer, it must give what the check gave.
         let again = shape.fill(body)?;
         (again.found() == raw.found() && again.tail() == raw.tail()).then_some(shape)
     }
 
     /// `body` checked against the shape: `None` when it differs outside
-    /// the slots or a slot does not hold a value of its kind. Only the
-    /// slots' strings are checked to be UTF-8: the bytes between them are
-    /// the shape's own text, and a slot starts and ends at an ASCII byte.
+    /// the slots or a slot does not hold a value of its kind.
     fn fill(&self, body: &Bytes) -> Option<RawCompletion> {
-        let (new, old) = (&body[..], self.text.as_bytes());
+        let filled = self.slotted.fill(body)?;
         let mut found = self.found;
-        // How far the body's bytes have moved from the shape's after each
-        // slot (none before the first).
-        let mut moved = [0isize; MAX_SLOTS + 1];
-        let (mut at, mut from) = (0, 0);
-        for ((range, slot), by) in self.slots.iter().zip(moved.iter_mut().skip(1)) {
-            let same = old.get(from..range.start)?;
-            if new.get(at..at + same.len())? != same {
-                return None;
-            }
-            at += same.len();
-            at = match slot {
-                Slot::Text => lex::string_at(new, at)?.0,
-                Slot::Content => {
-                    let (end, content) = lex::string_at(new, at)?;
-                    let (blank, chars) = match content {
-                        // No control characters in a plain run: a blank is a space.
-                        Str::Ascii(text) => (text.iter().all(|&b| b == b' '), text.len()),
-                        Str::Text(text) => (text.trim().is_empty(), super::raw::chars(&text)),
-                    };
-                    found.has_answer |= !blank;
-                    found.content_chars += chars;
-                    end
-                }
-                Slot::Integer => lex::integer_at(new, at)?.0,
-                Slot::Input => {
-                    let (end, n) = lex::integer_at(new, at)?;
-                    found.usage.as_mut()?.input = n;
-                    end
-                }
-                Slot::Output => {
-                    let (end, n) = lex::integer_at(new, at)?;
-                    found.usage.as_mut()?.output = n;
-                    end
-                }
+        if let Some((_, content)) = &filled.content {
+            let (blank, chars) = match content {
+                // No control characters in a plain run: a blank is a space.
+                Str::Ascii(text) => (text.iter().all(|&b| b == b' '), text.len()),
+                Str::Text(text) => (text.trim().is_empty(), super::raw::chars(text)),
             };
-            from = range.end;
-            *by = at as isize - from as isize;
+            found.has_answer |= !blank;
+            found.content_chars += chars;
         }
-        if new.get(at..)? != old.get(from..)? {
-            return None;
+        if let Some(n) = filled.input {
+            found.usage.as_mut()?.input = n;
         }
-        let place = |at: usize, slots: usize| at.checked_add_signed(*moved.get(slots)?);
-        let tail = match &self.entries[..] {
-            [(run, [s, e])] if self.run => {
-                let (start, end) = (place(run.start, *s)?, place(run.end, *e)?);
-                (start <= end && end <= body.len()).then(|| body.slice(start..end))?
-            }
-            entries => {
-                let mut own = Vec::with_capacity(new.len());
-                for (entry, [s, e]) in entries {
-                    own.push(b',');
-                    own.extend_from_slice(new.get(place(entry.start, *s)?..place(entry.end, *e)?)?);
-                }
-                Bytes::from(own)
-            }
-        };
+        if let Some(n) = filled.output {
+            found.usage.as_mut()?.output = n;
+        }
+        let tail = self.slotted.tail(body, Some(body), &filled)?;
         Some(RawCompletion::from_found(body.clone(), tail, found))
-    }
-}
-
-/// One walk over an answer that passed the whole check, finding its slots
-/// and its tail's entries (as `scan::split` cuts them).
-struct Walk {
-    slots: Vec<(Range<usize>, Slot)>,
-    entries: Vec<Range<usize>>,
-    /// Choice 0's refusal has text.
-    refusal: bool,
-}
-
-impl Walk {
-    fn top(&mut self, text: &str) -> Option<()> {
-        let mut lx = Lex::new(text);
-        let mut keys = Vec::with_capacity(8);
-        if !lx.open(b'{', b'}')? {
-            loop {
-                let (start, key) = lx.key()?;
-                keys.push((start, !matches!(key, "id" | "object" | "created" | "model")));
-                match key {
-                    "id" | "model" | "system_fingerprint" => self.string(&mut lx, Slot::Text)?,
-                    "created" => self.integer(&mut lx, Slot::Integer)?,
-                    "choices" => self.choices(&mut lx)?,
-                    "usage" if lx.peek()? == b'{' => lx.members(|key, lx| match key {
-                        "prompt_tokens" => self.integer(lx, Slot::Input),
-                        "completion_tokens" => self.integer(lx, Slot::Output),
-                        "total_tokens" => self.integer(lx, Slot::Integer),
-                        _ => lx.skip(0),
-                    })?,
-                    _ => lx.skip(0)?,
-                }
-                if !lx.more(b'}')? {
-                    break;
-                }
-            }
-        }
-        // Each entry runs from its key's quote to the next key's (or the
-        // closing brace), less the comma and blanks between.
-        let close = text.trim_ascii_end().len().checked_sub(1)?;
-        for (i, &(start, kept)) in keys.iter().enumerate() {
-            let end = keys.get(i + 1).map_or(close, |&(next, _)| next);
-            let entry = text.get(start..end)?.trim_ascii_end();
-            let entry = entry.strip_suffix(',').unwrap_or(entry).trim_ascii_end();
-            if kept {
-                self.entries.push(start..start + entry.len());
-            }
-        }
-        Some(())
-    }
-
-    /// One choice, an object whose `message` is one (anything else, and
-    /// more choices, make no shape).
-    fn choices(&mut self, lx: &mut Lex<'_>) -> Option<()> {
-        if lx.open(b'[', b']')? {
-            return Some(());
-        }
-        if lx.peek()? != b'{' {
-            return None;
-        }
-        lx.members(|key, lx| match key {
-            "message" if lx.peek()? == b'{' => lx.members(|key, lx| match key {
-                "content" => self.string(lx, Slot::Content),
-                "refusal" => {
-                    if let Some(b'"') = lx.peek() {
-                        let (_, refusal) = lx.string()?;
-                        self.refusal = !refusal.is_empty();
-                        return Some(());
-                    }
-                    lx.skip(0)
-                }
-                _ => lx.skip(0),
-            }),
-            "message" => None,
-            _ => lx.skip(0),
-        })?;
-        (!lx.more(b']')?).then_some(())
-    }
-
-    /// A string's slot, when the value is a string.
-    fn string(&mut self, lx: &mut Lex<'_>, slot: Slot) -> Option<()> {
-        if lx.peek()? != b'"' {
-            return lx.skip(0);
-        }
-        let (open, _) = lx.string()?;
-        self.slots.push((open..lx.pos(), slot));
-        Some(())
-    }
-
-    /// An integer's slot, when the value is one that fits a `u64`.
-    fn integer(&mut self, lx: &mut Lex<'_>, slot: Slot) -> Option<()> {
-        if !lx.peek()?.is_ascii_digit() {
-            return lx.skip(0);
-        }
-        let from = lx.pos();
-        if let (_, Some(_)) = lx.number_text()? {
-            self.slots.push((from..lx.pos(), slot));
-        }
-        Some(())
     }
 }
 
@@ -296,6 +100,8 @@ pub struct AnswerShapes {
     last: ArcSwapOption<AnswerShape>,
     /// Misses since the last shape was made.
     misses: AtomicU32,
+    /// The shapes of its streams' chunks.
+    chunks: Arc<ChunkShapes>,
 }
 
 /// One miss in this many makes a new shape while the last one has fitted
@@ -315,6 +121,11 @@ impl std::fmt::Debug for AnswerShapes {
 }
 
 impl AnswerShapes {
+    /// A new stream's view of the provider's chunk shapes.
+    pub fn stream(&self) -> ChunkShape {
+        ChunkShape::of(&self.chunks)
+    }
+
     /// [`RawCompletion::check`], against the last answer's shape first.
     pub fn check(&self, body: Bytes) -> Option<RawCompletion> {
         let last = self.last.load();
@@ -351,4 +162,4 @@ impl AnswerShapes {
 
 #[cfg(test)]
 #[path = "shape_tests.rs"]
-mod tests;
+pub(super) mod tests;

@@ -14,7 +14,7 @@ fn answer(id: &str, created: &str, content: &str, usage: (&str, &str, &str), fin
     )
 }
 
-fn json(s: &str) -> String {
+pub(in crate::api::completion) fn json(s: &str) -> String {
     serde_json::to_string(s).unwrap()
 }
 
@@ -164,7 +164,7 @@ fn a_very_long_answer_makes_no_shape() {
     assert!(shapes.fill(&short).is_some());
 }
 
-fn text() -> impl Strategy<Value = String> {
+pub(in crate::api::completion) fn text() -> impl Strategy<Value = String> {
     proptest::collection::vec(
         prop_oneof![
             8 => proptest::char::range(' ', '~'),
@@ -180,7 +180,7 @@ fn text() -> impl Strategy<Value = String> {
 }
 
 /// A value of another kind than a slot's, or a broken one.
-fn junk() -> impl Strategy<Value = String> {
+pub(in crate::api::completion) fn junk() -> impl Strategy<Value = String> {
     prop_oneof![
         Just("null".to_string()),
         Just("18446744073709551616".to_string()),
@@ -192,12 +192,12 @@ fn junk() -> impl Strategy<Value = String> {
 }
 
 /// A string's slot's value: mostly a string.
-fn string() -> impl Strategy<Value = String> {
+pub(in crate::api::completion) fn string() -> impl Strategy<Value = String> {
     prop_oneof![8 => text().prop_map(|t| json(&t)), 1 => junk(), 1 => (0u64..9).prop_map(|n| n.to_string())]
 }
 
 /// An integer's slot's value: mostly an integer.
-fn integer() -> impl Strategy<Value = String> {
+pub(in crate::api::completion) fn integer() -> impl Strategy<Value = String> {
     prop_oneof![8 => any::<u64>().prop_map(|n| n.to_string()), 1 => junk(), 1 => text().prop_map(|t| json(&t))]
 }
 
