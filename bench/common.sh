@@ -40,26 +40,32 @@ wrk.body = '$2'
 LUA
 }
 
-# The pids' user+system ticks from /proc.
+# The pids' user and system ticks from /proc: "USER SYSTEM".
 ticks() {
-  local sum=0 p
-  for p in "$@"; do sum=$((sum + $(awk '{print $14+$15}' "/proc/$p/stat"))); done
-  echo "$sum"
+  local user=0 sys=0 p u s
+  for p in "$@"; do
+    read -r u s < <(awk '{print $14, $15}' "/proc/$p/stat")
+    user=$((user + u)); sys=$((sys + s))
+  done
+  echo "$user $sys"
 }
 
 # One wrk run and what it cost: name conns script port per(events|requests)
 # pids... — `script` is $work/SCRIPT.lua, the URL `url PORT`; prints req/s,
-# p50, p99 and the pids' CPU per request (or per event: EVENTS a request).
+# p50, p99 and the pids' CPU per request (or per event: EVENTS a request),
+# with its user and system parts.
 run() {
   local name=$1 c=$2 script=$3 port=$4 per=$5; shift 5
-  local threads=1 t0 t1 out
+  local threads=1 u0 s0 u1 s1 out
   [ "$c" -gt 1 ] && threads=2
-  t0=$(ticks "$@")
+  read -r u0 s0 < <(ticks "$@")
   out=$(wrk -t"$threads" -c"$c" -d"${SECS}s" --timeout 60s --latency -s "$work/$script.lua" "$(url "$port")")
-  t1=$(ticks "$@")
-  WRK_OUT="$out" python3 - "$name" "$c" "$per" "$EVENTS" "$((t1 - t0))" <<'PY'
+  read -r u1 s1 < <(ticks "$@")
+  WRK_OUT="$out" python3 - "$name" "$c" "$per" "$EVENTS" "$((u1 - u0))" "$((s1 - s0))" <<'PY'
 import os, re, sys
-name, c, per, events, ticks = sys.argv[1], int(sys.argv[2]), sys.argv[3], int(sys.argv[4]), int(sys.argv[5])
+name, c, per, events = sys.argv[1], int(sys.argv[2]), sys.argv[3], int(sys.argv[4])
+user, system = int(sys.argv[5]), int(sys.argv[6])
+ticks = user + system
 out = os.environ["WRK_OUT"]
 n = int(re.search(r"(\d+) requests in", out).group(1))
 rps = float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1))
@@ -70,6 +76,7 @@ cpu_us = ticks / os.sysconf("SC_CLK_TCK") * 1e6
 unit = n * events if per == "events" else n
 print(f"{name:<14} {c:>4} conns  req/s {rps:>9.1f}  p50 {pct.get('50','-'):>8}  p99 {pct.get('99','-'):>8}  "
       f"CPU/{'event' if per == 'events' else 'request'} {cpu_us / max(unit, 1):8.3f} us"
+      f" (user {cpu_us * user / max(ticks, 1) / max(unit, 1):.3f})"
       + (f"  NON-2XX {bad.group(1)}" if bad else "") + (f"  ERRORS {errors.group(1)}" if errors else ""))
 PY
 }

@@ -11,6 +11,11 @@
 //! (`AnswerShapes::check`: only its id, `created`, content and counts are
 //! read).
 //!
+//! And what a whole stream of 20 content events costs checked as a
+//! provider's stream is, against the chunk shapes its earlier streams left
+//! (`ChunkShape::of`): the bench upstream's, and OpenAI's (a new
+//! `obfuscation` string in every chunk, `usage` in its last).
+//!
 //! `cargo bench -p spillway --bench chunk` (the release profile) prints the
 //! median and the fastest of 100 batches, ns per chunk;
 //! `cargo bench -p spillway --bench chunk -- answer` only the cases whose
