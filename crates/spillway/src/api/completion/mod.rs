@@ -12,6 +12,12 @@
 //! [`serde_json::Value`] completed by [`super::wire`]. A [`Completion`]
 //! ([`types`]) is either, and both give the client the same fields and
 //! values.
+//!
+//! An upstream writes its answers alike, so most are checked against an
+//! earlier one's shape instead (`slots.rs`: the bytes between the values
+//! that change compared, only those values read): a provider's last whole
+//! answer ([`AnswerShapes`], `shape.rs`), and a stream's last chunk and its
+//! provider's chunk shapes ([`ChunkShape`], `chunk_shape.rs`).
 
 mod chunk_shape;
 pub mod raw;
