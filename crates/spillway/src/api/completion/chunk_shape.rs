@@ -157,7 +157,7 @@ impl std::fmt::Debug for ChunkShapes {
 
 /// What one stream checks its chunks against ([`RawChunk::check_like`]):
 /// its own last chunk first (its content string alone differs in most
-/// events: [`LastChunk`]), then its provider's chunk shapes.
+/// events), then its provider's chunk shapes.
 pub struct ChunkShape {
     last: LastChunk,
     /// Which shape `last` was made from (its address), and whether a chunk
