@@ -146,11 +146,7 @@ async fn answers_without_usage_are_priced_from_an_estimate() {
 #[tokio::test]
 async fn whole_answers_in_a_row_are_each_read_and_counted_as_their_own() {
     let up = FakeUpstream::start().await;
-    let yaml = format!(
-        "providers:\n{}    whole_as_stream: false\n    models: [{{ id: m }}]\n{FAST_HEALTH}cascades:\n  chat:\n    models: [up/m]\n",
-        openai_provider("up", &up)
-    );
-    let gw = start(&yaml).await;
+    let gw = one_provider(&up, "    whole_as_stream: false\n").await;
     let compact = |n: u64, content: &str, finish: &str| {
         format!(
             r#"{{"id":"chatcmpl-{n}","object":"chat.completion","created":{},"model":"m-2025","choices":[{{"index":0,"message":{{"role":"assistant","content":{},"refusal":null}},"logprobs":null,"finish_reason":"{finish}"}}],"usage":{{"prompt_tokens":{},"completion_tokens":{n},"total_tokens":{}}},"system_fingerprint":"fp_{n}"}}"#,
@@ -210,6 +206,16 @@ async fn whole_answers_in_a_row_are_each_read_and_counted_as_their_own() {
     }
 }
 
+/// The gateway, started as `serve` starts it, with one cascade `chat` of
+/// one model `up/m` on `up` (`extra`: more of the provider's settings).
+async fn one_provider(up: &FakeUpstream, extra: &str) -> TestGateway {
+    let yaml = format!(
+        "providers:\n{}{extra}    models: [{{ id: m }}]\n{FAST_HEALTH}cascades:\n  chat:\n    models: [up/m]\n",
+        openai_provider("up", up)
+    );
+    start(&yaml).await
+}
+
 /// Polls `/metrics` until the series reads `want` (a stream's usage is
 /// counted when the server drops it, just after the client read the last
 /// byte), up to 5 s; the last value read.
@@ -237,11 +243,7 @@ async fn metric_reaches(gw: &TestGateway, prefix: &str, want: f64) -> Option<f64
 #[tokio::test]
 async fn streams_in_a_row_are_each_read_and_counted_as_their_own() {
     let up = FakeUpstream::start().await;
-    let yaml = format!(
-        "providers:\n{}    models: [{{ id: m }}]\n{FAST_HEALTH}cascades:\n  chat:\n    models: [up/m]\n",
-        openai_provider("up", &up)
-    );
-    let gw = start(&yaml).await;
+    let gw = one_provider(&up, "").await;
     let events = |n: u64, texts: &[&str], finish: &str| -> Vec<String> {
         let head = format!(
             r#"{{"id":"chatcmpl-{n}","object":"chat.completion.chunk","created":{},"model":"m-2025","service_tier":"default","system_fingerprint":"fp_{n}","choices":["#,
