@@ -24,7 +24,10 @@
 #     median, then the median of those), against the same stream with its
 #     first event written alone (`--first-alone 1`: an unpaced stream's
 #     first write would otherwise be the whole stream), and the added
-#     median latency of a whole answer at one connection, both proxies;
+#     median latency of a whole answer at one connection, both proxies
+#     (wrk's one-connection runs, and in the TTFB rounds TTFB_N sequential
+#     passed-through answers a proxy, the proxies taking turns: a median a
+#     round, then the median of those);
 #   - at 256 connections, an upstream that takes SLOW_MS (145) ms before
 #     it answers (a 20-event stream, or its whole answer): req/s and p99
 #     called directly, through nginx (the floor here too), through the
@@ -239,15 +242,30 @@ ttfb_url() { # port -> URL
     *) url "$1" ;;
   esac
 }
-for p in "$FIRST" "$NGX" "${GWS[@]}"; do : >"$work/ttfb-$p"; done
+# The same rounds time a passed-through whole answer at one connection
+# (TTFB_N sequential requests each, the proxies taking turns, in the other
+# order every second round): the added median latency, each proxy's
+# figure taken beside the others' within seconds, where wrk's one-connection
+# runs above lie minutes apart on a host whose speed drifts.
+for p in "$FIRST" "$UP" "$NGX" "${GWS[@]}"; do : >"$work/ttfb-$p"; : >"$work/whole-$p"; done
 for r in $(seq "$TTFB_ROUNDS"); do
   for p in "$FIRST" "$NGX" "${GWS[@]}"; do
     "$BIN/bench-client" ttfb "$(ttfb_url "$p")" "$TTFB_N" first | sed -n 's/.*median=\([0-9]*\).*/\1/p' >>"$work/ttfb-$p"
   done
+  turn=("$UP" "$NGX" "${GWS[@]}")
+  [ $((r % 2)) = 0 ] && turn=("${GWS[@]}" "$NGX" "$UP")
+  for p in "${turn[@]}"; do
+    "$BIN/bench-client" whole "$(url "$p")" "$TTFB_N" pass | sed -n 's/.*median=\([0-9]*\).*/\1/p' >>"$work/whole-$p"
+  done
 done
+median_of() { sort -n "$1" | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 [ "$TTFB_ROUNDS" = 0 ] || for p in "$FIRST" "$NGX" "${GWS[@]}"; do
   name=gateway; [ "$p" = "$NGX" ] && name=nginx; [ "$p" = "${GW0:-}" ] && name=gateway-before; [ "$p" = "$FIRST" ] && name=direct
-  echo "stream ttfb, $name: median of $TTFB_ROUNDS rounds $(sort -n "$work/ttfb-$p" | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}') us (rounds: $(tr '\n' ' ' <"$work/ttfb-$p"))"
+  echo "stream ttfb, $name: median of $TTFB_ROUNDS rounds $(median_of "$work/ttfb-$p") us (rounds: $(tr '\n' ' ' <"$work/ttfb-$p"))"
+done
+[ "$TTFB_ROUNDS" = 0 ] || for p in "$UP" "$NGX" "${GWS[@]}"; do
+  name=gateway; [ "$p" = "$NGX" ] && name=nginx; [ "$p" = "${GW0:-}" ] && name=gateway-before; [ "$p" = "$UP" ] && name=direct
+  echo "whole answer passed through, 1 connection, $name: median of $TTFB_ROUNDS rounds $(median_of "$work/whole-$p") us (rounds: $(tr '\n' ' ' <"$work/whole-$p"))"
 done
 
 if [ "$SLOW_MS" != 0 ]; then

@@ -3,6 +3,9 @@
 //! - `bench-client ttfb URL N MODEL`: N sequential streaming requests on one
 //!   keep-alive connection; prints the median and p99 time to the first
 //!   body byte, in microseconds.
+//! - `bench-client whole URL N MODEL`: N sequential whole (`"stream": false`)
+//!   requests on one keep-alive connection; prints the median and p99 time
+//!   to the whole answer, in microseconds.
 //! - `bench-client hold URL N SECONDS MODEL`: opens N concurrent streaming
 //!   requests, reads their first byte, holds them open for SECONDS, prints
 //!   how many were open, then exits.
@@ -23,8 +26,8 @@ async fn connect(addr: &str) -> hyper::client::conn::http1::SendRequest<Full<Byt
     sender
 }
 
-fn request(url: &str, model: &str) -> Request<Full<Bytes>> {
-    let body = format!(r#"{{"model":"{model}","stream":true,"messages":[{{"role":"user","content":"Hello?"}}]}}"#);
+fn request(url: &str, model: &str, stream: bool) -> Request<Full<Bytes>> {
+    let body = format!(r#"{{"model":"{model}","stream":{stream},"messages":[{{"role":"user","content":"Hello?"}}]}}"#);
     Request::post(url)
         .header("content-type", "application/json")
         .header("host", "bench")
@@ -43,8 +46,9 @@ async fn main() {
     let url = args.get(2).cloned().unwrap_or_default();
     let n: usize = args.get(3).and_then(|v| v.parse().ok()).unwrap_or(1000);
     match mode {
-        "ttfb" => {
+        "ttfb" | "whole" => {
             let model = args.get(4).cloned().unwrap_or_else(|| "bench".into());
+            let whole = mode == "whole";
             let mut sender = connect(&addr_of(&url)).await;
             let mut samples = Vec::with_capacity(n);
             for i in 0..n + n / 10 {
@@ -53,12 +57,16 @@ async fn main() {
                     sender = connect(&addr_of(&url)).await;
                 }
                 let started = Instant::now();
-                let resp = sender.send_request(request(&url, &model)).await.unwrap();
+                let resp = sender.send_request(request(&url, &model, !whole)).await.unwrap();
+                assert!(resp.status().is_success(), "{}", resp.status());
                 let mut body = resp.into_body();
                 let first = body.frame().await;
-                let took = started.elapsed();
+                let mut took = started.elapsed();
                 assert!(first.is_some());
                 while body.frame().await.is_some() {}
+                if whole {
+                    took = started.elapsed();
+                }
                 if i >= n / 10 {
                     samples.push(took.as_micros() as u64); // the first 10% warm up
                 }
@@ -66,7 +74,7 @@ async fn main() {
             samples.sort_unstable();
             let median = samples[samples.len() / 2];
             let p99 = samples[samples.len() * 99 / 100];
-            println!("ttfb_us median={median} p99={p99} n={}", samples.len());
+            println!("{mode}_us median={median} p99={p99} n={}", samples.len());
         }
         "hold" => {
             let secs: u64 = args.get(4).and_then(|v| v.parse().ok()).unwrap_or(5);
@@ -77,7 +85,7 @@ async fn main() {
                 let model = model.clone();
                 tasks.push(tokio::spawn(async move {
                     let mut sender = connect(&addr_of(&url)).await;
-                    let resp = sender.send_request(request(&url, &model)).await.unwrap();
+                    let resp = sender.send_request(request(&url, &model, true)).await.unwrap();
                     let mut body = resp.into_body();
                     let first = body.frame().await.is_some();
                     tokio::time::sleep(Duration::from_secs(secs)).await;
@@ -94,7 +102,7 @@ async fn main() {
             println!("held {open} streams for {secs}s");
         }
         _ => {
-            eprintln!("usage: bench-client ttfb URL N MODEL | bench-client hold URL N SECONDS MODEL");
+            eprintln!("usage: bench-client ttfb|whole URL N MODEL | bench-client hold URL N SECONDS MODEL");
             std::process::exit(2);
         }
     }
