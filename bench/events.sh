@@ -32,7 +32,7 @@
 #     it answers (a 20-event stream, or its whole answer): req/s and p99
 #     called directly, through nginx (the floor here too), through the
 #     gateway on one serving thread (`gw-*`) and on its default of one a
-#     CPU (`gwd-*`), streamed and whole (read as a stream and assembled,
+#     CPU (`gwd-*`; with GW_BEFORE, that build too: `gwd0-*`), streamed and whole (read as a stream and assembled,
 #     the default); SLOW_MS=0 leaves it out. Each of these runs lasts
 #     SLOW_SECS (SECS by default). Every run opens 256 new connections
 #     (and a proxy as many upstream, the last run's calls having been
@@ -159,25 +159,35 @@ cascades:
   held: { models: [held/bench] }
   first: { models: [first/bench] }
 YAML
-SPILLWAY_LOG=warn "$GW_BIN" serve --config "$work/gw.yaml" >"$work/gw.log" 2>&1 &
-GW_PID=$!; pids+=($GW_PID)
+# Starts gateway build $1 on $work/$2.yaml (its log $work/$2.log); its pid in $started.
+run_gateway() {
+  SPILLWAY_LOG=warn "$1" serve --config "$work/$2.yaml" >"$work/$2.log" 2>&1 &
+  started=$!; pids+=($started)
+}
+run_gateway "$GW_BIN" gw; GW_PID=$started
 GWS=("$GW")
 if [ -n "${GW_BEFORE:-}" ]; then
   GW0=$(free_port)
   sed "s/127.0.0.1:$GW,/127.0.0.1:$GW0,/" "$work/gw.yaml" >"$work/gw0.yaml"
-  SPILLWAY_LOG=warn "$GW_BEFORE" serve --config "$work/gw0.yaml" >"$work/gw0.log" 2>&1 &
-  GW0_PID=$!; pids+=($GW0_PID)
+  run_gateway "$GW_BEFORE" gw0; GW0_PID=$started
   GWS+=("$GW0")
 fi
+GWDS=()
 if [ "$SLOW_MS" != 0 ]; then
-  # The gateway on its default serving threads (one a CPU), for the slow upstream.
+  # The gateway on its default serving threads (one a CPU), for the slow
+  # upstream; with GW_BEFORE, that build too (gwd0-*).
   GWD=$(free_port)
   sed -e "s/127.0.0.1:$GW,/127.0.0.1:$GWD,/" -e "s/, workers: 1//" "$work/gw.yaml" >"$work/gwd.yaml"
-  SPILLWAY_LOG=warn "$GW_BIN" serve --config "$work/gwd.yaml" >"$work/gwd.log" 2>&1 &
-  GWD_PID=$!; pids+=($GWD_PID)
-  wait_port "$GWD"
+  run_gateway "$GW_BIN" gwd; GWD_PID=$started
+  GWDS+=("$GWD")
+  if [ -n "${GW_BEFORE:-}" ]; then
+    GWD0=$(free_port)
+    sed "s/127.0.0.1:$GWD,/127.0.0.1:$GWD0,/" "$work/gwd.yaml" >"$work/gwd0.yaml"
+    run_gateway "$GW_BEFORE" gwd0; GWD0_PID=$started
+    GWDS+=("$GWD0")
+  fi
 fi
-for p in "$UP" "$FIRST" "$NGX" "${GWS[@]}"; do wait_port "$p"; done
+for p in "$UP" "$FIRST" "$NGX" "${GWS[@]}" "${GWDS[@]}"; do wait_port "$p"; done
 
 lua() { # name model stream(true|false)
   post_lua "$work/$1.lua" '{"model":"'"$2"'","stream":'"$3"',"messages":[{"role":"user","content":"Hello, how are you today?"}]}'
@@ -276,7 +286,7 @@ if [ "$SLOW_MS" != 0 ]; then
   # attempts dropped at the upstream and sent again after TCP's one-second
   # retransmit).
   wrk -t2 -c256 -d2s -s "$work/stream.lua" "$(url "$NGXS")" >/dev/null
-  for p in "${GWS[@]}" "$GWD"; do wrk -t2 -c256 -d2s -s "$work/slowstream.lua" "$(url "$p")" >/dev/null; done
+  for p in "${GWS[@]}" "${GWDS[@]}"; do wrk -t2 -c256 -d2s -s "$work/slowstream.lua" "$(url "$p")" >/dev/null; done
   FAST_SECS=$SECS
   SECS=${SLOW_SECS:-$SECS}
   echo "# an upstream taking ${SLOW_MS} ms an answer (20-event streams), 256 connections, runs of ${SECS}s"
@@ -285,10 +295,11 @@ if [ "$SLOW_MS" != 0 ]; then
       run "direct-$kind" 256 "$kind" "$SLOW" requests "$SLOW_PID"
       # shellcheck disable=SC2046
       run "nginx-$kind" 256 "$kind" "$NGXS" requests $(nginx_pids)
-      for p in "${GWS[@]}" "$GWD"; do
+      for p in "${GWS[@]}" "${GWDS[@]}"; do
         name=gw; pid=$GW_PID
         [ "$p" = "${GW0:-}" ] && { name=gw0; pid=$GW0_PID; }
         [ "$p" = "$GWD" ] && { name=gwd; pid=$GWD_PID; }
+        [ "$p" = "${GWD0:-}" ] && { name=gwd0; pid=$GWD0_PID; }
         run "$name-slow$kind" 256 "slow$kind" "$p" requests "$pid"
       done
     done

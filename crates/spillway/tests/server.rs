@@ -206,6 +206,50 @@ async fn several_serving_threads_answer_and_drain_on_shutdown() {
     gw.stopped(Duration::from_secs(5)).await.unwrap();
 }
 
+/// A serving thread that holds more connections than its share hands the
+/// ones it accepts to the thread that holds the fewest, which serves them
+/// (whole and streamed); each thread's open connections are a gauge, back
+/// down as they close.
+#[tokio::test]
+async fn a_thread_over_its_share_hands_new_connections_to_the_least_loaded() {
+    let up = FakeUpstream::start().await;
+    let gw = start_workers(&config(&up, "  shutdown_grace: 5s"), 2).await;
+    let gauge = |worker: &str| {
+        gw.state.metrics.connections.get_or_create(&spillway::metrics::WorkerLabels { worker: worker.into() }).clone()
+    };
+    // Thread 1 looks busy: a hundred connections it does not have.
+    gauge("1").set(100);
+    let url = format!("{}/v1/chat/completions", gw.url);
+    let mut clients = Vec::new();
+    for i in 0..10 {
+        // A client each: a connection each, kept open.
+        up.push(if i % 2 == 1 { Reply::stream(&["Hel", "lo"]) } else { Reply::text("Hello") });
+        let c = client();
+        let resp = c.post(&url).json(&chat("chat", i % 2 == 1)).send().await.unwrap();
+        let status = resp.status();
+        let text = resp.text().await.unwrap();
+        assert_eq!(status, 200, "request {i}: {text}");
+        if i % 2 == 1 {
+            assert!(text.contains("\"Hel\"") && text.trim_end().ends_with("data: [DONE]"), "{text}");
+        } else {
+            let body: Value = serde_json::from_str(&text).unwrap();
+            assert_eq!(body["choices"][0]["message"]["content"], "Hello", "{text}");
+        }
+        clients.push(c);
+    }
+    assert_eq!((gauge("1").get(), gauge("2").get()), (100, 10), "every new connection went to thread 2");
+    drop(clients);
+    let closed = async {
+        while gauge("2").get() != 0 {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(5), closed).await.expect("the closed connections were counted out");
+    assert_eq!(gauge("1").get(), 100);
+    let text = gw.get("/metrics").await.text().await.unwrap();
+    assert!(text.contains("spillway_server_connections{worker=\"2\"} 1\n"), "{text}");
+}
+
 /// `/metrics` speaks the Prometheus text format 0.0.4 by default — every
 /// sample under a `# TYPE` of its own name (a counter's `_total`, a
 /// histogram's `_bucket`/`_sum`/`_count`) — and OpenMetrics to a scraper

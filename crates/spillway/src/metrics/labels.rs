@@ -57,6 +57,7 @@ label_sets! {
     PromptLabels { provider, model, variant, version }
     NormalizeLabels { provider, model, result }
     InFlightLabels { cascade, provider }
+    WorkerLabels { worker }
     QualityLabels { cascade, provider, model, signal }
     KeyUserLabels { key, user }
 }
@@ -78,6 +79,14 @@ pub struct InFlightLabels {
     pub cascade: String,
     /// Provider name.
     pub provider: String,
+}
+
+/// `worker` of `spillway_server_connections`: the serving thread's number,
+/// from 1 (as its name, `spillway-wN`).
+#[derive(Clone, Debug, Hash, PartialEq, Eq)]
+pub struct WorkerLabels {
+    /// The serving thread's number.
+    pub worker: String,
 }
 
 /// `version`, `commit` of `spillway_build_info`.

@@ -102,6 +102,8 @@ pub struct Metrics {
     pub prompt_variants: Family<PromptLabels, Counter>,
     /// `spillway_in_flight`
     pub in_flight: Family<InFlightLabels, Gauge>,
+    /// `spillway_server_connections`
+    pub connections: Family<WorkerLabels, Gauge>,
     /// `spillway_quality_answers_total`
     pub quality_answers: Family<QualityLabels, Counter>,
     /// `spillway_quality_demoted`
@@ -158,6 +160,7 @@ impl Metrics {
         let normalize = Family::default();
         let prompt_variants = Family::default();
         let in_flight = Family::default();
+        let connections = Family::default();
         let quality_answers = Family::default();
         let quality_demoted = Family::default();
         registry.register(
@@ -171,6 +174,7 @@ impl Metrics {
             quality_demoted.clone(),
         );
         registry.register(names::IN_FLIGHT, "Upstream attempts in flight by cascade and provider", in_flight.clone());
+        registry.register(names::SERVER_CONNECTIONS, "Open client connections by serving thread", connections.clone());
         let build_info: Family<BuildLabels, Gauge> = Family::default();
         build_info.get_or_create(&BuildLabels::current()).set(1);
         registry.register(names::BUILD_INFO, "1; the labels say which Spillway this is", build_info);
@@ -257,6 +261,7 @@ impl Metrics {
             normalize,
             prompt_variants,
             in_flight,
+            connections,
             tallies: Tallies::default(),
             clients,
             telemetry,

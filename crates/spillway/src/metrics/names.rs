@@ -46,6 +46,8 @@ pub const NORMALIZE: &str = "spillway_normalize";
 pub const PROMPT_VARIANTS: &str = "spillway_prompt_variants";
 /// Upstream attempts in flight by cascade and provider.
 pub const IN_FLIGHT: &str = "spillway_in_flight";
+/// Open client connections by serving thread.
+pub const SERVER_CONNECTIONS: &str = "spillway_server_connections";
 /// 1, with the version and build as labels.
 pub const BUILD_INFO: &str = "spillway_build_info";
 /// Requests of each virtual key: admitted or refused, by limit.

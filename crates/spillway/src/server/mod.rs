@@ -128,7 +128,9 @@ enum Route {
 pub async fn serve(listener: TcpListener, state: Arc<AppState>, shutdown: CancellationToken) -> std::io::Result<()> {
     tracing::info!(addr = %listener.local_addr()?, "Spillway is listening.");
     let grace = state.gateway.load().config.server.shutdown_grace;
-    let (drained, ()) = tokio::join!(accept_loop(listener, state, shutdown.clone()), shutting_down(&shutdown, grace));
+    let seat = workers::seats(&state.metrics, 1).pop().ok_or_else(|| std::io::Error::other("no serving seat"))?;
+    let (drained, ()) =
+        tokio::join!(accept_loop(listener, state, shutdown.clone(), seat), shutting_down(&shutdown, grace));
     drained_note(drained?);
     Ok(())
 }
@@ -159,6 +161,7 @@ pub(crate) async fn accept_loop(
     listener: TcpListener,
     state: Arc<AppState>,
     shutdown: CancellationToken,
+    mut seat: workers::Seat,
 ) -> std::io::Result<bool> {
     let (settings, grace) = {
         let server = &state.gateway.load().config.server;
@@ -173,9 +176,13 @@ pub(crate) async fn accept_loop(
         Front { state: state.clone(), router: TowerToHyperService::new(routes::router(state.clone())), link: None };
     let tasks = TaskTracker::new();
     loop {
-        let (stream, peer) = tokio::select! {
+        let (stream, peer, held) = tokio::select! {
             accepted = listener.accept() => match accepted {
-                Ok(c) => c,
+                // Served here, or handed to a thread that holds fewer.
+                Ok((stream, peer)) => match seat.take(stream, peer) {
+                    Some(taken) => taken,
+                    None => continue,
+                },
                 Err(e) => {
                     // Out of file descriptors and the like: back off briefly
                     // instead of spinning.
@@ -184,6 +191,7 @@ pub(crate) async fn accept_loop(
                     continue;
                 }
             },
+            Some(handed) = seat.handed() => handed,
             () = shutdown.cancelled() => break,
         };
         let _ = stream.set_nodelay(true);
@@ -195,9 +203,11 @@ pub(crate) async fn accept_loop(
         tasks.spawn(async move {
             http1::serve(io, &front, settings, shutdown).await;
             tracing::trace!(%peer, "Connection closed.");
+            drop(held);
         });
     }
     drop(listener);
+    seat.close();
     tasks.close();
     // Idle connections close as soon as they see the shutdown; busy ones
     // after their answer.
