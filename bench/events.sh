@@ -32,7 +32,9 @@
 #     it answers (a 20-event stream, or its whole answer): req/s and p99
 #     called directly, through nginx (the floor here too), through the
 #     gateway on one serving thread (`gw-*`) and on its default of one a
-#     CPU (`gwd-*`; with GW_BEFORE, that build too: `gwd0-*`), streamed and whole (read as a stream and assembled,
+#     CPU (`gwd-*`; with GW_BEFORE, that build too: `gwd0-*`; each such
+#     run also prints how its CPU was split between the serving threads),
+#     streamed and whole (read as a stream and assembled,
 #     the default); SLOW_MS=0 leaves it out. Each of these runs lasts
 #     SLOW_SECS (SECS by default). Every run opens 256 new connections
 #     (and a proxy as many upstream, the last run's calls having been
@@ -278,6 +280,20 @@ done
   echo "whole answer passed through, 1 connection, $name: median of $TTFB_ROUNDS rounds $(median_of "$work/whole-$p") us (rounds: $(tr '\n' ' ' <"$work/whole-$p"))"
 done
 
+# Each serving thread of gateway $1 and its CPU ticks so far, one a line.
+serving_ticks() {
+  local t
+  for t in /proc/"$1"/task/*; do
+    case $(cat "$t/comm") in spillway-w*) echo "$(cat "$t/comm") $(awk '{print $14 + $15}' "$t/stat")" ;; esac
+  done
+}
+
+# How a run's CPU was split between the serving threads (the ticks before, after).
+serving_split() {
+  join <(sort <<<"$1") <(sort <<<"$2") |
+    awk '{d[$1] = $3 - $2; all += $3 - $2} END {printf "  CPU by serving thread:"; for (t in d) printf " %s %d%%", t, all ? 100 * d[t] / all : 0; print ""}'
+}
+
 if [ "$SLOW_MS" != 0 ]; then
   # Warm every proxy's connections to the slow upstream first, as the fast
   # one's were: a cold pool opens its 256 connections inside measured
@@ -300,7 +316,9 @@ if [ "$SLOW_MS" != 0 ]; then
         [ "$p" = "${GW0:-}" ] && { name=gw0; pid=$GW0_PID; }
         [ "$p" = "$GWD" ] && { name=gwd; pid=$GWD_PID; }
         [ "$p" = "${GWD0:-}" ] && { name=gwd0; pid=$GWD0_PID; }
+        before=$(serving_ticks "$pid")
         run "$name-slow$kind" 256 "slow$kind" "$p" requests "$pid"
+        case $name in gwd*) serving_split "$before" "$(serving_ticks "$pid")" ;; esac
       done
     done
   done
