@@ -81,5 +81,20 @@ print(f"{name:<14} {c:>4} conns  req/s {rps:>9.1f}  p50 {pct.get('50','-'):>8}  
 PY
 }
 
+# Each serving thread of gateway $1 and its CPU ticks so far, one a line.
+serving_ticks() {
+  local t
+  for t in /proc/"$1"/task/*; do
+    case $(cat "$t/comm") in spillway-w*) echo "$(cat "$t/comm") $(awk '{print $14 + $15}' "$t/stat")" ;; esac
+  done
+}
+
+# How a run's CPU was split between the serving threads (the ticks before, after).
+serving_split() {
+  join <(sort <<<"$1") <(sort <<<"$2") |
+    awk '{t[NR] = $1; d[NR] = $3 - $2; all += $3 - $2}
+      END {printf "  CPU by serving thread:"; for (i = 1; i <= NR; i++) printf " %s %d%%", t[i], all ? 100 * d[i] / all : 0; print ""}'
+}
+
 # The chat completions URL of a local port.
 url() { echo "http://127.0.0.1:$1/v1/chat/completions"; }

@@ -280,20 +280,6 @@ done
   echo "whole answer passed through, 1 connection, $name: median of $TTFB_ROUNDS rounds $(median_of "$work/whole-$p") us (rounds: $(tr '\n' ' ' <"$work/whole-$p"))"
 done
 
-# Each serving thread of gateway $1 and its CPU ticks so far, one a line.
-serving_ticks() {
-  local t
-  for t in /proc/"$1"/task/*; do
-    case $(cat "$t/comm") in spillway-w*) echo "$(cat "$t/comm") $(awk '{print $14 + $15}' "$t/stat")" ;; esac
-  done
-}
-
-# How a run's CPU was split between the serving threads (the ticks before, after).
-serving_split() {
-  join <(sort <<<"$1") <(sort <<<"$2") |
-    awk '{d[$1] = $3 - $2; all += $3 - $2} END {printf "  CPU by serving thread:"; for (t in d) printf " %s %d%%", t, all ? 100 * d[t] / all : 0; print ""}'
-}
-
 if [ "$SLOW_MS" != 0 ]; then
   # Warm every proxy's connections to the slow upstream first, as the fast
   # one's were: a cold pool opens its 256 connections inside measured
